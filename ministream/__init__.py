@@ -1,0 +1,1 @@
+"""ministream: learn stateful stream processing from a small engine checked against Spark."""

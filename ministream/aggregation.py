@@ -1,0 +1,190 @@
+"""Keyed aggregation: a running count, sum, min, max or average per key, kept in keyed state.
+
+``stream.key_by("key").aggregate("totals", count=Count(), sum=Sum("value"))`` is ministream's
+``df.groupBy("key").agg(count("*").alias("count"), sum("value").alias("sum"))``. Each subtask keeps, per key,
+one accumulator per aggregate; the result row of a key is ``{key column: key, name: result, ...}``.
+
+When results are emitted depends on the model and, in micro-batch, on Spark's output mode:
+
+- **update**: at the end of each batch, every key that the batch touched, with its full current value;
+- **complete**: at the end of each batch, every key there is;
+- **append**: refused: an aggregate without a watermark never knows that a key is final (windowed
+  aggregates, which can be final, are in ``window_aggregation``);
+- **continuous model**: after every record, the record's key with its new value (a changelog).
+
+>>> from ministream.operators import StepContext
+>>> totals = RunningAggregate(("key",), {"count": Count(), "sum": Sum("value")})
+>>> ctx = StepContext.for_testing(output_mode="update"); totals.open(ctx)
+>>> totals.process([("a", {"key": "a", "value": 2}), ("a", {"key": "a", "value": 3})], 0)
+>>> totals.on_batch_end(None); ctx.emitted
+[{'key': 'a', 'count': 2, 'sum': 5}]
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import attrs
+
+from ministream.keygroups import key_group_of
+from ministream.operators import Operator, PipelineError
+
+
+@attrs.frozen
+class AggregateFunction:
+    """One aggregate over one column: ``create`` an accumulator, ``add`` a value, ``merge`` two, read the
+    ``result``. ``column=None`` means the whole row (for ``Count()``). Null values (``None``) are skipped,
+    as SQL skips them."""
+
+    column: str | None
+    create: Callable[[], Any]
+    add: Callable[[Any, Any], Any]
+    merge: Callable[[Any, Any], Any]
+    result: Callable[[Any], Any] = lambda acc: acc
+    name: str = "aggregate"
+
+
+def _plus(acc, value):
+    return value if acc is None else acc + value
+
+
+def _keep(pick):
+    return lambda acc, value: value if acc is None else pick(acc, value)
+
+
+def _both(combine):
+    return lambda a, b: b if a is None else a if b is None else combine(a, b)
+
+
+def Count(column: str | None = None) -> AggregateFunction:
+    """Count rows (``count("*")``), or the non-null values of one column."""
+    return AggregateFunction(column, lambda: 0, lambda acc, value: acc + 1, lambda a, b: a + b, name="count")
+
+
+def Sum(column: str) -> AggregateFunction:
+    """Add up a column (``sum(col)``): ``None`` until a non-null value arrives."""
+    return AggregateFunction(column, lambda: None, _plus, _both(lambda a, b: a + b), name="sum")
+
+
+def Min(column: str) -> AggregateFunction:
+    """The smallest value of a column (``min(col)``)."""
+    return AggregateFunction(column, lambda: None, _keep(min), _both(min), name="min")
+
+
+def Max(column: str) -> AggregateFunction:
+    """The largest value of a column (``max(col)``)."""
+    return AggregateFunction(column, lambda: None, _keep(max), _both(max), name="max")
+
+
+def Avg(column: str) -> AggregateFunction:
+    """The mean of a column (``avg(col)``), kept as ``(sum, count)`` so that it can be merged."""
+    return AggregateFunction(
+        column, lambda: (0, 0), lambda acc, value: (acc[0] + value, acc[1] + 1),
+        lambda a, b: (a[0] + b[0], a[1] + b[1]),
+        lambda acc: acc[0] / acc[1] if acc[1] else None, name="avg")
+
+
+def Custom(column: str | None, create, add, result=lambda acc: acc, merge=None) -> AggregateFunction:
+    """A user-defined aggregate: the same four parts as the built-in ones.
+
+    >>> spread = Custom("value", create=lambda: None,
+    ...                 add=lambda acc, v: (v, v) if acc is None else (min(acc[0], v), max(acc[1], v)),
+    ...                 result=lambda acc: acc[1] - acc[0])
+    >>> acc = None
+    >>> for v in (4, 1, 9): acc = spread.add(acc, v)
+    >>> spread.result(acc)
+    8
+    """
+    return AggregateFunction(column, create, add, merge, result, name="custom")
+
+
+def new_accumulators(functions: list[AggregateFunction]) -> list:
+    """One fresh accumulator per aggregate function."""
+    return [function.create() for function in functions]
+
+
+def add_row(accumulators: list, functions: list[AggregateFunction], row: dict) -> None:
+    """Fold one row into the accumulators, in place (a ``None`` value is skipped, as SQL skips nulls)."""
+    for i, function in enumerate(functions):
+        if function.column is None:
+            accumulators[i] = function.add(accumulators[i], row)
+        else:
+            value = row.get(function.column)
+            if value is not None:
+                accumulators[i] = function.add(accumulators[i], value)
+
+
+def results(accumulators: list, names: list[str], functions: list[AggregateFunction]) -> dict:
+    """The output columns of one group: ``{name: result}``."""
+    return {name: function.result(acc) for name, function, acc in zip(names, functions, accumulators)}
+
+
+def key_columns_of(key_columns: tuple[str, ...], key) -> dict:
+    """The group-by columns of an output row: a single key, or a tuple spread over several columns."""
+    if len(key_columns) == 1:
+        return {key_columns[0]: key}
+    return dict(zip(key_columns, key))
+
+
+class RunningAggregate(Operator):
+    """Per key, a running aggregate over every row ever seen: Spark's streaming ``groupBy().agg()``.
+
+    State: ``self.groups[key_group][key] = [accumulator per aggregate]`` (the keyed state table
+    ``"aggregate"``), and ``self.touched``: the keys this batch updated (for update mode).
+    """
+
+    keyed = True
+    output_modes = ("update", "complete")
+
+    def __init__(self, key_columns: tuple[str, ...], aggregates: dict[str, AggregateFunction]):
+        self.key_columns = key_columns
+        self.names = list(aggregates)
+        self.functions = list(aggregates.values())
+
+    @staticmethod
+    def check_output_mode(step_name: str, output_mode: str, has_watermark: bool) -> None:
+        """Refuse append mode, as Spark does: an aggregate without a watermark never knows a key is final."""
+        if output_mode == "append":
+            raise PipelineError(
+                f"step {step_name!r}: append output mode cannot be used with an aggregation without a "
+                "watermark. Append emits a group once, when no later row can change it, and without an "
+                "event-time window and a watermark that moment never comes. Use output mode 'update' or "
+                "'complete'. (Spark refuses it too: 'Append output mode not supported when there are "
+                "streaming aggregations on streaming DataFrames/DataSets without watermark'.)")
+
+    def open(self, ctx):
+        super().open(ctx)
+        self.groups = ctx.state.table("aggregate")  # {key_group: {key: [accumulator, ...]}}
+        self.touched = {}  # {key: None}, in first-touched order
+
+    def process(self, pairs, input_index):
+        groups, functions = self.groups, self.functions
+        continuous = self.ctx.model == "continuous"
+        for key, row in pairs:
+            group = groups.setdefault(key_group_of(key), {})
+            accumulators = group.get(key)
+            if accumulators is None:
+                accumulators = group[key] = new_accumulators(functions)
+            add_row(accumulators, functions, row)
+            if continuous:
+                self._emit([key], "its value changed (the continuous model emits every update)")
+            else:
+                self.touched[key] = None
+
+    def on_batch_end(self, batch):
+        if self.ctx.output_mode == "complete":
+            keys = [key for group in sorted(self.groups) for key in self.groups[group]]
+            self._emit(keys, "complete mode emits every key at every batch")
+        else:
+            self._emit(list(self.touched), "updated in this batch (update mode emits the keys a batch touched)")
+        self.touched = {}
+
+    def _emit(self, keys: list, why: str) -> None:
+        rows = []
+        for key in keys:
+            row = key_columns_of(self.key_columns, key)
+            row.update(results(self.groups[key_group_of(key)][key], self.names, self.functions))
+            rows.append(row)
+            if self.ctx.tracing:
+                self.ctx.explain("emit", f"key {key!r} emitted: {why}", row)
+        self.ctx.emit(rows)

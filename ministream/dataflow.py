@@ -1,0 +1,192 @@
+"""The dataflow: a pipeline written as named steps joined by streams, before anything runs.
+
+A :class:`Dataflow` is only a description, the *logical* plan: sources, steps and sinks, and how records
+move between them. Running it (``ministream.microbatch`` or ``ministream.continuous``) turns each step into
+parallel subtasks joined by channels (``ministream.runtime``), the *physical* plan. The same description
+runs in both models; ``ministream.diagram`` draws it.
+
+How records move along an edge:
+
+- ``forward``: subtask *i* sends to subtask *i* of the next step (same parallelism, no reshuffle);
+- ``hash``: after ``key_by``, each record goes to the subtask that owns its key's key group;
+- ``gather``: every subtask sends to the single subtask of a sink.
+
+>>> from ministream.testing import ScriptedSource, CollectingSink
+>>> from ministream.aggregation import Count
+>>> flow = Dataflow("clicks")
+>>> clicks = flow.source("clicks", ScriptedSource([[{"key": "a", "ts": 0}]]))
+>>> counts = clicks.key_by("key").aggregate("count_per_key", count=Count())
+>>> counts.sink("output", CollectingSink())
+>>> [(step.name, step.kind) for step in flow.steps]
+[('clicks', 'source'), ('count_per_key', 'aggregate'), ('output', 'sink')]
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import attrs
+
+from ministream.operators import FilterOperator, FlatMapOperator, MapOperator, Operator, PipelineError
+
+
+@attrs.define(eq=False)
+class Edge:
+    """How records travel from ``upstream`` into a step: ``forward``, ``hash`` (by ``key_fn``) or
+    ``gather``."""
+
+    upstream: "Step"
+    partition: str = "forward"
+    key_fn: Callable | None = None
+    key_columns: tuple[str, ...] = ()
+
+
+@attrs.define(eq=False)
+class Step:
+    """One named step of a dataflow.
+
+    ``make_operator`` builds one operator per subtask. ``parallelism`` is ``"one"`` (sources and sinks),
+    ``"keyed"`` (the run's parallelism) or ``"inherit"`` (the same as the first input's step).
+    """
+
+    name: str
+    kind: str
+    make_operator: Callable[[], Operator] | None
+    inputs: list[Edge] = attrs.field(factory=list)
+    parallelism: str = "inherit"
+    source: object = None
+    sink: object = None
+    options: dict = attrs.field(factory=dict)
+    """What the step is, in words and values (for diagrams, traces and pipeline checks)."""
+
+
+@attrs.define(eq=False)
+class Dataflow:
+    """A named pipeline of steps. Build it from :meth:`source`, then chain methods of :class:`Stream`."""
+
+    name: str
+    steps: list[Step] = attrs.field(factory=list)
+
+    def add(self, step: Step) -> Step:
+        """Add a step; step names are unique within a dataflow, because traces and diagrams use them."""
+        if any(existing.name == step.name for existing in self.steps):
+            raise PipelineError(f"dataflow {self.name!r} already has a step named {step.name!r}")
+        self.steps.append(step)
+        return step
+
+    def source(self, name: str, source) -> "Stream":
+        """A stream of the records ``source`` delivers (a ``ScriptedSource`` in lessons and tests)."""
+        return Stream(self, self.add(Step(name, "source", None, parallelism="one", source=source)))
+
+    def step(self, name: str) -> Step:
+        """The step called ``name``."""
+        for step in self.steps:
+            if step.name == name:
+                return step
+        raise KeyError(f"dataflow {self.name!r} has no step named {name!r}")
+
+    @property
+    def sources(self) -> list[Step]:
+        return [step for step in self.steps if step.kind == "source"]
+
+    @property
+    def sinks(self) -> list[Step]:
+        return [step for step in self.steps if step.kind == "sink"]
+
+
+def _key_function(key) -> tuple[Callable, tuple[str, ...]]:
+    """A key selector and the output column names of the key, from a column name, a list of names or a
+    function."""
+    if isinstance(key, str):
+        return (lambda row: row[key]), (key,)
+    if isinstance(key, (list, tuple)):
+        names = tuple(key)
+        return (lambda row: tuple(row[name] for name in names)), names
+    if callable(key):
+        return key, ("key",)
+    raise PipelineError(f"key_by takes a column name, a list of column names or a function, not {key!r}")
+
+
+@attrs.define(eq=False)
+class Stream:
+    """The output of one step, to which the next steps are attached."""
+
+    flow: Dataflow
+    step: Step
+
+    def _then(self, name: str, kind: str, make_operator, edge: Edge | None = None, parallelism="inherit",
+              **options) -> "Stream":
+        step = Step(name, kind, make_operator, [edge or Edge(self.step)], parallelism, options=options)
+        return Stream(self.flow, self.flow.add(step))
+
+    def map(self, name: str, fn: Callable[[dict], dict]) -> "Stream":
+        """Each row becomes ``fn(row)``."""
+        return self._then(name, "map", lambda: MapOperator(fn))
+
+    def filter(self, name: str, predicate: Callable[[dict], bool]) -> "Stream":
+        """Keep the rows for which ``predicate(row)`` is true."""
+        return self._then(name, "filter", lambda: FilterOperator(predicate))
+
+    def flat_map(self, name: str, fn: Callable[[dict], list]) -> "Stream":
+        """Each row becomes the rows of ``fn(row)``: none, one or many."""
+        return self._then(name, "flat_map", lambda: FlatMapOperator(fn))
+
+    def with_watermark(self, name: str, column: str, delay) -> "Stream":
+        """Track event time in ``column`` with a bounded out-of-orderness ``delay`` (``"5 seconds"``):
+        Spark's ``withWatermark(column, delay)``."""
+        from ministream.times import parse_duration
+        from ministream.watermark import WatermarkOperator
+
+        delay_ms = parse_duration(delay)
+        if delay_ms < 0:
+            raise PipelineError(f"step {name!r}: a watermark delay cannot be negative, got {delay!r}")
+        return self._then(name, "watermark", lambda: WatermarkOperator(column, delay_ms),
+                          column=column, delay=delay_ms)
+
+    def key_by(self, key) -> "KeyedStream":
+        """Partition the stream by key: a column name, several column names, or a function of the row.
+
+        Not a step of its own: it decides how records reach the next (keyed) step.
+        """
+        key_fn, key_columns = _key_function(key)
+        return KeyedStream(self.flow, self.step, key_fn, key_columns)
+
+    def sink(self, name: str, sink) -> None:
+        """Deliver the stream to ``sink`` (a ``CollectingSink`` in lessons and tests)."""
+        from ministream.testing import SinkOperator
+
+        step = Step(name, "sink", lambda: SinkOperator(sink), [Edge(self.step, "gather")],
+                    parallelism="one", sink=sink)
+        self.flow.add(step)
+
+
+@attrs.define(eq=False)
+class KeyedStream:
+    """A stream partitioned by key: what ``key_by`` returns. Keyed steps hang off it."""
+
+    flow: Dataflow
+    upstream: Step
+    key_fn: Callable
+    key_columns: tuple[str, ...]
+
+    def edge(self) -> Edge:
+        """The hash edge that carries this stream's records to a keyed step."""
+        return Edge(self.upstream, "hash", self.key_fn, self.key_columns)
+
+    def keyed_step(self, name: str, kind: str, make_operator, **options) -> Stream:
+        """Attach a keyed step (one that receives ``(key, row)`` pairs) running at the run's parallelism."""
+        step = Step(name, kind, make_operator, [self.edge()], "keyed",
+                    options={"key": ", ".join(self.key_columns), **options})
+        return Stream(self.flow, self.flow.add(step))
+
+    def aggregate(self, name: str, **aggregates) -> Stream:
+        """A running aggregate per key: ``aggregate("totals", count=Count(), sum=Sum("value"))``."""
+        from ministream.aggregation import RunningAggregate
+
+        if not aggregates:
+            raise PipelineError(f"aggregate {name!r} needs at least one aggregate, e.g. count=Count()")
+        key_columns = self.key_columns
+        return self.keyed_step(
+            name, "aggregate", lambda: RunningAggregate(key_columns, aggregates),
+            aggregates=", ".join(f"{n}={f.name}({f.column or '*'})" for n, f in aggregates.items()),
+            operator_class=RunningAggregate)

@@ -1,0 +1,235 @@
+"""The runtime: a dataflow turned into subtasks joined by channels, run by a seeded scheduler.
+
+Each step of a :class:`~ministream.dataflow.Dataflow` becomes ``parallelism`` *subtasks*, each with its own
+operator instance and its own keyed state. Between two steps, every upstream subtask has one *channel* (a FIFO
+queue) to every downstream subtask it can send to. A channel carries two kinds of messages:
+
+- a ``list``: a chunk of records (rows, or ``(key, row)`` pairs on the way into a keyed step);
+- a *marker*: :class:`EndOfBatch`, :class:`Watermark` or ``Barrier`` (checkpoints), which flow with the records
+  and so mark a point in each channel's sequence.
+
+The :class:`Scheduler` picks, from a seeded random generator, which subtask runs next and from which of its
+channels it reads. A subtask that has received a marker on one input but not yet on the others *holds back*
+that input (alignment), so that everything before the marker is processed before everything after it, on all
+inputs. Because operators only depend on what arrived before each marker, the output does not depend on the
+seed, which the tests check.
+
+>>> from ministream.testing import ScriptedSource, CollectingSink
+>>> from ministream.dataflow import Dataflow
+>>> flow = Dataflow("demo")
+>>> flow.source("numbers", ScriptedSource([[{"n": 1}]])).map("double", lambda r: {"n": 2 * r["n"]}).sink(
+...     "output", CollectingSink())
+>>> graph = PhysicalGraph(flow, parallelism=2)
+>>> [str(subtask) for subtask in graph.subtasks]
+['numbers[0]', 'double[0]', 'output[0]']
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+
+import attrs
+
+from ministream.dataflow import Dataflow, Edge, Step
+from ministream.keygroups import MAX_PARALLELISM, key_group_of, subtask_of_key_group
+from ministream.operators import Operator, PipelineError, StepContext
+from ministream.state import KeyedStateBackend
+
+
+@attrs.frozen
+class EndOfBatch:
+    """Marker: the sender has sent every record of micro-batch ``batch_id``."""
+
+    batch_id: int
+
+
+@attrs.frozen
+class Watermark:
+    """Marker: the sender will send no more records with event time at or before ``time`` (continuous
+    model)."""
+
+    time: int
+
+
+class Channel:
+    """A FIFO queue of messages from one subtask to another."""
+
+    def __init__(self, sender: str, receiver: str):
+        self.name = f"{sender}->{receiver}"
+        self.messages: deque = deque()
+
+    def __repr__(self):
+        return f"Channel({self.name}, {len(self.messages)} waiting)"
+
+
+class Output:
+    """Where one subtask sends what its operator emits: one entry per outgoing edge."""
+
+    def __init__(self):
+        self.routes: list[tuple[str, list[Channel], Edge]] = []
+
+    def send(self, records: list) -> None:
+        """Send a chunk of records along every outgoing edge, split by key on hash edges."""
+        if not records:
+            return
+        for partition, channels, edge in self.routes:
+            if partition == "hash":
+                key_fn, parallelism = edge.key_fn, len(channels)
+                chunks = [[] for _ in channels]
+                for row in records:
+                    key = key_fn(row)
+                    chunks[subtask_of_key_group(key_group_of(key), parallelism)].append((key, row))
+                for channel, chunk in zip(channels, chunks):
+                    if chunk:
+                        channel.messages.append(chunk)
+            else:
+                channels[0].messages.append(records)
+
+    def broadcast(self, marker) -> None:
+        """Send a marker on every outgoing channel, so every receiver sees it in sequence."""
+        for _, channels, _ in self.routes:
+            for channel in channels:
+                channel.messages.append(marker)
+
+
+class Subtask:
+    """One parallel instance of a step: an operator, its input channels and its output."""
+
+    def __init__(self, step: Step, index: int, parallelism: int, operator: Operator | None):
+        self.step = step
+        self.index = index
+        self.parallelism = parallelism
+        self.operator = operator
+        self.inputs: list[tuple[int, Channel]] = []  # (input number of the step, channel)
+        self.output = Output()
+        self.held_back: set[int] = set()  # positions in self.inputs held until a marker is aligned
+        self.pending_marker = None
+        # Continuous model: the latest watermark received on each input channel, and the subtask's own.
+        self.channel_watermarks: dict[int, int] = {}
+        self.watermark: int | None = None
+        self.on_marker = None  # set by the model that runs the graph: what to do when a marker is aligned
+
+    def __str__(self):
+        return f"{self.step.name}[{self.index}]"
+
+    def runnable_inputs(self) -> list[int]:
+        """Positions of the input channels that have a message and are not held back."""
+        return [i for i, (_, channel) in enumerate(self.inputs)
+                if channel.messages and i not in self.held_back]
+
+    def run_one(self, position: int) -> None:
+        """Take one message from input channel ``position`` and act on it."""
+        input_number, channel = self.inputs[position]
+        message = channel.messages.popleft()
+        if isinstance(message, list):
+            self.operator.process(message, input_number)
+        elif isinstance(message, Watermark):
+            self.on_watermark(position, message.time)
+        else:
+            self.align(position, message)
+
+    def align(self, position: int, marker) -> None:
+        """A marker arrived on one input: hold that input back until the marker has arrived on all inputs,
+        then let the model act on it (end a batch, snapshot for a checkpoint) and release the inputs."""
+        self.pending_marker = marker
+        self.held_back.add(position)
+        if len(self.held_back) == len(self.inputs):
+            self.held_back.clear()
+            self.pending_marker = None
+            self.on_marker(self, marker)
+
+    def on_watermark(self, position: int, time: int) -> None:
+        """Continuous model: the subtask's watermark is the minimum over its input channels; it only goes
+        up, and the operator hears of it (and forwards it) only when it does."""
+        self.channel_watermarks[position] = max(time, self.channel_watermarks.get(position, time))
+        if len(self.channel_watermarks) < len(self.inputs):
+            return  # an input that has sent no watermark yet holds the minimum down
+        new = min(self.channel_watermarks.values())
+        if self.watermark is None or new > self.watermark:
+            self.watermark = new
+            self.operator.on_watermark(new)
+
+
+class PhysicalGraph:
+    """Subtasks and channels for a dataflow at a given parallelism, in topological order."""
+
+    def __init__(self, flow: Dataflow, parallelism: int = 1, output_mode: str = "append",
+                 model: str = "microbatch", trace=None, clock=None):
+        if not 1 <= parallelism <= MAX_PARALLELISM:
+            raise PipelineError(f"parallelism must be between 1 and {MAX_PARALLELISM}, got {parallelism}")
+        self.flow = flow
+        self.parallelism = parallelism
+        self.subtasks: list[Subtask] = []
+        self.by_step: dict[str, list[Subtask]] = {}
+        for step in flow.steps:
+            count = self._parallelism_of(step)
+            subtasks = [Subtask(step, i, count, step.make_operator() if step.make_operator else None)
+                        for i in range(count)]
+            self.by_step[step.name] = subtasks
+            self.subtasks.extend(subtasks)
+            for edge in step.inputs:
+                self._connect(edge, step, subtasks)
+        for subtask in self.subtasks:
+            if subtask.operator is not None:
+                keyed = subtask.operator.keyed
+                ctx = StepContext(subtask.step.name, subtask.index, subtask.parallelism,
+                                  emit=subtask.output.send,
+                                  emit_watermark=lambda time, out=subtask.output: out.broadcast(Watermark(time)),
+                                  state=KeyedStateBackend() if keyed else None,
+                                  output_mode=output_mode, model=model, trace=trace, clock=clock)
+                subtask.operator.open(ctx)
+
+    def _parallelism_of(self, step: Step) -> int:
+        if step.parallelism == "one":
+            return 1
+        if step.parallelism == "keyed":
+            return self.parallelism
+        return len(self.by_step[step.inputs[0].upstream.name])
+
+    def _connect(self, edge: Edge, step: Step, receivers: list[Subtask]) -> None:
+        input_number = step.inputs.index(edge)
+        for sender in self.by_step[edge.upstream.name]:
+            if edge.partition == "hash":
+                targets = receivers
+            elif edge.partition == "gather":
+                targets = receivers[:1]
+            else:
+                if len(receivers) != len(self.by_step[edge.upstream.name]):
+                    raise PipelineError(f"step {step.name!r}: a forward edge needs the same parallelism")
+                targets = [receivers[sender.index]]
+            channels = []
+            for receiver in targets:
+                channel = Channel(str(sender), str(receiver))
+                receiver.inputs.append((input_number, channel))
+                channels.append(channel)
+            sender.output.routes.append((edge.partition, channels, edge))
+
+    def operators(self, step_name: str) -> list[Operator]:
+        """The operator instances of one step, one per subtask."""
+        return [subtask.operator for subtask in self.by_step[step_name]]
+
+
+class Scheduler:
+    """Runs subtasks in an order drawn from a seeded random generator, until no message is left.
+
+    The seed changes the interleaving (which subtask runs, from which channel), never the result: that is
+    the property a correct engine must have, and the tests check it for several seeds.
+    """
+
+    def __init__(self, graph: PhysicalGraph, seed: int = 0):
+        self.graph = graph
+        self.random = random.Random(seed)
+        self.steps_run = 0
+
+    def run_until_idle(self) -> None:
+        """Deliver messages until every channel is empty (or held back with nothing else to do)."""
+        subtasks = self.graph.subtasks
+        while True:
+            ready = [(subtask, positions) for subtask in subtasks
+                     if (positions := subtask.runnable_inputs())]
+            if not ready:
+                return
+            subtask, positions = ready[self.random.randrange(len(ready))]
+            subtask.run_one(positions[self.random.randrange(len(positions))])
+            self.steps_run += 1

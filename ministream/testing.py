@@ -1,0 +1,87 @@
+"""Scripted sources and collecting sinks: deterministic input and inspectable output.
+
+A :class:`ScriptedSource` delivers a list of batches: batch ``k`` of the script is micro-batch ``k`` of the
+run, exactly as ministream's Spark source replays the same script to the PySpark twin. A
+:class:`CollectingSink` keeps what it receives, batch by batch, as :class:`~ministream.results.BatchResult`.
+Tests, lessons and notebooks are built from these two, so every run can be repeated exactly.
+
+>>> from ministream.dataflow import Dataflow
+>>> from ministream.microbatch import run_microbatch
+>>> flow = Dataflow("evens")
+>>> output = CollectingSink()
+>>> flow.source("numbers", ScriptedSource([[{"n": 1}, {"n": 2}], [], [{"n": 4}]])).filter(
+...     "even", lambda row: row["n"] % 2 == 0).sink("output", output)
+>>> for batch in run_microbatch(flow).output("output"):
+...     print(batch.batch_id, batch.rows)
+0 [{'n': 2}]
+1 []
+2 [{'n': 4}]
+"""
+
+from __future__ import annotations
+
+from ministream.operators import Operator
+from ministream.results import BatchResult
+
+
+class ScriptedSource:
+    """A source that replays a script: a list of batches, each a list of rows (dicts).
+
+    In the micro-batch model batch ``k`` is micro-batch ``k``; in the continuous model the batches are read
+    one after the other, row by row. Empty batches are batches with no rows (Spark runs them too).
+    """
+
+    def __init__(self, batches: list[list[dict]]):
+        self.batches = [list(batch) for batch in batches]
+
+    def __len__(self):
+        return len(self.batches)
+
+    def batch(self, batch_id: int) -> list[dict]:
+        """The rows of batch ``batch_id`` (none past the end of the script)."""
+        return self.batches[batch_id] if batch_id < len(self.batches) else []
+
+    def __repr__(self):
+        return f"ScriptedSource({len(self.batches)} batches, {sum(map(len, self.batches))} rows)"
+
+
+class CollectingSink:
+    """A sink that keeps every batch it receives as a ``BatchResult``, for tests and comparisons.
+
+    In the continuous model, which has no batches, everything lands in one result with ``batch_id`` 0, in
+    the order the sink received it.
+    """
+
+    def __init__(self):
+        self.batches: list[BatchResult] = []
+
+    def reset(self) -> None:
+        """Forget earlier runs (the runner calls this when a run starts)."""
+        self.batches = []
+
+    def write(self, batch_id: int, watermark: int | None, rows: list[dict]) -> None:
+        """Keep one batch of output."""
+        self.batches.append(BatchResult(batch_id, watermark, list(rows)))
+
+    @property
+    def rows(self) -> list[dict]:
+        """Every row received, all batches together, in order."""
+        return [row for batch in self.batches for row in batch.rows]
+
+    def __repr__(self):
+        return f"CollectingSink({len(self.batches)} batches, {len(self.rows)} rows)"
+
+
+class SinkOperator(Operator):
+    """The operator of a sink step: buffers a batch's rows, hands them to the sink when the batch ends."""
+
+    def __init__(self, sink):
+        self.sink = sink
+        self.buffer: list[dict] = []
+
+    def process(self, rows, input_index):
+        self.buffer.extend(rows)
+
+    def on_batch_end(self, batch):
+        self.sink.write(batch.batch_id, batch.watermark, self.buffer)
+        self.buffer = []
