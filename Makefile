@@ -1,0 +1,76 @@
+# ministream: every target first runs `setup`, which builds .venv and checks the machine.
+#   make setup       .venv with ministream and its extras, Debian graphviz, a Jupyter kernel, a Java check
+#   make test        the test suite (pass options with PYTEST_ARGS="-k events -x")
+#   make demo        every lesson run by ministream and by Spark, side by side
+#   make diagrams    regenerate diagrams/*.svg
+#   make notebooks   JupyterLab on notebooks/ (extra options with JUPYTER_ARGS)
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+VENV  := .venv
+PY    := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+EXTRAS := spark,viz,notebooks,dev
+
+# The Python that creates .venv: the first of these that is 3.11 or newer (override with BASE_PYTHON=...).
+BASE_PYTHON ?= $(shell for p in python3.11 python3 "$$HOME/.pyenv/shims/python3.11" /usr/local/bin/python3.11 /usr/bin/python3.11; do \
+	  command -v "$$p" >/dev/null 2>&1 && "$$p" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null \
+	  && { command -v "$$p"; break; }; done)
+SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
+JUPYTER_ARGS ?= $(shell [ "$$(id -u)" -eq 0 ] && echo --allow-root)
+
+# Every recipe (and so every test, lesson and notebook) runs Spark on this venv's Python, on loopback, in UTC.
+export PYSPARK_PYTHON := $(CURDIR)/$(PY)
+export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(PY)
+export SPARK_LOCAL_IP := 127.0.0.1
+export TZ := UTC
+
+.PHONY: help setup java graphviz demo test diagrams notebooks
+
+help:
+	@sed -n 's/^#   make /make /p' $(firstword $(MAKEFILE_LIST))
+
+setup: java graphviz $(STAMP)
+
+# PySpark 4 runs on Java 17 or newer; JAVA_HOME, when set, is the Java PySpark starts.
+java:
+	@java_bin="$${JAVA_HOME:+$$JAVA_HOME/bin/}java"; \
+	found=$$("$$java_bin" -version 2>&1 | grep -m 1 ' version ' || true); \
+	version=$$(echo "$$found" | sed -n 's/.* version "\([0-9][0-9]*\)[."].*/\1/p'); \
+	if [ -z "$$version" ] || [ "$$version" -lt 17 ]; then \
+	  echo "ministream needs Java 17 for PySpark: install openjdk-17-jre-headless (sudo apt-get install -y openjdk-17-jre-headless)" >&2; \
+	  echo "and make sure '$$java_bin -version' reports 17 or newer (found: $${found:-no java})." >&2; \
+	  exit 1; \
+	fi
+
+# The graphviz Python package only writes DOT text; Debian's graphviz provides `dot`, which draws it.
+graphviz:
+	@command -v dot >/dev/null 2>&1 || { \
+	  command -v apt-get >/dev/null 2>&1 || { echo "ministream needs graphviz's 'dot': install graphviz with your package manager" >&2; exit 1; }; \
+	  echo "Installing Debian graphviz (its 'dot' program draws diagrams/*.svg)"; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -o DPkg::Lock::Timeout=300 graphviz; }
+
+$(PY):
+	@test -n "$(BASE_PYTHON)" || { echo "ministream needs Python 3.11 or newer to create $(VENV): install python3.11 or run make BASE_PYTHON=/path/to/python3.11" >&2; exit 1; }
+	$(BASE_PYTHON) -m venv $(VENV)
+
+# Reinstalled only when pyproject.toml is newer than the stamp.
+$(STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install -e '.[$(EXTRAS)]'
+	$(PY) -m ipykernel install --sys-prefix --name ministream --display-name "Python (ministream)"
+	touch $@
+
+demo: setup
+	$(VENV)/bin/ministream compare --all
+
+test: setup
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+diagrams: setup
+	$(VENV)/bin/ministream diagrams
+
+notebooks: setup
+	cd notebooks && ../$(VENV)/bin/jupyter lab $(JUPYTER_ARGS)
