@@ -17,7 +17,7 @@ import math
 
 import attrs
 
-from ministream.times import from_datetime
+from ministream.times import format_ts, from_datetime
 
 
 @attrs.frozen
@@ -68,3 +68,23 @@ def normalize_row(row) -> tuple:
     (('a', 'x'), ('b', 2))
     """
     return tuple(sorted((name, normalize_value(value)) for name, value in dict(row).items()))
+
+
+TIME_COLUMNS = ("ts", "window_start", "window_end", "time", "event_time")
+"""Columns shown as timestamps when rows are printed (they hold ms since the epoch)."""
+
+
+def format_value(name: str, value) -> str:
+    """A value as a person reads it: timestamps as UTC times, the rest as they are."""
+    if isinstance(value, int) and not isinstance(value, bool) and (
+            name in TIME_COLUMNS or name.endswith(("_time", "_start", "_end", "_ts"))):
+        return format_ts(value)
+    if isinstance(value, float) and value == int(value):
+        return str(int(value))
+    return str(value)
+
+
+def format_row(row) -> str:
+    """A row on one line: ``{key: a, count: 2}``."""
+    pairs = row if isinstance(row, tuple) else tuple(dict(row).items())
+    return "{" + ", ".join(f"{name}: {format_value(name, value)}" for name, value in pairs) + "}"

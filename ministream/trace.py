@@ -12,13 +12,14 @@ rule), ``evict`` (state was removed), ``timer`` (a timer fired), ``watermark`` a
 >>> trace.record("totals", 0, "emit", "key 'a' emitted: updated in this batch", {"key": "a", "count": 1})
 >>> print(trace.format())
 batch 0
-  [totals] emit: key 'a' emitted: updated in this batch
+  [totals] emit: key 'a' emitted: updated in this batch -> {key: a, count: 1}
 """
 
 from __future__ import annotations
 
 import attrs
 
+from ministream.results import format_row
 from ministream.times import format_ts
 
 
@@ -86,7 +87,8 @@ class Trace:
             out.append(header)
             for line in self.lines:
                 if line.batch_id == batch_id:
-                    out.append(f"  [{line.step}] {line.kind}: {line.text}")
+                    shown = f" -> {format_row(line.row)}" if line.row is not None else ""
+                    out.append(f"  [{line.step}] {line.kind}: {line.text}{shown}")
             if summary is not None and summary.state_sizes:
                 sizes = ", ".join(f"{step}={size}" for step, size in summary.state_sizes.items())
                 out.append(f"  state after the batch: {sizes}")

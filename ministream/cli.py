@@ -1,0 +1,165 @@
+"""The ``ministream`` command: list lessons, run them, compare them with Spark, draw them.
+
+    ministream lessons                         one line per lesson
+    ministream run LESSON [--trace]            ministream's output, batch by batch
+    ministream compare LESSON | --all          ministream against the PySpark twin, batch by batch
+    ministream diagrams                        render every lesson's dataflow into diagrams/
+
+``run`` and ``compare`` take ``--events FILE`` (the lesson on your own events, JSON Lines) and
+``--param NAME=VALUE`` (change a window, a delay, a mode...). Exit status: 0 when all is well, 1 when a
+comparison differs, 2 for a mistake in the command, the events or the pipeline (the message says which).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ministream.results import format_row
+from ministream.events import EventsFileError
+from ministream.operators import PipelineError
+from ministream.times import TimeFormatError, format_ts
+
+EXIT_OK, EXIT_DIFFERS, EXIT_ERROR = 0, 1, 2
+
+
+def _params(pairs: list[str]) -> dict:
+    params = {}
+    for pair in pairs or []:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise PipelineError(f"--param takes NAME=VALUE (for example --param delay='5 seconds'), not {pair!r}")
+        params[name.strip()] = value.strip()
+    return params
+
+
+def _script(lesson, path):
+    return None if path is None else lesson.read_script(path)
+
+
+def cmd_lessons(args, out) -> int:
+    from ministream.lessons import all_lessons
+
+    lessons = all_lessons()
+    width = max(len(lesson.name) for lesson in lessons)
+    for lesson in lessons:
+        print(f"{lesson.name.ljust(width)}  {lesson.title}", file=out)
+    return EXIT_OK
+
+
+def print_batches(batches, out) -> None:
+    """ministream's output as text: one block per batch, one line per row (rows sorted for reading)."""
+    for batch in batches:
+        mark = f"watermark {format_ts(batch.watermark)}" if batch.watermark is not None else "no watermark"
+        print(f"batch {batch.batch_id} ({mark}): {len(batch.rows)} row{'s' if len(batch.rows) != 1 else ''}",
+              file=out)
+        for row in sorted(batch.rows, key=lambda row: [repr(value) for value in row.values()]):
+            print(f"  {format_row(row)}", file=out)
+
+
+def cmd_run(args, out) -> int:
+    from ministream.lessons import get_lesson
+
+    lesson = get_lesson(args.lesson)
+    params = _params(args.param)
+    run = lesson.run(_script(lesson, args.events), params, parallelism=args.parallelism, seed=args.seed,
+                     trace=args.trace, model=args.model)
+    values = lesson.resolve_params(params)
+    print(f"{lesson.name}: {lesson.title}", file=out)
+    shown = ", ".join(f"{p.name}={p.show(values[p.name])}" for p in lesson.params)
+    if shown:
+        print(f"parameters: {shown}", file=out)
+    if args.trace:
+        print(run.trace.format(), file=out)
+        print("output:", file=out)
+    print_batches(run.output(), out)
+    return EXIT_OK
+
+
+def cmd_compare(args, out) -> int:
+    from ministream.lessons import all_lessons, compare_lesson, get_lesson
+
+    if args.all == bool(args.lesson):
+        raise PipelineError("give a lesson name or --all")
+    params = _params(args.param)
+    if args.lesson:
+        lesson = get_lesson(args.lesson)
+        result = compare_lesson(lesson, _script(lesson, args.events), params,
+                                parallelism=args.parallelism, master=args.master)
+        print(f"{lesson.name}: ministream against Spark, batch by batch", file=out)
+        print(result.table(), file=out)
+        print(f"{lesson.name}: {result.summary()}", file=out)
+        return EXIT_OK if result.matches else EXIT_DIFFERS
+    rows = [("lesson", "batches matched", "rows matched", "result")]
+    failures = 0
+    for lesson in all_lessons():
+        result = compare_lesson(lesson, None, params, parallelism=args.parallelism, master=args.master)
+        failures += not result.matches
+        rows.append((lesson.name, f"{result.batches_matched}/{len(result.batches)}",
+                     f"{result.rows_matched}/{result.rows_total}", "match" if result.matches else "DIFFERS"))
+        if not result.matches:
+            print(f"{lesson.name} differs:\n{result.table()}", file=out)
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip(), file=out)
+    count = len(rows) - 1
+    print(f"{count - failures} of {count} lessons match Spark batch for batch", file=out)
+    return EXIT_DIFFERS if failures else EXIT_OK
+
+
+def cmd_diagrams(args, out) -> int:
+    from ministream.diagram import render_lessons
+
+    for path in render_lessons(args.out):
+        print(f"wrote {path}", file=out)
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ministream", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("lessons", help="list the lessons").set_defaults(handler=cmd_lessons)
+
+    def lesson_options(command, lesson_required=True):
+        command.add_argument("lesson", nargs=None if lesson_required else "?", help="a lesson name")
+        command.add_argument("--events", metavar="FILE", help="run on your own events (JSON Lines)")
+        command.add_argument("--param", action="append", metavar="NAME=VALUE", help="change a parameter")
+        command.add_argument("--parallelism", type=int, default=1, help="subtasks per keyed step")
+
+    run = commands.add_parser("run", help="run a lesson in ministream and print its batches")
+    lesson_options(run)
+    run.add_argument("--seed", type=int, default=0, help="the scheduler's seed")
+    run.add_argument("--trace", action="store_true", help="explain every row emitted or dropped")
+    run.add_argument("--model", choices=("microbatch", "continuous"), default="microbatch")
+    run.set_defaults(handler=cmd_run)
+
+    compare = commands.add_parser("compare", help="run a lesson in ministream and in Spark, and compare")
+    lesson_options(compare, lesson_required=False)
+    compare.add_argument("--all", action="store_true", help="every lesson, with a summary table")
+    compare.add_argument("--master", help="a Spark master URL (default: a local session)")
+    compare.set_defaults(handler=cmd_compare)
+
+    diagrams = commands.add_parser("diagrams", help="render every lesson's dataflow to SVG")
+    diagrams.add_argument("--out", default="diagrams", help="the folder to write to")
+    diagrams.set_defaults(handler=cmd_diagrams)
+    return parser
+
+
+def main(argv: list[str] | None = None, out=None) -> int:
+    """Run the command line; returns the exit status (the console script exits with it)."""
+    out = out or sys.stdout
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args, out)
+    except (PipelineError, EventsFileError, TimeFormatError) as error:
+        print(f"ministream: error: {error}", file=sys.stderr)
+        return EXIT_ERROR
+    except Exception as error:  # Spark's failures, in the user's terms
+        if type(error).__name__ in ("SparkQueryError", "SparkUnavailableError"):
+            print(f"ministream: Spark error: {error}", file=sys.stderr)
+            return EXIT_ERROR
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

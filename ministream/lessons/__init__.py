@@ -1,0 +1,45 @@
+"""The lessons: every concept as a ministream pipeline paired with its PySpark twin.
+
+>>> [lesson.name for lesson in all_lessons()][:1]
+['running-aggregation']
+>>> get_lesson("running-aggregation").title
+'Running aggregation: a count and a sum per key, in update and complete mode'
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from ministream.compare import Comparison, compare_batches
+from ministream.lessons.lesson import Lesson, Param
+from ministream.operators import PipelineError
+
+LESSON_MODULES = [
+    "running_aggregation",
+]
+"""Lesson modules in teaching order (the order of ``ministream lessons`` and of the tutorials)."""
+
+
+def all_lessons() -> list[Lesson]:
+    """Every lesson, in teaching order."""
+    return [importlib.import_module(f"ministream.lessons.{module}").LESSON for module in LESSON_MODULES]
+
+
+def get_lesson(name: str) -> Lesson:
+    """The lesson called ``name``; an unknown name is refused with the list of lessons."""
+    for lesson in all_lessons():
+        if lesson.name == name:
+            return lesson
+    known = ", ".join(lesson.name for lesson in all_lessons())
+    raise PipelineError(f"there is no lesson {name!r}; the lessons are: {known}")
+
+
+def compare_lesson(lesson: Lesson, script=None, params: dict | None = None, *, parallelism: int = 1,
+                   seed: int = 0, master: str | None = None) -> Comparison:
+    """Run a lesson in ministream and in Spark on the same script and compare them batch by batch."""
+    ours = lesson.run(script, params, parallelism=parallelism, seed=seed).output()
+    theirs = lesson.run_twin(script, params, master=master)
+    return compare_batches(ours, theirs)
+
+
+__all__ = ["Lesson", "Param", "all_lessons", "get_lesson", "compare_lesson"]

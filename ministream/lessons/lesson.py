@@ -1,0 +1,155 @@
+"""A lesson: one concept as a ministream pipeline and its PySpark twin, run on the same script of events.
+
+A lesson module defines four things and hands them to :class:`Lesson`:
+
+- ``pipeline(script, params)``: the ministream :class:`~ministream.dataflow.Dataflow`;
+- ``twin(inputs, params)``: the PySpark streaming DataFrame that computes the same thing, built from the
+  lesson's inputs as streaming DataFrames (real Structured Streaming code: it runs unchanged on a cluster);
+- the fields of its events, its parameters with defaults, and its default script;
+- the output mode it runs in (a parameter where the lesson teaches the difference).
+
+:meth:`Lesson.run` runs ministream, :meth:`Lesson.run_twin` runs Spark, and
+:func:`ministream.lessons.compare_lesson` sets them side by side.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import attrs
+
+from ministream.events import Field, read_events
+from ministream.operators import PipelineError
+from ministream.times import TimeFormatError, format_duration, parse_duration
+
+SPARK_TYPES = {str: "STRING", float: "DOUBLE", int: "BIGINT"}
+
+
+@attrs.frozen
+class Param:
+    """A setting a workshop can change with ``--param NAME=VALUE``: a duration, an int, or a choice."""
+
+    name: str
+    default: Any
+    help: str
+    kind: str = "duration"  # "duration" (ms), "int", or "choice"
+    choices: tuple[str, ...] = ()
+
+    def parse(self, text) -> Any:
+        """Read a value given as text (``"10 seconds"``) into the parameter's type (10000)."""
+        if self.kind == "duration":
+            try:
+                value = parse_duration(text)
+            except TimeFormatError as error:
+                raise PipelineError(f"--param {self.name}: {error}") from None
+            if value <= 0 and self.name != "delay":
+                raise PipelineError(f"--param {self.name}: must be longer than zero, got {text!r}")
+            if value < 0:
+                raise PipelineError(f"--param {self.name}: cannot be negative, got {text!r}")
+            return value
+        if self.kind == "int":
+            try:
+                return int(text)
+            except ValueError:
+                raise PipelineError(f"--param {self.name}: {text!r} is not a whole number") from None
+        if text not in self.choices:
+            raise PipelineError(f"--param {self.name}: must be one of {', '.join(self.choices)}, not {text!r}")
+        return text
+
+    def show(self, value) -> str:
+        """The value as a person writes it (``10 seconds``)."""
+        return format_duration(value) if self.kind == "duration" else str(value)
+
+
+@attrs.define
+class Lesson:
+    """A concept, its ministream pipeline, its PySpark twin and the events they both run on."""
+
+    name: str
+    title: str
+    pipeline: Callable[[Any, dict], Any]
+    twin: Callable[[dict, dict], Any]
+    fields: list[Field]
+    default_script: Any
+    params: list[Param] = attrs.field(factory=list)
+    inputs: tuple[str, ...] = ("events",)
+    output_mode: Callable[[dict], str] | str = "append"
+    watermark_policy: str = "min"
+    spark_conf: dict = attrs.field(factory=dict)
+    doc: str = ""
+
+    def resolve_params(self, overrides: dict | None = None) -> dict:
+        """The lesson's parameters: defaults, with ``overrides`` (text or values) applied; unknown names are
+        refused with the list of known ones."""
+        values = {param.name: param.default for param in self.params}
+        known = {param.name: param for param in self.params}
+        for name, value in (overrides or {}).items():
+            if name not in known:
+                have = ", ".join(known) or "no parameters"
+                raise PipelineError(f"lesson {self.name!r} has no parameter {name!r}; it has: {have}")
+            values[name] = known[name].parse(value) if isinstance(value, str) else value
+        return values
+
+    def mode(self, params: dict) -> str:
+        """The output mode this lesson runs in with these parameters."""
+        return self.output_mode(params) if callable(self.output_mode) else self.output_mode
+
+    def read_script(self, path) -> Any:
+        """Read a user's events file for this lesson (JSON Lines, see ``ministream.events``)."""
+        streams = list(self.inputs) if len(self.inputs) > 1 else None
+        return read_events(path, self.fields, streams)
+
+    def spark_schema(self) -> str:
+        """The schema of the lesson's events for the Spark source: ``ts`` then the lesson's fields."""
+        columns = ["ts TIMESTAMP"] + [f"{field.name} {SPARK_TYPES[field.kind]}" for field in self.fields]
+        return ", ".join(columns)
+
+    def run(self, script=None, params: dict | None = None, *, parallelism: int = 1, seed: int = 0,
+            trace: bool = False, model: str = "microbatch"):
+        """Run the ministream pipeline on ``script`` (the default script when ``None``)."""
+        from ministream.microbatch import run_microbatch
+
+        values = self.resolve_params(params)
+        flow = self.pipeline(self.default_script if script is None else script, values)
+        if model == "continuous":
+            from ministream.continuous import run_continuous
+
+            return run_continuous(flow, parallelism=parallelism, seed=seed, trace=trace)
+        return run_microbatch(flow, output_mode=self.mode(values), parallelism=parallelism, seed=seed,
+                              watermark_policy=self.watermark_policy, trace=trace)
+
+    def run_twin(self, script=None, params: dict | None = None, *, master: str | None = None):
+        """Run the PySpark twin on the same script and return its batches."""
+        from ministream.spark import run_query, scripted_stream, spark_session
+
+        values = self.resolve_params(params)
+        script = self.default_script if script is None else script
+        spark = spark_session(master)
+        by_input = script if len(self.inputs) > 1 else {self.inputs[0]: script}
+        length = max(len(batches) for batches in by_input.values())
+        frames = {name: scripted_stream(spark, self.spark_schema(), _padded(by_input[name], length))
+                  for name in self.inputs}
+        conf = {"spark.sql.streaming.multipleWatermarkPolicy": self.watermark_policy, **self.spark_conf}
+        return run_query(self.twin(frames, values), self.mode(values), query_name=_query_name(self.name),
+                         conf=conf)
+
+
+def _padded(batches: list, length: int) -> list:
+    return list(batches) + [[] for _ in range(length - len(batches))]
+
+
+def _query_name(name: str) -> str:
+    return "ministream_" + name.replace("-", "_")
+
+
+BASE_TIME = 1_704_103_200_000
+"""2024-01-01T10:00:00Z: the default scripts' events happen a few seconds after it."""
+
+
+def event(second: float, key: str, value: float = 1.0, **fields) -> dict:
+    """A default-script row ``second`` seconds after 10:00:00 on 2024-01-01 (UTC).
+
+    >>> event(5, "a", 2)
+    {'ts': 1704103205000, 'key': 'a', 'value': 2.0}
+    """
+    return {"ts": BASE_TIME + round(second * 1000), "key": key, "value": float(value), **fields}
