@@ -14,9 +14,10 @@ PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 EXTRAS := spark,viz,notebooks,dev
 
-# The Python that creates .venv: the first of these that is 3.11 or newer (override with BASE_PYTHON=...).
+# The Python that creates .venv: the first of these that is 3.11 or newer and can make a venv with pip
+# (override with BASE_PYTHON=...).
 BASE_PYTHON ?= $(shell for p in python3.11 python3 "$$HOME/.pyenv/shims/python3.11" /usr/local/bin/python3.11 /usr/bin/python3.11; do \
-	  command -v "$$p" >/dev/null 2>&1 && "$$p" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null \
+	  command -v "$$p" >/dev/null 2>&1 && "$$p" -c 'import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 11))' 2>/dev/null \
 	  && { command -v "$$p"; break; }; done)
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 JUPYTER_ARGS ?= $(shell [ "$$(id -u)" -eq 0 ] && echo --allow-root)
@@ -54,7 +55,7 @@ graphviz:
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -o DPkg::Lock::Timeout=300 graphviz; }
 
 $(PY):
-	@test -n "$(BASE_PYTHON)" || { echo "ministream needs Python 3.11 or newer to create $(VENV): install python3.11 or run make BASE_PYTHON=/path/to/python3.11" >&2; exit 1; }
+	@test -n "$(BASE_PYTHON)" || { echo "ministream needs Python 3.11 or newer to create $(VENV): install python3.11 and python3.11-venv, or run make BASE_PYTHON=/path/to/python3.11" >&2; exit 1; }
 	$(BASE_PYTHON) -m venv $(VENV)
 
 # Reinstalled only when pyproject.toml is newer than the stamp.
