@@ -1,0 +1,138 @@
+"""One SparkSession per process, set up so that Spark's answers can be compared with ministream's.
+
+Starting Spark costs seconds (a JVM, then Python workers), so every twin in a process shares one session.
+The settings that matter for the comparison are fixed here: time in UTC (window edges are aligned on the UTC
+epoch and naive datetimes would otherwise be read in local time), a small fixed number of shuffle partitions
+(state is kept per partition and a checkpoint cannot change it), and enough progress reports kept to read the
+watermark of every batch back. The same code runs on a cluster: pass its master URL or set
+``MINISTREAM_SPARK_MASTER``.
+
+>>> spark = spark_session()            # doctest: +SKIP
+>>> spark.conf.get("spark.sql.session.timeZone")   # doctest: +SKIP
+'UTC'
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+
+DEFAULT_MASTER = "local[2]"
+"""Two worker threads: this machine kind has two cores."""
+
+SHUFFLE_PARTITIONS = 2
+"""State partitions per stateful operator.
+
+Spark's default (200) means 200 state stores and 200 tasks per stateful batch: seconds per batch on a laptop.
+Measured here (tutorials/spark-facts.md) 1 and 2 cost about the same per batch, and 2 keeps the teaching point
+that state is split by key across partitions.
+"""
+
+ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+"""State store that ``transformWithState`` requires; pass ``conf=ROCKSDB_STATE_STORE`` to run_query."""
+
+ROCKSDB_STATE_STORE = {"spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER}
+"""Per-query setting selecting RocksDB state, e.g. ``run_query(df, "append", conf=ROCKSDB_STATE_STORE)``."""
+
+SETTINGS = {
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.shuffle.partitions": str(SHUFFLE_PARTITIONS),
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.streaming.numRecentProgressUpdates": "1000",
+    "spark.driver.memory": "1g",
+    "spark.sql.adaptive.enabled": "false",
+    "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
+    "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
+}
+"""Session settings shared by every twin (see the module docstring for why)."""
+
+_session = None
+
+
+class SparkUnavailableError(RuntimeError):
+    """Spark cannot start on this machine (for example Java is missing); the message says what to install."""
+
+
+def _check_java() -> None:
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and os.path.exists(os.path.join(java_home, "bin", "java")):
+        return
+    if shutil.which("java") is None:
+        raise SparkUnavailableError(
+            "Spark needs Java (17 or 21) and none was found: install a JDK (e.g. `apt-get install "
+            "openjdk-17-jre-headless`) or set JAVA_HOME to one.")
+
+
+def _is_live(session) -> bool:
+    return session is not None and session.sparkContext._jsc is not None
+
+
+def spark_session(master: str | None = None):
+    """The process's shared SparkSession, started on first use (master: argument, env, or ``local[2]``).
+
+    Without a master the live session is reused whatever its master; with a different one it is restarted.
+
+    >>> spark = spark_session()                       # doctest: +SKIP
+    >>> spark is spark_session()                      # doctest: +SKIP
+    True
+    """
+    global _session
+    if _is_live(_session):
+        if master is None or master == _session.sparkContext.master:
+            return _session
+        _session.stop()
+    _session = None
+    master = master or os.environ.get("MINISTREAM_SPARK_MASTER") or DEFAULT_MASTER
+    _check_java()
+    # Spark's Python workers must run this interpreter (with ministream and pyarrow), and must be able to
+    # connect back to the JVM on a machine whose host name may not resolve.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.master(master).appName("ministream")
+    for key, value in SETTINGS.items():
+        builder = builder.config(key, value)
+    _session = builder.getOrCreate()
+    _session.sparkContext.setLogLevel("ERROR")
+    return _session
+
+
+def stop_session() -> None:
+    """Stop the shared session if one is running (the next spark_session() starts a new one).
+
+    >>> stop_session()
+    """
+    global _session
+    if _is_live(_session):
+        _session.stop()
+    _session = None
+
+
+@contextlib.contextmanager
+def session_conf(spark, conf: dict | None):
+    """Set SQL settings on a session for the duration of a ``with`` block, then restore the old values.
+
+    A streaming query copies the session's settings when it starts, so this is how one query gets, say, the
+    RocksDB state store while the others keep the default.
+
+    >>> with session_conf(spark_session(), ROCKSDB_STATE_STORE):   # doctest: +SKIP
+    ...     query = df.writeStream.foreachBatch(print).start()
+    """
+    saved = {}
+    try:
+        for key, value in (conf or {}).items():
+            saved[key] = spark.conf.get(key, None)
+            spark.conf.set(key, str(value))
+        yield spark
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
