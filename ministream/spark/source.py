@@ -1,0 +1,139 @@
+"""A scripted streaming source for Spark: micro-batch k holds exactly scripted batch k.
+
+Spark decides what goes into a micro-batch by asking each source for its *latest offset*: the batch reads
+everything between the previous batch's end offset and that one. Ordinary sources (files, Kafka) answer
+"everything that has arrived", so batch boundaries depend on timing. This source counts its offset in
+scripted batches and answers ``start + 1`` every time it is asked, so each micro-batch reads exactly one
+scripted batch (an empty scripted batch still moves the offset, so it still runs as a batch). A query with
+two scripted inputs asks both once per micro-batch, so they advance in lockstep.
+
+The script travels inside the source's options as JSON, so the executors that read it need no shared files:
+the same code runs on a cluster. Timestamps are int milliseconds (UTC) in the script and are turned into
+timezone-aware UTC datetimes before Spark sees them (a naive datetime would be read in local time).
+
+>>> df = scripted_stream(spark, "key STRING, ts TIMESTAMP",
+...                      [[{"key": "a", "ts": 1000}], [], [{"key": "b", "ts": 2500}]])   # doctest: +SKIP
+>>> df.isStreaming                                                                      # doctest: +SKIP
+True
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import sys
+import weakref
+
+from pyspark import cloudpickle
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.types import DoubleType, FloatType, StructType, TimestampNTZType, TimestampType
+
+SOURCE_NAME = "ministream_script"
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+_EPOCH_NAIVE = _dt.datetime(1970, 1, 1)
+_registered = weakref.WeakSet()
+
+# Ship this module's classes to Spark's Python workers by value: a cluster's executors need no ministream.
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+def _converter(data_type):
+    """How a script value becomes the Python value Spark expects for a column of this type."""
+    if isinstance(data_type, TimestampType):
+        return lambda ms: None if ms is None else _EPOCH + _dt.timedelta(milliseconds=ms)
+    if isinstance(data_type, TimestampNTZType):
+        return lambda ms: None if ms is None else _EPOCH_NAIVE + _dt.timedelta(milliseconds=ms)
+    if isinstance(data_type, (DoubleType, FloatType)):
+        return lambda x: None if x is None else float(x)
+    return lambda x: x
+
+
+class ScriptPartition(InputPartition):
+    """The scripted batches ``first`` (inclusive) to ``end`` (exclusive) that one Spark task reads."""
+
+    def __init__(self, first: int, end: int):
+        super().__init__((first, end))
+        self.first, self.end = first, end
+
+
+class ScriptStreamReader(DataSourceStreamReader):
+    """Offsets are ``{"batch": k}``: the number of scripted batches handed to Spark so far."""
+
+    def __init__(self, schema: StructType, options: dict):
+        self.batches = json.loads(options["script"])
+        self.columns = [(field.name, _converter(field.dataType)) for field in schema.fields]
+
+    def initialOffset(self) -> dict:
+        return {"batch": 0}
+
+    def latestOffset(self, start: dict, limit) -> dict:
+        # The heart of the source: one more scripted batch per micro-batch, never more.
+        return {"batch": min(start["batch"] + 1, len(self.batches))}
+
+    def partitions(self, start: dict, end: dict):
+        if end["batch"] <= start["batch"]:
+            return []
+        return [ScriptPartition(start["batch"], end["batch"])]
+
+    def read(self, partition: ScriptPartition):
+        for k in range(partition.first, partition.end):
+            for row in self.batches[k]:
+                yield tuple(convert(row.get(name)) for name, convert in self.columns)
+
+    def commit(self, end: dict) -> None:
+        pass  # the script is immutable: nothing to release
+
+
+class ScriptDataSource(DataSource):
+    """The ``ministream_script`` streaming source; options ``script`` (JSON list of batches) and ``schema``."""
+
+    @classmethod
+    def name(cls) -> str:
+        return SOURCE_NAME
+
+    def schema(self) -> str:
+        return self.options["schema"]
+
+    def streamReader(self, schema: StructType) -> ScriptStreamReader:
+        return ScriptStreamReader(schema, self.options)
+
+
+def register_source(spark) -> None:
+    """Register the ``ministream_script`` source with a session (done once per session).
+
+    >>> register_source(spark)      # doctest: +SKIP
+    """
+    if spark not in _registered:
+        spark.dataSource.register(ScriptDataSource)
+        _registered.add(spark)
+
+
+def _check_script(schema: StructType, batches) -> None:
+    names = {field.name: field.dataType for field in schema.fields}
+    if not isinstance(batches, list) or not all(isinstance(batch, list) for batch in batches):
+        raise TypeError("a script is a list of batches, each a list of row dicts")
+    for k, batch in enumerate(batches):
+        for row in batch:
+            unknown = set(row) - set(names)
+            if unknown:
+                raise ValueError(f"batch {k}: columns {sorted(unknown)} are not in the schema {sorted(names)}")
+            for name, value in row.items():
+                if isinstance(names[name], (TimestampType, TimestampNTZType)) and value is not None \
+                        and (not isinstance(value, int) or isinstance(value, bool)):
+                    raise TypeError(f"batch {k}: column {name!r} is a timestamp: give int milliseconds "
+                                    f"since the epoch (UTC), not {value!r}")
+
+
+def scripted_stream(spark, schema: str, batches: list[list[dict]]):
+    """A streaming DataFrame whose micro-batch k holds exactly the rows of ``batches[k]``.
+
+    ``schema`` is a DDL string; timestamp columns hold int milliseconds since the epoch (UTC) in the rows.
+
+    >>> df = scripted_stream(spark, "key STRING, ts TIMESTAMP, value DOUBLE",
+    ...                      [[{"key": "a", "ts": 1_000, "value": 1.0}], []])   # doctest: +SKIP
+    """
+    register_source(spark)
+    df = (spark.readStream.format(SOURCE_NAME).schema(schema)
+          .option("schema", schema).option("script", json.dumps(batches)).load())
+    _check_script(df.schema, batches)
+    return df
