@@ -4,6 +4,7 @@
 #   make demo        every lesson run by ministream and by Spark, side by side
 #   make diagrams    regenerate diagrams/*.svg
 #   make notebooks   JupyterLab on notebooks/ (extra options with JUPYTER_ARGS)
+#   make docs        refresh the source code included in tutorials/*.md and the README lessons table
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -28,7 +29,7 @@ export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(PY)
 export SPARK_LOCAL_IP := 127.0.0.1
 export TZ := UTC
 
-.PHONY: help setup java graphviz demo test diagrams notebooks
+.PHONY: help setup java graphviz demo test diagrams notebooks docs
 
 help:
 	@sed -n 's/^#   make /make /p' $(firstword $(MAKEFILE_LIST))
@@ -75,3 +76,7 @@ diagrams: setup
 
 notebooks: setup
 	cd notebooks && ../$(VENV)/bin/jupyter lab $(JUPYTER_ARGS)
+
+# Refresh the code included in tutorials/*.md and the README's lessons table from the source.
+docs: setup
+	$(PY) -m ministream.docs

@@ -1,1 +1,20 @@
-"""ministream: learn stateful stream processing from a small engine checked against Spark."""
+"""ministream: learn stateful stream processing from a small engine checked against Spark.
+
+The public names a pipeline needs, in one place:
+
+>>> from ministream import Dataflow, Count, ScriptedSource, CollectingSink, run_microbatch
+>>> flow = Dataflow("clicks")
+>>> flow.source("clicks", ScriptedSource([[{"key": "a"}, {"key": "a"}]])).key_by("key").aggregate(
+...     "count", clicks=Count()).sink("output", CollectingSink())
+>>> run_microbatch(flow, output_mode="complete").output()[0].rows
+[{'key': 'a', 'clicks': 2}]
+"""
+
+from ministream.aggregation import Avg, Count, Custom, Max, Min, Sum
+from ministream.dataflow import Dataflow
+from ministream.microbatch import run_microbatch
+from ministream.operators import PipelineError
+from ministream.testing import CollectingSink, ScriptedSource
+
+__all__ = ["Dataflow", "Count", "Sum", "Min", "Max", "Avg", "Custom", "ScriptedSource", "CollectingSink",
+           "run_microbatch", "PipelineError"]

@@ -1,0 +1,51 @@
+"""The ministream command line: lessons, run, errors in the user's terms."""
+
+import pytest
+
+from ministream.cli import main
+
+
+def test_lessons_lists_every_lesson(capsys):
+    """`ministream lessons` prints one line per lesson: its name and its title."""
+    from ministream.lessons import all_lessons
+    assert main(["lessons"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert [line.split()[0] for line in lines] == [lesson.name for lesson in all_lessons()]
+
+
+def test_run_with_trace_explains_each_emitted_row(capsys):
+    """`ministream run LESSON --trace` says why each row was emitted."""
+    assert main(["run", "running-aggregation", "--trace"]) == 0
+    out = capsys.readouterr().out
+    assert ("[totals] emit: key 'b' emitted: updated in this batch (update mode emits the keys a batch "
+            "touched) -> {key: b, count: 3, sum: 13}") in out
+
+
+@pytest.mark.parametrize("line, message", [
+    ("not json", "events.jsonl line 2: "),
+    ('{"batch": 0, "ts": "2024-01-01T10:00:00Z", "value": 1}', "events.jsonl line 2, field 'key': "),
+    ('{"batch": 0, "key": "a", "value": 1}', "events.jsonl line 2, field 'ts': "),
+    ('{"batch": 0, "ts": "yesterday", "key": "a", "value": 1}', "line 2, field 'ts': 'yesterday' is not an ISO-8601 timestamp"),
+    ('{"batch": "one", "ts": "2024-01-01T10:00:00Z", "key": "a", "value": 1}', "line 2, field 'batch': "),
+    ('{"batch": 0, "ts": "2024-01-01T10:00:00Z", "key": "a", "value": 1}',
+     "line 2, field 'batch': batch 0 comes after batch 1 on line 1"),
+])
+def test_bad_events_file_names_the_line_and_exits_2(tmp_path, capsys, line, message):
+    """A bad line in an events file gets an error naming the file, the line and the problem, and exit 2."""
+    events = tmp_path / "events.jsonl"
+    first = 1 if "comes after" in message else 0
+    events.write_text(f'{{"batch": {first}, "ts": "2024-01-01T10:00:00Z", "key": "a", "value": 1}}\n' + line + "\n")
+    assert main(["run", "running-aggregation", "--events", str(events)]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_unknown_lesson_lists_the_lessons(capsys):
+    """An unknown lesson name is refused with the list of lessons."""
+    assert main(["run", "no-such-lesson"]) == 2
+    assert "there is no lesson 'no-such-lesson'; the lessons are: running-aggregation" in capsys.readouterr().err
+
+
+def test_bad_param_syntax(capsys):
+    """--param without NAME=VALUE is refused with an example."""
+    assert main(["run", "running-aggregation", "--param", "mode"]) == 2
+    assert "--param takes NAME=VALUE" in capsys.readouterr().err

@@ -1,0 +1,28 @@
+"""Diagrams are code: DOT text from the pipeline, rendered to SVG by Graphviz."""
+
+from ministream.diagram import render_svg, to_dot
+from ministream.lessons import all_lessons, get_lesson
+
+
+def test_every_lesson_has_a_committed_diagram():
+    """diagrams/LESSON.svg exists for every lesson (regenerate with `make diagrams`)."""
+    from pathlib import Path
+    root = Path(__file__).resolve().parent.parent / "diagrams"
+    missing = [lesson.name for lesson in all_lessons() if not (root / f"{lesson.name}.svg").exists()]
+    assert missing == []
+
+
+def test_diagram_renders_to_svg_with_every_step(tmp_path):
+    """A lesson's DOT text renders to an SVG that names each of its steps."""
+    lesson = get_lesson("running-aggregation")
+    flow = lesson.pipeline(lesson.default_script, lesson.resolve_params())
+    svg = render_svg(to_dot(flow), tmp_path / "d.svg").read_text()
+    assert svg.startswith("<?xml") and all(step.name in svg for step in flow.steps)
+
+
+def test_physical_diagram_draws_one_arrow_per_channel():
+    """With parallelism 3, the keyed step has 3 subtasks and the hash edge 3 arrows."""
+    lesson = get_lesson("running-aggregation")
+    dot = to_dot(lesson.pipeline(lesson.default_script, {}), parallelism=3)
+    assert dot.count('"events[0]" -> "totals[') == 3
+    assert dot.count('-> "output[0]"') == 3

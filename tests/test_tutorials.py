@@ -1,0 +1,26 @@
+"""Tutorials and the README are executed: their examples run, and their code blocks are the real source."""
+
+import doctest
+from pathlib import Path
+
+import pytest
+
+from ministream.docs import stale_includes
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = sorted(ROOT.glob("tutorials/*.md")) + [ROOT / "README.md"]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda path: path.name)
+def test_page_examples_run(page):
+    """Every ``>>>`` example of a tutorial page prints what the page shows."""
+    result = doctest.testfile(str(page), module_relative=False,
+                              optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda path: path.name)
+def test_page_code_is_the_real_source(page):
+    """Code included in a page equals the current source of the function it names
+    (run ``python -m ministream.docs`` to refresh it)."""
+    assert stale_includes(page) == []
