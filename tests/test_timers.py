@@ -1,0 +1,153 @@
+"""Timers: unique per key and timestamp, fired in order when time reaches them, kept by key group."""
+
+import doctest
+
+import pytest
+
+import ministream.timers
+from ministream.keygroups import key_group_of, key_group_range
+from ministream.timers import TimerService
+
+
+def test_doctests():
+    """The examples in the timers module's docstrings print exactly what they show."""
+    assert doctest.testmod(ministream.timers).failed == 0
+
+
+def test_one_timer_per_key_and_timestamp():
+    """Registering the same (key, timestamp) twice leaves one timer, which fires once."""
+    timers = TimerService()
+    timers.register_event_time_timer("a", 5_000)
+    timers.register_event_time_timer("a", 5_000)
+    assert timers.size() == 1
+    assert timers.pop_expired_event_time(10_000) == [(5_000, "a")]
+
+
+def test_same_timestamp_in_both_domains_are_two_timers():
+    """Uniqueness is per time domain: an event-time and a processing-time timer at the same time are two."""
+    timers = TimerService()
+    timers.register_event_time_timer("a", 5_000)
+    timers.register_processing_time_timer("a", 5_000)
+    assert timers.size() == 2
+    assert timers.event_time_timers("a") == [5_000]
+    assert timers.processing_time_timers("a") == [5_000]
+
+
+def test_fire_in_timestamp_order():
+    """Due timers come out earliest first, whatever order they were registered in."""
+    timers = TimerService()
+    for key, ts in [("a", 30), ("b", 10), ("c", 20)]:
+        timers.register_event_time_timer(key, ts)
+    assert timers.pop_expired_event_time(100) == [(10, "b"), (20, "c"), (30, "a")]
+
+
+def test_ties_fire_in_key_order():
+    """Timers with the same timestamp fire in key order, not registration order."""
+    timers = TimerService()
+    for key in ["c", "a", "b"]:
+        timers.register_processing_time_timer(key, 7)
+    assert timers.pop_expired_processing_time(7) == [(7, "a"), (7, "b"), (7, "c")]
+
+
+def test_event_time_firing_is_inclusive():
+    """An event-time timer fires when its timestamp is at or before the watermark (<=), not after it."""
+    timers = TimerService()
+    timers.register_event_time_timer("a", 10_000)
+    assert timers.pop_expired_event_time(9_999) == []
+    assert timers.pop_expired_event_time(10_000) == [(10_000, "a")]
+
+
+def test_processing_time_firing_is_inclusive():
+    """A processing-time timer fires when the clock reads its timestamp or later (<=)."""
+    timers = TimerService()
+    timers.register_processing_time_timer("a", 60_000)
+    assert timers.pop_expired_processing_time(59_999) == []
+    assert timers.pop_expired_processing_time(60_000) == [(60_000, "a")]
+
+
+def test_domains_fire_independently():
+    """The watermark fires only event-time timers and the clock only processing-time timers."""
+    timers = TimerService()
+    timers.register_event_time_timer("a", 5)
+    timers.register_processing_time_timer("a", 5)
+    assert timers.pop_expired_processing_time(100) == [(5, "a")]
+    assert timers.event_time_timers("a") == [5]
+
+
+def test_fired_timers_are_removed():
+    """A timer fires once: after it fired it is gone."""
+    timers = TimerService()
+    timers.register_event_time_timer("a", 5)
+    timers.pop_expired_event_time(5)
+    assert timers.pop_expired_event_time(10) == []
+    assert timers.size() == 0 and timers.next_event_time() is None
+
+
+def test_delete_removes_only_that_timer():
+    """Deleting (key, timestamp) cancels that timer and leaves the key's other timers."""
+    timers = TimerService()
+    for ts in (5, 6):
+        timers.register_event_time_timer("a", ts)
+    timers.register_event_time_timer("b", 5)
+    timers.delete_event_time_timer("a", 5)
+    assert timers.pop_expired_event_time(10) == [(5, "b"), (6, "a")]
+
+
+def test_deleting_a_missing_timer_does_nothing():
+    """Deleting a timer that was never registered (or already fired) is not an error."""
+    timers = TimerService()
+    timers.delete_event_time_timer("a", 5)
+    timers.delete_processing_time_timer("a", 5)
+    assert timers.size() == 0
+
+
+def test_next_timer():
+    """next_event_time and next_processing_time give the earliest pending timestamp of their domain."""
+    timers = TimerService()
+    timers.register_event_time_timer("a", 9)
+    timers.register_event_time_timer("b", 4)
+    timers.register_processing_time_timer("a", 100)
+    assert (timers.next_event_time(), timers.next_processing_time()) == (4, 100)
+
+
+def test_timestamps_must_be_whole_milliseconds():
+    """A timer's timestamp is an int of milliseconds; a float is refused."""
+    with pytest.raises(ValueError, match="whole milliseconds"):
+        TimerService().register_event_time_timer("a", 1.5)
+
+
+def test_snapshot_is_laid_out_by_key_group():
+    """A snapshot holds each key's timers under the key's key group, per domain."""
+    timers = TimerService()
+    timers.register_event_time_timer("alice", 5)
+    timers.register_event_time_timer("alice", 3)
+    timers.register_processing_time_timer("alice", 7)
+    assert timers.snapshot() == {key_group_of("alice"): {"event_time": {"alice": [3, 5]},
+                                                         "processing_time": {"alice": [7]}}}
+
+
+def test_restore_takes_only_the_subtasks_key_groups():
+    """Restoring into two subtasks gives each the timers of the keys in its key-group range, and no others."""
+    keys = [f"user-{i}" for i in range(20)]
+    old = TimerService()
+    for i, key in enumerate(keys):
+        old.register_event_time_timer(key, 1_000 + i)
+    snapshot = old.snapshot()
+    halves = []
+    for subtask in range(2):
+        new = TimerService()
+        new.restore(snapshot, key_group_range(subtask, 2))
+        halves.append(new.pop_expired_event_time(10_000))
+        assert all(key_group_of(key) in key_group_range(subtask, 2) for _, key in halves[-1])
+    assert sorted(halves[0] + halves[1]) == sorted(old.pop_expired_event_time(10_000))
+
+
+def test_restore_keeps_uniqueness_and_order():
+    """Restored timers are unique per (key, timestamp) and fire in the same order as before the snapshot."""
+    old = TimerService()
+    for key, ts in [("b", 2), ("a", 2), ("a", 1)]:
+        old.register_event_time_timer(key, ts)
+    new = TimerService()
+    new.restore(old.snapshot())
+    new.restore(old.snapshot())  # twice: still one timer per (key, timestamp)
+    assert new.pop_expired_event_time(5) == old.pop_expired_event_time(5) == [(1, "a"), (2, "a"), (2, "b")]
