@@ -77,6 +77,8 @@ class Lesson:
     watermark_policy: str = "min"
     spark_conf: dict = attrs.field(factory=dict)
     doc: str = ""
+    random_script: Callable | None = None
+    """``random_script(rng, params)``: a random script for this lesson (for ``ministream fuzz``)."""
 
     def resolve_params(self, overrides: dict | None = None) -> dict:
         """The lesson's parameters: defaults, with ``overrides`` (text or values) applied; unknown names are
