@@ -1,0 +1,19 @@
+"""Pytest fixtures for tests that run real Spark: one SparkSession shared by the whole test session.
+
+Loaded from ``tests/conftest.py`` through ``pytest_plugins``. Starting Spark takes about ten seconds, so every
+test that asks for ``spark`` gets the same session (see :func:`ministream.spark.spark_session`).
+"""
+
+import pytest
+
+from ministream.spark import spark_session
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """The shared SparkSession (``local[2]`` unless ``MINISTREAM_SPARK_MASTER`` says otherwise).
+
+    >>> def test_something(spark):          # doctest: +SKIP
+    ...     assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
+    """
+    return spark_session()
