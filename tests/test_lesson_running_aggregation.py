@@ -48,7 +48,7 @@ def test_cli_compare_exits_1_on_different_events(tmp_path, capsys, monkeypatch):
     """When the twin sees other events than ministream, compare exits 1 and shows the differing rows."""
     events = tmp_path / "events.jsonl"
     events.write_text('{"batch": 0, "ts": "2024-01-01T10:00:00Z", "key": "a", "value": 1}\n')
-    original = LESSON.run_twin
+    original = type(LESSON).run_twin
 
     def twin_on_other_events(self, script=None, params=None, master=None):
         return original(self, [[{"ts": 0, "key": "a", "value": 2.0}]], params, master=master)
