@@ -4,6 +4,7 @@
     ministream run LESSON [--trace]            ministream's output, batch by batch
     ministream compare LESSON | --all          ministream against the PySpark twin, batch by batch
     ministream diagrams                        render every lesson's dataflow into diagrams/
+    ministream cluster start|stop|status       a Spark standalone master and worker on 127.0.0.1
 
 ``run`` and ``compare`` take ``--events FILE`` (the lesson on your own events, JSON Lines) and
 ``--param NAME=VALUE`` (change a window, a delay, a mode...). Exit status: 0 when all is well, 1 when a
@@ -13,6 +14,7 @@ comparison differs, 2 for a mistake in the command, the events or the pipeline (
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
 from ministream.results import format_row
@@ -33,8 +35,23 @@ def _params(pairs: list[str]) -> dict:
     return params
 
 
-def _script(lesson, path):
-    return None if path is None else lesson.read_script(path)
+def _script(lesson, args, out):
+    """The script of ``--events FILE`` (``None``: the lesson's own), with bad lines written to
+    ``--dead-letters FILE`` when it is given instead of stopping the run."""
+    if args.events is None:
+        return None
+    if not args.dead_letters:
+        return lesson.read_script(args.events)
+    dead_letters = []
+    script = lesson.read_script(args.events, dead_letters)
+    with open(args.dead_letters, "w", encoding="utf-8") as out_file:
+        for letter in dead_letters:
+            out_file.write(json.dumps({"file": letter.path, "line": letter.line, "reason": letter.reason,
+                                       "text": letter.text}) + "\n")
+    count = len(dead_letters)
+    print(f"{count} bad line{'s' if count != 1 else ''} of {args.events} set aside in {args.dead_letters}",
+          file=out)
+    return script
 
 
 def cmd_lessons(args, out) -> int:
@@ -62,7 +79,7 @@ def cmd_run(args, out) -> int:
 
     lesson = get_lesson(args.lesson)
     params = _params(args.param)
-    run = lesson.run(_script(lesson, args.events), params, parallelism=args.parallelism, seed=args.seed,
+    run = lesson.run(_script(lesson, args, out), params, parallelism=args.parallelism, seed=args.seed,
                      trace=args.trace, model=args.model)
     values = lesson.resolve_params(params)
     print(f"{lesson.name}: {lesson.title}", file=out)
@@ -84,7 +101,7 @@ def cmd_compare(args, out) -> int:
     params = _params(args.param)
     if args.lesson:
         lesson = get_lesson(args.lesson)
-        result = compare_lesson(lesson, _script(lesson, args.events), params,
+        result = compare_lesson(lesson, _script(lesson, args, out), params,
                                 parallelism=args.parallelism, master=args.master)
         print(f"{lesson.name}: ministream against Spark, batch by batch", file=out)
         print(result.table(), file=out)
@@ -115,6 +132,26 @@ def cmd_diagrams(args, out) -> int:
     return EXIT_OK
 
 
+def cmd_cluster(args, out) -> int:
+    import time
+
+    from ministream import cluster
+
+    if args.action == "start":
+        began = time.monotonic()
+        started = cluster.start_cluster(args.run_dir, port=args.port, web_ui_port=args.web_ui_port,
+                                        worker_web_ui_port=args.worker_web_ui_port, timeout=args.timeout)
+        print(f"master {started.master_url} (web UI {started.web_ui_url}), 1 worker registered, "
+              f"in {time.monotonic() - began:.1f} s; logs in {started.run_dir}", file=out)
+        print(f"next: ministream compare --all --master {started.master_url}", file=out)
+    elif args.action == "stop":
+        stopped = cluster.stop_cluster(args.run_dir)
+        print(f"stopped pids {', '.join(map(str, stopped))}" if stopped else "no cluster was running", file=out)
+    else:
+        print(cluster.cluster_status(args.run_dir).describe(), file=out)
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ministream", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -123,6 +160,8 @@ def build_parser() -> argparse.ArgumentParser:
     def lesson_options(command, lesson_required=True):
         command.add_argument("lesson", nargs=None if lesson_required else "?", help="a lesson name")
         command.add_argument("--events", metavar="FILE", help="run on your own events (JSON Lines)")
+        command.add_argument("--dead-letters", metavar="FILE",
+                             help="set bad lines of --events aside in FILE (JSON Lines) instead of stopping")
         command.add_argument("--param", action="append", metavar="NAME=VALUE", help="change a parameter")
         command.add_argument("--parallelism", type=int, default=1, help="subtasks per keyed step")
 
@@ -142,6 +181,15 @@ def build_parser() -> argparse.ArgumentParser:
     diagrams = commands.add_parser("diagrams", help="render every lesson's dataflow to SVG")
     diagrams.add_argument("--out", default="diagrams", help="the folder to write to")
     diagrams.set_defaults(handler=cmd_diagrams)
+
+    cluster = commands.add_parser("cluster", help="start, stop or show a Spark standalone cluster on 127.0.0.1")
+    cluster.add_argument("action", choices=("start", "stop", "status"))
+    cluster.add_argument("--run-dir", default=".cluster", help="logs and pid files (default .cluster)")
+    cluster.add_argument("--port", type=int, default=7077, help="the master's port (0: any free port)")
+    cluster.add_argument("--web-ui-port", type=int, default=8080, help="the master's web UI (0: any free port)")
+    cluster.add_argument("--worker-web-ui-port", type=int, default=8081, help="the worker's web UI (0: any)")
+    cluster.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the worker")
+    cluster.set_defaults(handler=cmd_cluster)
     return parser
 
 
@@ -155,7 +203,7 @@ def main(argv: list[str] | None = None, out=None) -> int:
         print(f"ministream: error: {error}", file=sys.stderr)
         return EXIT_ERROR
     except Exception as error:  # Spark's failures, in the user's terms
-        if type(error).__name__ in ("SparkQueryError", "SparkUnavailableError"):
+        if type(error).__name__ in ("SparkQueryError", "SparkUnavailableError", "ClusterError"):
             print(f"ministream: Spark error: {error}", file=sys.stderr)
             return EXIT_ERROR
         raise

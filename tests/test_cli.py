@@ -49,3 +49,21 @@ def test_bad_param_syntax(capsys):
     """--param without NAME=VALUE is refused with an example."""
     assert main(["run", "running-aggregation", "--param", "mode"]) == 2
     assert "--param takes NAME=VALUE" in capsys.readouterr().err
+
+
+def test_dead_letters_keep_bad_lines_with_their_reason(tmp_path, capsys):
+    """With --dead-letters, bad lines are set aside with their reason and the good ones still run."""
+    import json
+    events = tmp_path / "events.jsonl"
+    events.write_text('{"batch": 0, "ts": "2024-01-01T10:00:00Z", "key": "a", "value": 1}\n'
+                      '{"batch": 0, "ts": "2024-01-01T10:00:01Z", "key": "a", "value": NaN}\n'
+                      '{"batch": 1, "ts": "2024-01-01T10:00:02Z", "value": 2}\n'
+                      '{"batch": 1, "ts": "2024-01-01T10:00:03Z", "key": "a", "value": 4}\n')
+    letters = tmp_path / "dead.jsonl"
+    assert main(["run", "running-aggregation", "--events", str(events), "--dead-letters", str(letters)]) == 0
+    out = capsys.readouterr().out
+    assert f"2 bad lines of {events} set aside in {letters}" in out
+    assert "batch 1 (no watermark): 1 row\n  {key: a, count: 2, sum: 5}" in out
+    kept = [json.loads(line) for line in letters.read_text().splitlines()]
+    assert [(k["line"], k["reason"].split(":")[0]) for k in kept] == [(2, "field 'value'"), (3, "field 'key'")]
+    assert kept[1]["text"] == '{"batch": 1, "ts": "2024-01-01T10:00:02Z", "value": 2}'

@@ -96,10 +96,11 @@ class Lesson:
         """The output mode this lesson runs in with these parameters."""
         return self.output_mode(params) if callable(self.output_mode) else self.output_mode
 
-    def read_script(self, path) -> Any:
-        """Read a user's events file for this lesson (JSON Lines, see ``ministream.events``)."""
+    def read_script(self, path, dead_letters: list | None = None) -> Any:
+        """Read a user's events file for this lesson (JSON Lines, see ``ministream.events``); with a
+        ``dead_letters`` list, bad lines are set aside there instead of stopping the run."""
         streams = list(self.inputs) if len(self.inputs) > 1 else None
-        return read_events(path, self.fields, streams)
+        return read_events(path, self.fields, streams, dead_letters=dead_letters)
 
     def spark_schema(self) -> str:
         """The schema of the lesson's events for the Spark source: ``ts`` then the lesson's fields."""
