@@ -5,6 +5,8 @@
 #   make diagrams    regenerate diagrams/*.svg
 #   make notebooks   JupyterLab on notebooks/ (extra options with JUPYTER_ARGS)
 #   make docs        refresh the source code included in tutorials/*.md and the README lessons table
+#   make cluster-start   a Spark standalone master and worker on 127.0.0.1 (spark://127.0.0.1:7077)
+#   make cluster-stop    stop them (see tutorials/cluster.md)
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -29,7 +31,7 @@ export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(PY)
 export SPARK_LOCAL_IP := 127.0.0.1
 export TZ := UTC
 
-.PHONY: help setup java graphviz demo test diagrams notebooks docs
+.PHONY: help setup java graphviz demo test diagrams notebooks docs cluster-start cluster-stop
 
 help:
 	@sed -n 's/^#   make /make /p' $(firstword $(MAKEFILE_LIST))
@@ -80,3 +82,10 @@ notebooks: setup
 # Refresh the code included in tutorials/*.md and the README's lessons table from the source.
 docs: setup
 	$(PY) -m ministream.docs
+
+# A local Spark standalone cluster for `ministream compare --all --master spark://127.0.0.1:7077`.
+cluster-start: setup
+	$(VENV)/bin/ministream cluster start
+
+cluster-stop: setup
+	$(VENV)/bin/ministream cluster stop
