@@ -9,9 +9,12 @@ import pytest
 from ministream.spark import spark_session
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def spark():
     """The shared SparkSession (``local[2]`` unless ``MINISTREAM_SPARK_MASTER`` says otherwise).
+
+    Looked up again for every test (a cheap call once Spark runs), so that a test that switched the session to
+    another master and back (tests/test_cluster.py) never leaves later tests holding a stopped session.
 
     >>> def test_something(spark):          # doctest: +SKIP
     ...     assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
