@@ -143,6 +143,22 @@ class Stream:
         return self._then(name, "watermark", lambda: WatermarkOperator(column, delay_ms),
                           column=column, delay=delay_ms)
 
+    def select(self, name: str, **columns: str) -> "Stream":
+        """Keep some columns under new names: ``select("clicks_renamed", click_time="ts")`` is Spark's
+        ``select(col("ts").alias("click_time"))``. The step records the columns, so a join knows them."""
+        pairs = tuple(columns.items())
+        if not pairs:
+            raise PipelineError(f"select {name!r} needs at least one column, e.g. click_time='ts'")
+        return self._then(name, "select", lambda: MapOperator(lambda row: {new: row[old] for new, old in pairs}),
+                          columns=", ".join(f"{new}={old}" for new, old in pairs))
+
+    def drop_duplicates(self, name: str, columns, within_watermark: bool = False) -> "Stream":
+        """Keep the first row of each combination of ``columns`` (``dedup.py``): Spark's
+        ``dropDuplicates(columns)``, or ``dropDuplicatesWithinWatermark(columns)``."""
+        from ministream.dedup import build_dedup
+
+        return build_dedup(self, name, columns, within_watermark)
+
     def key_by(self, key) -> "KeyedStream":
         """Partition the stream by key: a column name, several column names, or a function of the row.
 
@@ -178,6 +194,15 @@ class KeyedStream:
         step = Step(name, kind, make_operator, [self.edge()], "keyed",
                     options={"key": ", ".join(self.key_columns), **options})
         return Stream(self.flow, self.flow.add(step))
+
+    def join(self, name: str, other: "KeyedStream", *, how: str = "inner", between=None,
+             key_time: tuple[str, str] | None = None) -> Stream:
+        """A stream-stream join with ``other`` on equal keys (``join.py``): ``how`` is ``inner``,
+        ``left_outer``, ``right_outer``, ``full_outer`` or ``left_semi``; ``between`` a ``join.TimeRange``
+        on the two sides' event times; ``key_time`` the event-time column of each side that is in the key."""
+        from ministream.join import build_join
+
+        return build_join(self, name, other, how, between, key_time)
 
     def aggregate(self, name: str, **aggregates) -> Stream:
         """A running aggregate per key: ``aggregate("totals", count=Count(), sum=Sum("value"))``."""
