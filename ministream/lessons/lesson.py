@@ -74,7 +74,9 @@ class Lesson:
     params: list[Param] = attrs.field(factory=list)
     inputs: tuple[str, ...] = ("events",)
     output_mode: Callable[[dict], str] | str = "append"
-    watermark_policy: str = "min"
+    watermark_policy: Callable[[dict], str] | str = "min"
+    """``"min"`` or ``"max"`` (Spark's ``spark.sql.streaming.multipleWatermarkPolicy``), or a function of the
+    parameters where the lesson lets a workshop choose."""
     spark_conf: dict = attrs.field(factory=dict)
     doc: str = ""
     random_script: Callable | None = None
@@ -95,6 +97,10 @@ class Lesson:
     def mode(self, params: dict) -> str:
         """The output mode this lesson runs in with these parameters."""
         return self.output_mode(params) if callable(self.output_mode) else self.output_mode
+
+    def policy(self, params: dict) -> str:
+        """The multiple-watermark policy this lesson runs with under these parameters."""
+        return self.watermark_policy(params) if callable(self.watermark_policy) else self.watermark_policy
 
     def read_script(self, path, dead_letters: list | None = None) -> Any:
         """Read a user's events file for this lesson (JSON Lines, see ``ministream.events``); with a
@@ -119,7 +125,7 @@ class Lesson:
 
             return run_continuous(flow, parallelism=parallelism, seed=seed, trace=trace)
         return run_microbatch(flow, output_mode=self.mode(values), parallelism=parallelism, seed=seed,
-                              watermark_policy=self.watermark_policy, trace=trace)
+                              watermark_policy=self.policy(values), trace=trace)
 
     def run_twin(self, script=None, params: dict | None = None, *, master: str | None = None):
         """Run the PySpark twin on the same script and return its batches."""
@@ -132,7 +138,7 @@ class Lesson:
         length = max(len(batches) for batches in by_input.values())
         frames = {name: scripted_stream(spark, self.spark_schema(), _padded(by_input[name], length))
                   for name in self.inputs}
-        conf = {"spark.sql.streaming.multipleWatermarkPolicy": self.watermark_policy, **self.spark_conf}
+        conf = {"spark.sql.streaming.multipleWatermarkPolicy": self.policy(values), **self.spark_conf}
         return run_query(self.twin(frames, values), self.mode(values), query_name=_query_name(self.name),
                          conf=conf)
 
