@@ -16,6 +16,8 @@ from ministream.operators import PipelineError
 
 LESSON_MODULES = [
     "running_aggregation",
+    "stream_join",
+    "outer_join",
 ]
 """Lesson modules in teaching order (the order of ``ministream lessons`` and of the tutorials)."""
 

@@ -1,0 +1,91 @@
+"""Lesson ``stream-join``: ad impressions joined with their clicks, each side kept in state until the time
+range and the watermarks say no match can come.
+
+An impression is shown (``impressions``), and maybe clicked a little later (``clicks``); both streams carry
+``ad_id`` and ``ts``. The join pairs a click with the impressions of the same ad shown at most ``within``
+before it: ``impression_time <= click_time <= impression_time + within``. Either row may arrive first, so
+each side waits in state. The watermark of each input (its max event time minus its delay) and the range
+bound how long: impressions leave when ``impression_time <= WM - within - 1 ms``, clicks when
+``click_time <= WM - 1 ms``; rows at or before the previous batch's watermark are dropped as late.
+
+>>> from ministream.times import format_clock
+>>> for batch in LESSON.run().output():
+...     print(batch.batch_id, sorted((r["impression_ad"], format_clock(r["impression_time"]),
+...                                   format_clock(r["click_time"])) for r in batch.rows))
+0 [('a', '10:00:01', '10:00:05')]
+1 [('b', '10:00:02', '10:00:15')]
+2 [('a', '10:00:40', '10:00:45'), ('c', '10:00:12', '10:00:20')]
+3 [('a', '10:00:40', '10:00:44')]
+4 [('d', '10:01:00', '10:01:01')]
+5 []
+"""
+
+from __future__ import annotations
+
+from ministream.dataflow import Dataflow
+from ministream.events import Field
+from ministream.join import TimeRange
+from ministream.lessons.lesson import Lesson, Param, event
+from ministream.testing import CollectingSink, ScriptedSource
+
+
+def ad(second: float, ad_id: str) -> dict:
+    """An impression or a click of ``ad_id``, ``second`` seconds after 10:00:00 on 2024-01-01 (UTC)."""
+    return {"ts": event(second, "")["ts"], "ad_id": ad_id}
+
+
+DEFAULT_SCRIPT = {
+    "impressions": [[ad(1, "a"), ad(2, "b")], [ad(12, "c")], [ad(40, "a")], [ad(50, "b")], [ad(60, "d")]],
+    "clicks": [[ad(5, "a")], [ad(15, "b"), ad(30, "b"), ad(14, "x"), ad(10, "c")], [ad(45, "a"), ad(20, "c")],
+               [ad(44, "a")], [ad(28, "a"), ad(61, "d")]],
+}
+"""Batch 1: b@30 is 28 s after its impression (too late a click), x@14 has no impression, c@10 comes before
+its impression. Batch 4: a@28 is at or before the watermark of batch 3 (30 s): late, dropped."""
+
+
+def pipeline(script, params) -> Dataflow:
+    """ministream: name each side's columns, watermark both, join on the ad within the time range."""
+    flow = Dataflow("stream-join")
+    impressions = (flow.source("impressions", ScriptedSource(script["impressions"]))
+                   .select("impression_columns", impression_ad="ad_id", impression_time="ts")
+                   .with_watermark("impressions_watermark", "impression_time", params["impression_delay"]))
+    clicks = (flow.source("clicks", ScriptedSource(script["clicks"]))
+              .select("click_columns", click_ad="ad_id", click_time="ts")
+              .with_watermark("clicks_watermark", "click_time", params["click_delay"]))
+    joined = impressions.key_by("impression_ad").join(
+        "join", clicks.key_by("click_ad"), how="inner",
+        between=TimeRange("impression_time", "click_time", lower=0, upper=params["within"]))
+    joined.sink("output", CollectingSink())
+    return flow
+
+
+def twin(inputs, params):
+    """PySpark: the same renames and watermarks, and ``join`` with an equality plus a time range."""
+    from pyspark.sql import functions as F
+
+    impressions = (inputs["impressions"]
+                   .select(F.col("ad_id").alias("impression_ad"), F.col("ts").alias("impression_time"))
+                   .withWatermark("impression_time", f"{params['impression_delay']} milliseconds"))
+    clicks = (inputs["clicks"]
+              .select(F.col("ad_id").alias("click_ad"), F.col("ts").alias("click_time"))
+              .withWatermark("click_time", f"{params['click_delay']} milliseconds"))
+    return impressions.join(clicks, F.expr(f"""
+        impression_ad = click_ad AND
+        click_time >= impression_time AND
+        click_time <= impression_time + INTERVAL {params['within']} MILLISECONDS"""), "inner")
+
+
+LESSON = Lesson(
+    name="stream-join",
+    title="Stream-stream join: impressions and their clicks, kept in state until the time range expires",
+    pipeline=pipeline,
+    twin=twin,
+    fields=[Field("ad_id", str)],
+    default_script=DEFAULT_SCRIPT,
+    params=[Param("within", 20_000, "a click matches an impression shown at most this long before it"),
+            Param("impression_delay", 10_000, "watermark delay of the impressions"),
+            Param("click_delay", 10_000, "watermark delay of the clicks")],
+    inputs=("impressions", "clicks"),
+    output_mode="append",
+    doc=__doc__,
+)
