@@ -18,6 +18,8 @@ LESSON_MODULES = [
     "running_aggregation",
     "stream_join",
     "outer_join",
+    "idle_input",
+    "deduplication",
 ]
 """Lesson modules in teaching order (the order of ``ministream lessons`` and of the tutorials)."""
 

@@ -1,0 +1,77 @@
+"""Lesson ``deduplication``: keep the first copy of each event, and when its key may be forgotten.
+
+A source that retries sends some events twice or more. Deduplication keeps the first row of each key and
+drops the copies; the key stays in state so that later copies are recognized. The three ways (``--param
+key=...``) differ in when a key is forgotten:
+
+- ``id``: ``dropDuplicates(["event_id"])``: never (the state grows forever), though late rows are dropped;
+- ``id_and_time``: ``dropDuplicates(["event_id", "ts"])``: when ``ts <= WM``; a retry stamped with a new time
+  is then a new key, so it is not recognized as a copy;
+- ``within``: ``dropDuplicatesWithinWatermark(["event_id"])``: ``delay`` after the first copy's time, once
+  ``WM >= ts + delay``: copies are assumed to come within the watermark delay.
+
+>>> for key in ("id", "id_and_time", "within"):
+...     run = LESSON.run(params={"key": key})
+...     print(key, [sorted(row["event_id"] for row in batch.rows) for batch in run.output()])
+id [['e1', 'e2'], ['e3'], ['e4'], ['e5'], ['e6'], []]
+id_and_time [['e1', 'e2'], ['e3'], ['e1', 'e4'], ['e5'], ['e6'], ['e3']]
+within [['e1', 'e2'], ['e3'], ['e4'], ['e5'], ['e6'], ['e3']]
+"""
+
+from __future__ import annotations
+
+from ministream.dataflow import Dataflow
+from ministream.events import Field
+from ministream.lessons.lesson import Lesson, Param, event
+from ministream.testing import CollectingSink, ScriptedSource
+
+
+def sent(second: float, event_id: str) -> dict:
+    """One copy of event ``event_id`` stamped ``second`` seconds after 10:00:00 on 2024-01-01 (UTC)."""
+    return {"ts": event(second, "")["ts"], "event_id": event_id}
+
+
+DEFAULT_SCRIPT = [
+    [sent(1, "e1"), sent(2, "e2"), sent(1, "e1")],
+    [sent(1, "e1"), sent(15, "e3"), sent(2, "e2")],
+    [sent(30, "e4"), sent(15, "e3"), sent(6, "e1")],
+    [sent(40, "e5"), sent(2, "e2")],
+    [sent(60, "e6"), sent(30, "e4")],
+    [sent(35, "e3")],
+]
+"""Exact retries (e1@1, e2@2, e3@15, e4@30), retries stamped anew (e1@6, e3@35), and e2@2 once more in batch
+3, when it is late (2 s is at or before the watermark of batch 2, 10:00:05)."""
+
+
+def pipeline(script, params) -> Dataflow:
+    """ministream: watermark the events, then keep the first row per key."""
+    flow = Dataflow("deduplication")
+    events = flow.source("events", ScriptedSource(script)).with_watermark("watermark", "ts", params["delay"])
+    columns = ["event_id", "ts"] if params["key"] == "id_and_time" else ["event_id"]
+    unique = events.drop_duplicates("dedup", columns, within_watermark=params["key"] == "within")
+    unique.sink("output", CollectingSink())
+    return flow
+
+
+def twin(inputs, params):
+    """PySpark: ``dropDuplicates`` or ``dropDuplicatesWithinWatermark`` after ``withWatermark``."""
+    events = inputs["events"].withWatermark("ts", f"{params['delay']} milliseconds")
+    if params["key"] == "within":
+        return events.dropDuplicatesWithinWatermark(["event_id"])
+    return events.dropDuplicates(["event_id", "ts"] if params["key"] == "id_and_time" else ["event_id"])
+
+
+LESSON = Lesson(
+    name="deduplication",
+    title="Deduplication: the first copy of each event, and when its key may be forgotten",
+    pipeline=pipeline,
+    twin=twin,
+    fields=[Field("event_id", str)],
+    default_script=DEFAULT_SCRIPT,
+    params=[Param("key", "id", "id (dropDuplicates(event_id)), id_and_time (dropDuplicates(event_id, ts)) or "
+                  "within (dropDuplicatesWithinWatermark(event_id))", kind="choice",
+                  choices=("id", "id_and_time", "within")),
+            Param("delay", 10_000, "watermark delay")],
+    output_mode="append",
+    doc=__doc__,
+)
