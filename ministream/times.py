@@ -37,6 +37,10 @@ _UNIT_ALIASES = {
 _PART = re.compile(r"\s*(-?\d+)\s*([a-zA-Z]+)\s*")
 EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 
+MAX_TIME = 2**63 - 1
+"""The end of time: Flink's ``Long.MAX_VALUE``, the watermark a source sends when its input is over (shown
+as ``+∞``)."""
+
 
 class TimeFormatError(ValueError):
     """A duration or timestamp that ministream cannot read; the message says what was expected."""
@@ -157,11 +161,13 @@ def to_datetime(ms: int) -> _dt.datetime:
 def format_ts(ms: int | None) -> str:
     """ISO-8601 UTC text of a millisecond timestamp, with milliseconds only when there are some.
 
-    >>> format_ts(0), format_ts(1500), format_ts(None)
-    ('1970-01-01T00:00:00Z', '1970-01-01T00:00:01.500Z', '-')
+    >>> format_ts(0), format_ts(1500), format_ts(None), format_ts(MAX_TIME)
+    ('1970-01-01T00:00:00Z', '1970-01-01T00:00:01.500Z', '-', '+∞')
     """
     if ms is None:
         return "-"
+    if ms >= MAX_TIME:
+        return "+∞"
     moment = to_datetime(ms)
     text = moment.strftime("%Y-%m-%dT%H:%M:%S")
     if ms % 1000:
@@ -172,7 +178,9 @@ def format_ts(ms: int | None) -> str:
 def format_clock(ms: int | None) -> str:
     """The time of day of a millisecond timestamp, for compact tables: ``HH:MM:SS`` (and ``.mmm``).
 
-    >>> format_clock(1704103205000), format_clock(12_345)
-    ('10:00:05', '00:00:12.345')
+    >>> format_clock(1704103205000), format_clock(12_345), format_clock(MAX_TIME)
+    ('10:00:05', '00:00:12.345', '+∞')
     """
-    return format_ts(ms)[11:-1] if ms is not None else "-"
+    if ms is None or ms >= MAX_TIME:
+        return format_ts(ms)
+    return format_ts(ms)[11:-1]
