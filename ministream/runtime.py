@@ -5,8 +5,8 @@ operator instance and its own keyed state. Between two steps, every upstream sub
 queue) to every downstream subtask it can send to. A channel carries two kinds of messages:
 
 - a ``list``: a chunk of records (rows, or ``(key, row)`` pairs on the way into a keyed step);
-- a *marker*: :class:`EndOfBatch`, :class:`Watermark` or ``Barrier`` (checkpoints), which flow with the records
-  and so mark a point in each channel's sequence.
+- a *marker*: :class:`EndOfBatch`, :class:`Watermark`, :class:`WatermarkStatus` or ``Barrier`` (checkpoints),
+  which flow with the records and so mark a point in each channel's sequence.
 
 The :class:`Scheduler` picks, from a seeded random generator, which subtask runs next and from which of its
 channels it reads. A subtask that has received a marker on one input but not yet on the others *holds back*
@@ -35,6 +35,7 @@ from ministream.dataflow import Dataflow, Edge, Step
 from ministream.keygroups import MAX_PARALLELISM, key_group_of, subtask_of_key_group
 from ministream.operators import Operator, PipelineError, StepContext
 from ministream.state import KeyedStateBackend
+from ministream.watermark import WatermarkValve
 
 
 @attrs.frozen
@@ -50,6 +51,14 @@ class Watermark:
     model)."""
 
     time: int
+
+
+@attrs.frozen
+class WatermarkStatus:
+    """Marker: the sender goes idle (``idle=True``: leave me out of your watermark's minimum) or becomes
+    active again (continuous model)."""
+
+    idle: bool
 
 
 class Channel:
@@ -105,8 +114,8 @@ class Subtask:
         self.output = Output()
         self.held_back: set[int] = set()  # positions in self.inputs held until a marker is aligned
         self.pending_marker = None
-        # Continuous model: the latest watermark received on each input channel, and the subtask's own.
-        self.channel_watermarks: dict[int, int] = {}
+        # Continuous model: the valve that makes the subtask's watermark from its channels', and that watermark.
+        self.valve: WatermarkValve | None = None
         self.watermark: int | None = None
         self.on_marker = None  # set by the model that runs the graph: what to do when a marker is aligned
 
@@ -126,6 +135,8 @@ class Subtask:
             self.operator.process(message, input_number)
         elif isinstance(message, Watermark):
             self.on_watermark(position, message.time)
+        elif isinstance(message, WatermarkStatus):
+            self.on_watermark_status(position, message.idle)
         else:
             self.align(position, message)
 
@@ -140,15 +151,31 @@ class Subtask:
             self.on_marker(self, marker)
 
     def on_watermark(self, position: int, time: int) -> None:
-        """Continuous model: the subtask's watermark is the minimum over its input channels; it only goes
-        up, and the operator hears of it (and forwards it) only when it does."""
-        self.channel_watermarks[position] = max(time, self.channel_watermarks.get(position, time))
-        if len(self.channel_watermarks) < len(self.inputs):
-            return  # an input that has sent no watermark yet holds the minimum down
-        new = min(self.channel_watermarks.values())
-        if self.watermark is None or new > self.watermark:
-            self.watermark = new
-            self.operator.on_watermark(new)
+        """Continuous model: the subtask's watermark is the minimum over its active input channels
+        (``watermark.WatermarkValve``); it only goes up, and the operator hears of it (and forwards it) only
+        when it does."""
+        self._raise_watermark(self._valve().on_watermark(position, time))
+
+    def on_watermark_status(self, position: int, idle: bool) -> None:
+        """Continuous model: an input channel went idle (it leaves the minimum) or became active again; when
+        the subtask itself goes idle or active, it tells its receivers."""
+        watermark, status = self._valve().on_status(position, idle)
+        self._raise_watermark(watermark)
+        if status is not None:
+            self.output.broadcast(WatermarkStatus(status))
+
+    def _valve(self) -> WatermarkValve:
+        if self.valve is None:
+            self.valve = WatermarkValve(len(self.inputs))
+        return self.valve
+
+    def _raise_watermark(self, watermark: int | None) -> None:
+        if watermark is not None:
+            self.watermark = watermark
+            if self.operator is not None:
+                self.operator.on_watermark(watermark)
+            else:
+                self.output.broadcast(Watermark(watermark))
 
 
 class PhysicalGraph:

@@ -15,8 +15,9 @@ rows arriving out of order. ministream computes it in the two ways engines do:
    time ``<= WM_k`` is evicted at its end.
 
 **Continuous (Flink).** Each ``with_watermark`` subtask emits ``max event time - delay - 1`` after every row
-that raises it; every subtask's watermark is the minimum over its input channels and never goes down (see
-``runtime.Subtask.on_watermark``).
+that raises it; every subtask's watermark is the minimum over its *active* input channels and never goes
+down (:class:`WatermarkValve`, Flink's ``StatusWatermarkValve``); an idle input leaves the minimum. When all
+input is over, sources send :data:`MAX_WATERMARK`, which every step passes on, so every window fires.
 
 >>> marks = MicroBatchWatermarks({"wm": 5_000})
 >>> marks.observe("wm", 3_000); marks.advance()   # 3 s - 5 s < 0: stays at 0
@@ -30,8 +31,12 @@ that raises it; every subtask's watermark is the minimum over its input channels
 from __future__ import annotations
 
 from ministream.operators import Operator, PipelineError
+from ministream.times import MAX_TIME
 
 POLICIES = ("min", "max")
+
+MAX_WATERMARK = MAX_TIME
+"""The watermark that means "no more input, ever" (Flink's ``Watermark.MAX_WATERMARK``)."""
 
 
 class MicroBatchWatermarks:
@@ -118,10 +123,105 @@ class WatermarkOperator(Operator):
         self.batch_max = None
 
     def on_watermark(self, watermark):
-        pass  # a watermark step makes its own watermarks; it does not forward its input's
+        # A watermark step makes its own watermarks and drops its input's, except the end of input (as
+        # Flink's TimestampsAndWatermarksOperator does): that one must reach every window downstream.
+        if watermark >= MAX_WATERMARK and (self.emitted is None or self.emitted < MAX_WATERMARK):
+            self.emitted = MAX_WATERMARK
+            self.ctx.emit_watermark(MAX_WATERMARK)
 
     def snapshot(self):
         return {"max_seen": self.max_seen, "emitted": self.emitted}
 
     def restore(self, snapshot, key_groups=None):
         self.max_seen, self.emitted = snapshot["max_seen"], snapshot["emitted"]
+
+
+class WatermarkValve:
+    """A subtask's watermark, made from the watermarks and idle statuses of its input channels (continuous
+    model): Flink's ``StatusWatermarkValve``.
+
+    The rules:
+
+    1. the subtask's watermark is the minimum over its *aligned* input channels, and it only goes up;
+    2. an active channel that has sent no watermark yet holds the minimum down (it might send anything);
+    3. an *idle* channel leaves the minimum, and its watermarks are ignored while it is idle;
+    4. a channel that becomes active again rejoins the minimum only once its watermark has caught up with the
+       subtask's (until then it is *unaligned*, and its rows may be late);
+    5. when every channel is idle the subtask is idle: its watermark jumps to the largest channel watermark
+       (nothing will hold it back) and it tells its receivers it is idle; it is active again as soon as one
+       channel is.
+
+    State: ``self.channels[position] = {"watermark": int or None, "active": bool, "aligned": bool}``,
+    ``self.watermark`` (the subtask's, ``None`` before the first) and ``self.idle``.
+
+    >>> valve = WatermarkValve(2)
+    >>> valve.on_watermark(0, 10) is None     # channel 1 has sent nothing: it holds the minimum
+    True
+    >>> valve.on_watermark(1, 5), valve.on_watermark(1, 20)
+    (5, 10)
+    >>> valve.on_status(0, idle=True)          # channel 0 leaves the minimum: channel 1 alone decides
+    (20, None)
+    >>> valve.on_status(1, idle=True)          # every channel idle: the subtask is idle too
+    (None, True)
+    >>> valve.on_status(0, idle=False)         # back, but at 10 < 20: unaligned until it catches up
+    (None, False)
+    >>> valve.on_watermark(0, 15) is None, valve.on_watermark(0, 25)
+    (True, 25)
+    """
+
+    def __init__(self, inputs: int):
+        # {position: {"watermark": latest watermark or None, "active": bool, "aligned": bool}}
+        self.channels = {position: {"watermark": None, "active": True, "aligned": True}
+                         for position in range(inputs)}
+        self.watermark: int | None = None
+        self.idle = False
+
+    def on_watermark(self, position: int, time: int) -> int | None:
+        """Channel ``position`` sent watermark ``time``: the subtask's new watermark if it rose, else
+        ``None``."""
+        channel = self.channels[position]
+        if self.idle or not channel["active"]:
+            return None  # rule 3
+        if channel["watermark"] is not None and time <= channel["watermark"]:
+            return None
+        channel["watermark"] = time
+        if not channel["aligned"] and time >= self._current():
+            channel["aligned"] = True  # rule 4: caught up
+        return self._rise_to_minimum()
+
+    def on_status(self, position: int, idle: bool) -> tuple[int | None, bool | None]:
+        """Channel ``position`` became idle (or active): ``(new watermark if it rose, new idle status of the
+        subtask if it changed)``; the watermark, when there is one, goes out before the status."""
+        channel = self.channels[position]
+        if idle and channel["active"]:
+            channel["active"] = channel["aligned"] = False
+            if not any(other["active"] for other in self.channels.values()):
+                self.idle = True  # rule 5: flush to the largest watermark, then go idle
+                return self._rise_to(max(self._known_watermarks(), default=None)), True
+            return self._rise_to_minimum(), None  # rule 3
+        if not idle and not channel["active"]:
+            channel["active"] = True
+            if channel["watermark"] is not None and channel["watermark"] >= self._current():
+                channel["aligned"] = True
+            if self.idle:
+                self.idle = False
+                return None, False
+        return None, None
+
+    def _current(self) -> float:
+        return float("-inf") if self.watermark is None else self.watermark
+
+    def _known_watermarks(self) -> list[int]:
+        return [channel["watermark"] for channel in self.channels.values() if channel["watermark"] is not None]
+
+    def _rise_to_minimum(self) -> int | None:
+        aligned = [channel["watermark"] for channel in self.channels.values() if channel["aligned"]]
+        if not aligned or None in aligned:
+            return None  # rule 2
+        return self._rise_to(min(aligned))
+
+    def _rise_to(self, time: int | None) -> int | None:
+        if time is None or time <= self._current():
+            return None  # rule 1: never down, and only a rise is news
+        self.watermark = time
+        return time
