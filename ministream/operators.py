@@ -18,6 +18,7 @@ The hooks an operator may implement, and when the engine calls them:
 ``on_batch_end(batch)``         micro-batch model: when every input has finished the batch
 ``should_run_another_batch``    micro-batch model: would a no-data batch with this watermark evict?
 ``on_watermark(watermark)``     continuous model: the step's watermark went up
+``on_processing_time(now)``     the processing-time clock (``ctx.clock``) moved to ``now``
 ``snapshot()`` / ``restore()``  checkpoints: the operator's state as plain data, and back
 ==============================  =====================================================================
 
@@ -120,6 +121,9 @@ class Operator:
     def on_watermark(self, watermark: int) -> None:
         """Continuous model: by default a step passes its watermark on downstream."""
         self.ctx.emit_watermark(watermark)
+
+    def on_processing_time(self, now: int) -> None:
+        """The processing-time clock moved to ``now``: fire the processing-time timers that are due."""
 
     def state_size(self) -> int:
         """How many entries of state this operator holds (for the trace and the benchmarks)."""
