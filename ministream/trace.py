@@ -13,6 +13,19 @@ rule), ``evict`` (state was removed), ``timer`` (a timer fired), ``watermark`` a
 >>> print(trace.format())
 batch 0
   [totals] emit: key 'a' emitted: updated in this batch -> {key: a, count: 1}
+
+The continuous model has no batches: its trace (``Trace(model="continuous")``) is read per step, each line
+numbered in the order things happened across the whole dataflow:
+
+>>> trace = Trace(model="continuous")
+>>> trace.record("totals", 0, "emit", "key 'a' emitted: its value changed", {"key": "a", "count": 1})
+>>> trace.record("output", 0, "watermark", "watermark rises to 5000")
+>>> print(trace.format())
+continuous model: one block per step; #n numbers what happened in order, [i] is the subtask
+step totals
+  #1 [0] emit: key 'a' emitted: its value changed -> {key: a, count: 1}
+step output
+  #2 [0] watermark: watermark rises to 5000
 """
 
 from __future__ import annotations
@@ -49,7 +62,8 @@ class BatchSummary:
 class Trace:
     """Collects trace lines and batch summaries during a run."""
 
-    def __init__(self):
+    def __init__(self, model: str = "microbatch"):
+        self.model = model  # "microbatch": read per batch; "continuous": read per step
         self.lines: list[TraceLine] = []
         self.batches: list[BatchSummary] = []
         self.batch_id = 0
@@ -71,7 +85,9 @@ class Trace:
         return [line for line in self.lines if line.kind == kind]
 
     def format(self) -> str:
-        """The trace as text, one block per batch."""
+        """The trace as text: one block per batch, or per step in the continuous model."""
+        if self.model == "continuous":
+            return self.format_by_step()
         out = []
         summaries = {summary.batch_id: summary for summary in self.batches}
         ids = sorted(set(summaries) | {line.batch_id for line in self.lines})
@@ -92,4 +108,20 @@ class Trace:
             if summary is not None and summary.state_sizes:
                 sizes = ", ".join(f"{step}={size}" for step, size in summary.state_sizes.items())
                 out.append(f"  state after the batch: {sizes}")
+        return "\n".join(out)
+
+    def format_by_step(self) -> str:
+        """The trace as text, one block per step (in the order steps first appear), each line numbered in
+        the order it happened; then the state sizes at the end, if the run recorded them."""
+        out = ["continuous model: one block per step; #n numbers what happened in order, [i] is the subtask"]
+        steps = list(dict.fromkeys(line.step for line in self.lines))  # first appearance order
+        for step in steps:
+            out.append(f"step {step}")
+            for number, line in enumerate(self.lines, start=1):
+                if line.step == step:
+                    shown = f" -> {format_row(line.row)}" if line.row is not None else ""
+                    out.append(f"  #{number} [{line.subtask}] {line.kind}: {line.text}{shown}")
+        if self.batches and self.batches[-1].state_sizes:
+            sizes = ", ".join(f"{step}={size}" for step, size in self.batches[-1].state_sizes.items())
+            out.append(f"state at the end of input: {sizes}")
         return "\n".join(out)
