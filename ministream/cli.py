@@ -142,7 +142,7 @@ def cmd_cluster(args, out) -> int:
         started = cluster.start_cluster(args.run_dir, port=args.port, web_ui_port=args.web_ui_port,
                                         worker_web_ui_port=args.worker_web_ui_port, timeout=args.timeout)
         print(f"master {started.master_url} (web UI {started.web_ui_url}), 1 worker registered, "
-              f"in {time.monotonic() - began:.1f} s; logs in {started.run_dir}", file=out)
+              f"in {time.monotonic() - began:.1f} s; logs in {args.run_dir}", file=out)
         print(f"next: ministream compare --all --master {started.master_url}", file=out)
     elif args.action == "stop":
         stopped = cluster.stop_cluster(args.run_dir)
