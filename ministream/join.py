@@ -151,6 +151,11 @@ class StreamJoin(Operator):
         self.state = (ctx.state.table("left"), ctx.state.table("right"))
         self.arrived = ([], [])
         self.batch = None
+        self.continuous = None
+        if ctx.model == "continuous":  # Flink's interval or window join (interval_join.py)
+            from ministream.interval_join import continuous_join
+
+            self.continuous = continuous_join(self.how, self.time_range, *self.sides, self.key_time)
 
     # -- the micro-batch model ----------------------------------------------------------------------------
 
@@ -158,10 +163,14 @@ class StreamJoin(Operator):
         self.batch = batch
 
     def process(self, pairs, input_index):
-        if self.ctx.model == "continuous":
-            raise PipelineError("StreamJoin runs in the micro-batch model; the continuous model's joins are "
-                                "interval_join() and window_join()")
-        self.arrived[input_index].extend(pairs)
+        if self.continuous is not None:
+            self.continuous.process(pairs, input_index, self.ctx)
+        else:
+            self.arrived[input_index].extend(pairs)
+
+    def on_watermark(self, watermark):
+        self.continuous.on_watermark(watermark, self.ctx)
+        self.ctx.emit_watermark(watermark)
 
     def on_batch_end(self, batch):
         left_rows, right_rows = (self._drop_late(side, rows, batch) for side, rows in enumerate(self.arrived))
@@ -284,6 +293,8 @@ class StreamJoin(Operator):
 
     def state_sizes(self) -> dict[str, int]:
         """How many rows each side keeps in state: ``{side name: rows}``."""
+        if self.continuous is not None:
+            return self.continuous.sizes()
         return {side.name: sum(len(rows) for group in table.values() for rows in group.values())
                 for side, table in zip(self.sides, self.state)}
 
