@@ -31,7 +31,7 @@ input is over, sources send :data:`MAX_WATERMARK`, which every step passes on, s
 from __future__ import annotations
 
 from ministream.operators import Operator, PipelineError
-from ministream.times import MAX_TIME
+from ministream.times import MAX_TIME, format_duration, format_ts
 
 POLICIES = ("min", "max")
 
@@ -112,8 +112,9 @@ class WatermarkOperator(Operator):
                 self.ctx.emit(pending)
                 pending = []
                 self.emitted = watermark
-                self.ctx.explain("watermark", f"watermark {watermark}: max event time {event_time} - "
-                                 f"delay {self.delay} - 1 ms")
+                if self.ctx.tracing:
+                    self.ctx.explain("watermark", f"emits watermark {format_ts(watermark)}: max event time "
+                                     f"{format_ts(event_time)} - delay {format_duration(self.delay)} - 1 ms")
                 self.ctx.emit_watermark(watermark)
         self.ctx.emit(pending)
 
@@ -201,8 +202,9 @@ class WatermarkValve:
             return self._rise_to_minimum(), None  # rule 3
         if not idle and not channel["active"]:
             channel["active"] = True
-            if channel["watermark"] is not None and channel["watermark"] >= self._current():
-                channel["aligned"] = True
+            known = channel["watermark"] if channel["watermark"] is not None else float("-inf")
+            if known >= self._current():
+                channel["aligned"] = True  # rule 4: it has not fallen behind (or nothing was output yet)
             if self.idle:
                 self.idle = False
                 return None, False
