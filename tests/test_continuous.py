@@ -1,0 +1,287 @@
+"""The continuous model: watermarks flow with the rows, idle inputs leave the minimum, the end of input
+fires everything, processing time moves only with the clock, and results do not depend on the seed."""
+
+import doctest
+from collections import Counter
+
+import pytest
+
+import ministream.continuous
+from ministream.aggregation import Count
+from ministream.clock import ClockStep, ManualClock
+from ministream.continuous import run_continuous
+from ministream.dataflow import Dataflow, Edge, Step, Stream
+from ministream.operators import Operator
+from ministream.results import normalize_row
+from ministream.testing import CollectingSink, ScriptedSource
+from ministream.timers import TimerService
+from ministream.watermark import MAX_WATERMARK, WatermarkValve
+
+SEEDS = range(12)
+
+
+def s(seconds):
+    """Seconds as event-time milliseconds."""
+    return seconds * 1000
+
+
+class Union(Operator):
+    """Test step with several inputs: passes rows on and records every watermark it hears of."""
+
+    def __init__(self, seen: list):
+        self.seen = seen
+
+    def process(self, rows, input_index):
+        self.ctx.emit(rows)
+
+    def on_watermark(self, watermark):
+        self.seen.append(watermark)
+        super().on_watermark(watermark)
+
+
+class EventTimeAlarm(Operator):
+    """Test keyed step: one event-time timer per row at the row's ts; emits a row when a timer fires."""
+
+    keyed = True
+
+    def open(self, ctx):
+        super().open(ctx)
+        self.timers = TimerService()
+        self.watermarks = []
+
+    def process(self, pairs, input_index):
+        for key, row in pairs:
+            self.timers.register_event_time_timer(key, row["ts"])
+
+    def on_watermark(self, watermark):
+        self.watermarks.append(watermark)
+        fired = self.timers.pop_expired_event_time(watermark)
+        self.ctx.emit([{"key": key, "ts": ts, "final": watermark == MAX_WATERMARK} for ts, key in fired])
+        super().on_watermark(watermark)
+
+
+class ProcessingTimeAlarm(Operator):
+    """Test keyed step: each row sets a processing-time timer 5 s after the clock's now; fired timers emit."""
+
+    keyed = True
+
+    def open(self, ctx):
+        super().open(ctx)
+        self.timers = TimerService()
+
+    def process(self, pairs, input_index):
+        for key, _ in pairs:
+            self.timers.register_processing_time_timer(key, self.ctx.clock.now() + 5_000)
+
+    def on_processing_time(self, now):
+        fired = self.timers.pop_expired_processing_time(now)
+        self.ctx.emit([{"key": key, "due": ts, "fired_at": now} for ts, key in fired])
+
+
+def keyed(flow, upstream, name, make_operator):
+    return upstream.key_by("key").keyed_step(name, "test", make_operator)
+
+
+def union(flow, name, streams, seen):
+    step = flow.add(Step(name, "union", lambda: Union(seen), [Edge(s.step) for s in streams], parallelism="one"))
+    return Stream(flow, step)
+
+
+def running_count_flow(script, delay="2 seconds"):
+    flow = Dataflow("running-count")
+    events = flow.source("events", ScriptedSource(script)).with_watermark("wm", "ts", delay)
+    events.key_by("key").aggregate("counts", count=Count()).sink("output", CollectingSink())
+    return flow
+
+
+SCRIPT = [
+    [{"key": "a", "ts": s(5)}, {"key": "b", "ts": s(2)}, {"key": "a", "ts": s(9)}],
+    [],
+    [{"key": "c", "ts": s(1)}, {"key": "b", "ts": s(12)}, {"key": "a", "ts": s(11)}, {"key": "c", "ts": s(20)}],
+]
+
+
+def test_doctests():
+    """The examples in the continuous module's docstrings print exactly what they show."""
+    assert doctest.testmod(ministream.continuous).failed == 0
+
+
+# --- the watermark valve: one subtask's watermark from its channels --------------------------------------------
+
+def test_valve_is_the_minimum_over_channels():
+    """A subtask's watermark is the minimum of its channels' latest watermarks."""
+    valve = WatermarkValve(3)
+    assert [valve.on_watermark(0, 30), valve.on_watermark(1, 10), valve.on_watermark(2, 20)] == [None, None, 10]
+    assert valve.on_watermark(1, 40) == 20
+
+
+def test_valve_never_goes_down():
+    """A lower watermark on a channel changes nothing: the subtask's watermark never goes down."""
+    valve = WatermarkValve(1)
+    valve.on_watermark(0, 50)
+    assert valve.on_watermark(0, 20) is None and valve.watermark == 50
+
+
+def test_valve_channel_without_watermark_holds_the_minimum():
+    """An active channel that has sent no watermark yet holds the subtask's watermark back."""
+    valve = WatermarkValve(2)
+    assert valve.on_watermark(0, 50) is None and valve.watermark is None
+
+
+def test_valve_idle_channel_leaves_the_minimum():
+    """When a channel goes idle the minimum is taken over the others, so the watermark can rise."""
+    valve = WatermarkValve(2)
+    valve.on_watermark(0, 10)
+    valve.on_watermark(1, 30)
+    assert valve.on_status(0, idle=True) == (30, None)
+    assert valve.on_watermark(0, 99) is None  # ignored while idle
+
+
+def test_valve_all_idle_flushes_and_goes_idle():
+    """When every channel is idle the subtask goes idle, its watermark at the largest channel watermark."""
+    valve = WatermarkValve(2)
+    valve.on_watermark(0, 10)
+    valve.on_watermark(1, 30)
+    valve.on_status(1, idle=True)
+    assert valve.on_status(0, idle=True) == (30, True)
+    assert valve.on_status(1, idle=False) == (None, False)
+
+
+def test_valve_returning_channel_rejoins_when_caught_up():
+    """A channel back from idle behind the subtask's watermark is left out of the minimum until it catches up."""
+    valve = WatermarkValve(2)
+    valve.on_watermark(0, 10)
+    valve.on_watermark(1, 30)
+    valve.on_status(0, idle=True)          # watermark 30
+    valve.on_status(0, idle=False)         # back at 10: unaligned
+    assert valve.on_watermark(1, 40) == 40  # channel 0 does not hold it at 10
+    assert valve.on_watermark(0, 35) is None
+    assert valve.on_watermark(0, 45) is None and valve.on_watermark(1, 60) == 45  # caught up: back in the min
+
+
+# --- the engine -----------------------------------------------------------------------------------------------
+
+def test_watermark_is_max_minus_delay_minus_one_and_rows_carry_the_one_before_them():
+    """with_watermark emits max - delay - 1 when it rises; a row reaches the sink with the watermark of the rows
+    before it, and the sink ends at +infinity."""
+    flow = Dataflow("wm")
+    flow.source("events", ScriptedSource([[{"ts": s(10)}, {"ts": s(5)}, {"ts": s(12)}]])).with_watermark(
+        "wm", "ts", "2 seconds").sink("output", CollectingSink())
+    run = run_continuous(flow)
+    assert [(a.row["ts"], a.watermark) for a in run.arrivals_at("output")] == [
+        (s(10), None), (s(5), s(8) - 1), (s(12), s(8) - 1)]
+    assert run.output("output")[0].watermark == MAX_WATERMARK
+
+
+@pytest.mark.parametrize("parallelism", [1, 2, 3])
+def test_keyed_watermarks_never_go_down_and_end_at_infinity(parallelism):
+    """Every subtask of a keyed step sees its watermark rise strictly, ending with the final +infinity."""
+    flow = Dataflow("alarm")
+    events = flow.source("events", ScriptedSource(SCRIPT)).with_watermark("wm", "ts", "2 seconds")
+    keyed(flow, events, "alarm", EventTimeAlarm).sink("output", CollectingSink())
+    for seed in SEEDS:
+        run = run_continuous(flow, parallelism=parallelism, seed=seed)
+        for operator in run.graph.operators("alarm"):
+            assert operator.watermarks == sorted(set(operator.watermarks))
+            assert operator.watermarks[-1] == MAX_WATERMARK
+
+
+def test_event_time_timers_fire_when_the_watermark_passes_and_all_at_the_end():
+    """A keyed step's event-time timers fire once the watermark reaches them; the rest fire at the final +inf."""
+    flow = Dataflow("alarm")
+    events = flow.source("events", ScriptedSource(SCRIPT)).with_watermark("wm", "ts", "2 seconds")
+    keyed(flow, events, "alarm", EventTimeAlarm).sink("output", CollectingSink())
+    rows = run_continuous(flow).output("output")[0].rows
+    # max event time 20 s, delay 2 s: the watermark reaches 17.999 s before the end of input
+    # watermarks 2.999 s (after a@5), 6.999 s (a@9), 9.999 s (b@12), 17.999 s (c@20), then +inf; c@1 came after
+    # 6.999 s: its timer is already due and fires at the next watermark
+    assert [(r["key"], r["ts"] // 1000, r["final"]) for r in rows] == [
+        ("b", 2, False), ("a", 5, False), ("c", 1, False), ("a", 9, False), ("a", 11, False),
+        ("b", 12, False), ("c", 20, True)]
+
+
+def test_slower_input_holds_the_minimum_until_it_goes_idle():
+    """A step with two inputs never runs ahead of the slower input while it is active; once it has finished
+    (idle), the faster input's watermark is reached; then +infinity. For every seed."""
+    slow_rows = [{"ts": s(t)} for t in range(1, 11)]
+    fast_rows = [{"ts": s(100)}] * 5
+    for seed in SEEDS:
+        flow, seen = Dataflow("union"), []
+        slow = flow.source("slow", ScriptedSource([slow_rows])).with_watermark("slow_wm", "ts", 0)
+        fast = flow.source("fast", ScriptedSource([fast_rows])).with_watermark("fast_wm", "ts", 0)
+        union(flow, "union", [slow, fast], seen).sink("output", CollectingSink())
+        run_continuous(flow, seed=seed)
+        slow_watermarks = {s(t) - 1 for t in range(1, 11)}
+        assert seen == sorted(set(seen))
+        assert seen[-2:] == [s(100) - 1, MAX_WATERMARK]
+        assert set(seen[:-2]) <= slow_watermarks
+
+
+def test_idle_timeout_marks_a_silent_source_idle_until_it_delivers_again():
+    """A source that delivered nothing for idle_timeout of processing time goes idle (and its receivers with
+    it) when the clock moves, and is active again with its next row."""
+    flow = Dataflow("idle")
+    events = flow.source("events", ScriptedSource([[{"key": "a", "ts": s(1)}, ClockStep("10 seconds"),
+                                                    {"key": "a", "ts": s(2)}]]))
+    events.with_watermark("wm", "ts", 0).sink("output", CollectingSink())
+    run = run_continuous(flow, trace=True, idle_timeout="5 seconds")
+    story = [(line.step, line.kind) for line in run.trace.lines if line.kind in ("clock", "idle", "active", "read")]
+    assert story[:8] == [("events", "read"), ("events", "clock"), ("clock", "clock"), ("events", "idle"),
+                         ("wm", "idle"), ("output", "idle"), ("events", "active"), ("events", "read")]
+    assert "no row for 10 seconds" in run.trace.of_kind("idle")[0].text
+
+
+def test_no_idle_timeout_keeps_a_silent_source_active():
+    """Without an idle_timeout only a finished source goes idle, however far the clock moves."""
+    flow = Dataflow("idle")
+    flow.source("events", ScriptedSource([[{"ts": s(1)}, ClockStep("1 hour"), {"ts": s(2)}]])).sink(
+        "output", CollectingSink())
+    run = run_continuous(flow, trace=True)
+    idle = run.trace.of_kind("idle")
+    assert [line.text for line in idle if line.step == "events"] == [
+        "finished its script: idle, it leaves its receivers' minimum"]
+
+
+@pytest.mark.parametrize("parallelism", [1, 2, 4])
+def test_running_count_multiset_does_not_depend_on_seed_or_parallelism(parallelism):
+    """With one source upstream of the keyed step, the multiset of output rows is the same for every seed and
+    parallelism, and each key's updates come in script order."""
+    expected = Counter(normalize_row(r) for r in run_continuous(running_count_flow(SCRIPT)).output()[0].rows)
+    for seed in SEEDS:
+        rows = run_continuous(running_count_flow(SCRIPT), parallelism=parallelism, seed=seed).output()[0].rows
+        assert Counter(map(normalize_row, rows)) == expected
+        assert [r["count"] for r in rows if r["key"] == "a"] == [1, 2, 3]
+
+
+def test_same_seed_same_order():
+    """For a given seed and parallelism a run is repeated exactly, row order included."""
+    first = run_continuous(running_count_flow(SCRIPT), parallelism=3, seed=7).output()[0].rows
+    assert run_continuous(running_count_flow(SCRIPT), parallelism=3, seed=7).output()[0].rows == first
+
+
+def test_processing_time_timers_fire_when_the_clock_moves():
+    """Processing-time timers fire only at a clock step, after every row before the step was processed, with
+    the clock's time; a clock passed in is the operators' ctx.clock."""
+    script = [[{"key": "a"}, {"key": "b"}, ClockStep("3 seconds"), {"key": "a"}, ClockStep("2 seconds")],
+              [ClockStep("10 seconds")]]
+    for parallelism, seed in [(1, 0), (2, 1), (3, 5)]:
+        flow = Dataflow("alarm")
+        keyed(flow, flow.source("events", ScriptedSource(script)), "alarm", ProcessingTimeAlarm).sink(
+            "output", CollectingSink())
+        clock = ManualClock(start_ms=1_000)
+        run = run_continuous(flow, parallelism=parallelism, seed=seed, clock=clock)
+        assert sorted((r["fired_at"], r["key"], r["due"]) for r in run.output()[0].rows) == [
+            (6_000, "a", 6_000), (6_000, "b", 6_000), (16_000, "a", 9_000)]
+        assert clock.now() == 16_000 and run.clock is clock
+        assert all(op.ctx.clock is clock for op in run.graph.operators("alarm"))
+
+
+def test_trace_is_read_per_step():
+    """The continuous trace groups lines per step and shows the watermark rising in the keyed step."""
+    run = run_continuous(running_count_flow(SCRIPT), trace=True)
+    text = run.trace.format()
+    assert text.startswith("continuous model: one block per step")
+    assert [line for line in text.splitlines() if line.startswith("step ")] == [
+        "step events", "step wm", "step counts", "step output"]
+    assert "#4 [0] watermark: watermark rises to 1970-01-01T00:00:02.999Z: from its input" in text
+    assert text.endswith("state at the end of input: counts=3")
