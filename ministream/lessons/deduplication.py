@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from ministream.dataflow import Dataflow
 from ministream.events import Field
-from ministream.lessons.lesson import Lesson, Param, event
+from ministream.lessons.lesson import BASE_TIME, Lesson, Param, event
 from ministream.testing import CollectingSink, ScriptedSource
 
 
@@ -41,6 +41,25 @@ DEFAULT_SCRIPT = [
 ]
 """Exact retries (e1@1, e2@2, e3@15, e4@30), retries stamped anew (e1@6, e3@35), and e2@2 once more in batch
 3, when it is late (2 s is at or before the watermark of batch 2, 10:00:05)."""
+
+
+def random_script(rng, params) -> list:
+    """Random events with exact copies, copies stamped anew and late copies (for ``ministream fuzz``).
+
+    >>> import random
+    >>> all("event_id" in row for batch in random_script(random.Random(3), {}) for row in batch)
+    True
+    """
+    script, sent_so_far, now = [], [], BASE_TIME
+    for _ in range(rng.randint(2, 5)):
+        now += rng.choice([0, 2_000, 8_000, 20_000])
+        batch = [{"ts": now + rng.randint(-2_000, 2_000), "event_id": f"e{rng.randint(1, 5)}"}
+                 for _ in range(rng.randint(0, 3))]
+        for copy in rng.sample(sent_so_far, min(len(sent_so_far), rng.randint(0, 2))):
+            batch.append(dict(copy, ts=copy["ts"] + rng.choice([0, 0, 1, 5_000])))
+        sent_so_far += batch
+        script.append(batch)
+    return script
 
 
 def pipeline(script, params) -> Dataflow:
@@ -74,4 +93,5 @@ LESSON = Lesson(
             Param("delay", 10_000, "watermark delay")],
     output_mode="append",
     doc=__doc__,
+    random_script=random_script,
 )

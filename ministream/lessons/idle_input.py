@@ -26,6 +26,7 @@ from ministream.events import Field
 from ministream.join import TimeRange
 from ministream.lessons.lesson import Lesson, Param
 from ministream.lessons.stream_join import ad
+from ministream.lessons.stream_join import random_script as random_ads
 from ministream.testing import CollectingSink, ScriptedSource
 
 DEFAULT_SCRIPT = {
@@ -33,6 +34,11 @@ DEFAULT_SCRIPT = {
     "clicks": [[], [], [], [ad(4, "a"), ad(16, "c")], [ad(50, "e")]],
 }
 """The clicks send nothing for three batches, then clicks on a, c and e."""
+
+
+def random_script(rng, params) -> dict:
+    """Random impressions and clicks in which one input is always idle for the first batches."""
+    return random_ads(rng, params, idle=rng.choice(["impressions", "clicks"]))
 
 
 def pipeline(script, params) -> Dataflow:
@@ -81,6 +87,7 @@ LESSON = Lesson(
             Param("delay", 10_000, "watermark delay of both inputs")],
     inputs=("impressions", "clicks"),
     output_mode="append",
+    random_script=random_script,
     watermark_policy=lambda params: params["policy"],
     doc=__doc__,
 )

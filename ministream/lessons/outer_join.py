@@ -29,7 +29,7 @@ from ministream.dataflow import Dataflow
 from ministream.events import Field
 from ministream.join import TimeRange
 from ministream.lessons.lesson import Lesson, Param
-from ministream.lessons.stream_join import ad
+from ministream.lessons.stream_join import ad, random_script
 from ministream.testing import CollectingSink, ScriptedSource
 
 DEFAULT_SCRIPT = {
@@ -85,5 +85,6 @@ LESSON = Lesson(
             Param("delay", 10_000, "watermark delay of both inputs")],
     inputs=("impressions", "clicks"),
     output_mode="append",
+    random_script=random_script,
     doc=__doc__,
 )

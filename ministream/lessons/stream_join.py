@@ -25,7 +25,7 @@ from __future__ import annotations
 from ministream.dataflow import Dataflow
 from ministream.events import Field
 from ministream.join import TimeRange
-from ministream.lessons.lesson import Lesson, Param, event
+from ministream.lessons.lesson import BASE_TIME, Lesson, Param, event
 from ministream.testing import CollectingSink, ScriptedSource
 
 
@@ -41,6 +41,38 @@ DEFAULT_SCRIPT = {
 }
 """Batch 1: b@30 is 28 s after its impression (too late a click), x@14 has no impression, c@10 comes before
 its impression. Batch 4: a@28 is at or before the watermark of batch 3 (30 s): late, dropped."""
+
+
+def random_script(rng, params, idle: str | None = None) -> dict:
+    """Random impressions and clicks (for ``ministream fuzz`` and the fuzz tests): clicks inside, exactly on
+    and 1 ms outside the range, late rows on either side, and often one input idle for the first batches.
+
+    >>> import random
+    >>> script = random_script(random.Random(1), LESSON.resolve_params())
+    >>> sorted(script), len(script["impressions"]) == len(script["clicks"])
+    (['clicks', 'impressions'], True)
+    """
+    within = params.get("within", 20_000)
+    length = rng.randint(2, 5)
+    idle = idle or rng.choice([None, None, "impressions", "clicks"])
+    idle_until = rng.randint(1, length - 1) if idle else 0
+    script = {"impressions": [], "clicks": []}
+    shown, now = [], BASE_TIME
+    for batch in range(length):
+        now += rng.choice([0, 1_000, 7_000, 15_000, 30_000])
+        impressions = [{"ts": now + rng.randint(-3_000, 3_000), "ad_id": rng.choice("abc")}
+                       for _ in range(rng.randint(0, 3))]
+        clicks = []
+        for impression in rng.sample(shown + impressions, min(len(shown + impressions), rng.randint(0, 3))):
+            gap = rng.choice([0, within, within + 1, -1, rng.randint(0, within)])
+            clicks.append({"ts": impression["ts"] + gap, "ad_id": impression["ad_id"]})
+        if rng.random() < 0.3:  # a late row on a random side
+            (impressions if rng.random() < 0.5 else clicks).append(
+                {"ts": now - rng.choice([15_000, 40_000]), "ad_id": rng.choice("abc")})
+        shown += impressions
+        script["impressions"].append([] if idle == "impressions" and batch < idle_until else impressions)
+        script["clicks"].append([] if idle == "clicks" and batch < idle_until else clicks)
+    return script
 
 
 def pipeline(script, params) -> Dataflow:
@@ -88,4 +120,5 @@ LESSON = Lesson(
     inputs=("impressions", "clicks"),
     output_mode="append",
     doc=__doc__,
+    random_script=random_script,
 )
