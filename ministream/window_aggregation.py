@@ -1,0 +1,332 @@
+"""Windowed aggregation: an aggregate per key and per event-time window, finalized by the watermark.
+
+``key_by("key").window("counts", Tumbling("10 seconds"), count=Count())`` is Spark's
+``groupBy("key", window("ts", "10 seconds")).agg(count("*"))``. Each row is added to every window that
+contains its event time (``windows.py`` says which); the state holds one accumulator per aggregate for each
+(key, window); an output row is ``{key columns..., window_start, window_end, aggregates...}``.
+
+**Micro-batch model (Spark).** Batch k runs with two watermarks (``operators.BatchInfo``): ``late_watermark``
+= WM_{k-1} and ``watermark`` = WM_k. The rules, each pinned by ``tests/test_microbatch_rules.py``:
+
+1. *late rows are dropped per window*: a row is not added to a window whose ``end <= WM_{k-1}``; with sliding
+   windows it may still count in its other windows (Spark drops the partial aggregate of that window);
+2. *append* emits a window once, in the first batch whose ``end <= WM_k``, then removes it;
+3. *update* emits every window the batch touched (late ones excepted) with its full value, then removes the
+   windows with ``end <= WM_k`` without emitting them again;
+4. *complete* emits every window every batch, never drops a late row, never removes a window;
+5. in append and update, a *no-data batch* runs after the script when the new watermark is above the one
+   the last batch evicted with (Spark's ``shouldRunAnotherBatch``: it does not look at the state).
+
+**Continuous model (Flink).** The step's watermark rises as ``on_watermark(w)`` calls (``WindowOperator``
+with ``EventTimeTrigger``): a window fires once when ``w >= end - 1``; its state is dropped when
+``end - 1 + allowed_lateness <= w``; a row for a window that fired but is still kept fires it again at once
+(a *late firing*, emitted as the window's updated row); a row whose windows are all dropped is *late*.
+
+Late rows are never dropped silently: each one is a trace line with the rule that dropped it, is kept in
+the operator's ``late_rows`` (``Run.late_rows()`` gathers them), and in the continuous model goes to the side
+output named by ``late_rows="..."`` when the step has one.
+
+>>> from ministream.aggregation import Count
+>>> from ministream.operators import BatchInfo, StepContext
+>>> from ministream.windows import Tumbling
+>>> counts = WindowAggregate(("key",), Tumbling(10_000), {"count": Count()})
+>>> ctx = StepContext.for_testing(output_mode="append"); counts.open(ctx)
+>>> counts.on_batch_start(BatchInfo(0, watermark=0, late_watermark=0))
+>>> counts.process([("a", {"key": "a", "ts": 1_000}), ("a", {"key": "a", "ts": 12_000})], 0)
+>>> counts.on_batch_end(BatchInfo(0, watermark=0, late_watermark=0)); ctx.emitted   # nothing final yet
+[]
+>>> counts.on_batch_start(BatchInfo(1, watermark=10_000, late_watermark=0))
+>>> counts.on_batch_end(BatchInfo(1, watermark=10_000, late_watermark=0)); ctx.emitted
+[{'key': 'a', 'window_start': 0, 'window_end': 10000, 'count': 1}]
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from ministream.aggregation import add_row, key_columns_of, new_accumulators, results
+from ministream.keygroups import key_group_of
+from ministream.operators import BatchInfo, Operator, PipelineError
+from ministream.times import format_clock, format_duration, parse_duration
+from ministream.windows import describe_window
+
+
+@attrs.frozen
+class LateRow:
+    """A row the watermark kept out of a window: when, where, which window, and the rule, in words.
+
+    ``batch_id`` is ``None`` in the continuous model, which has no batches.
+    """
+
+    batch_id: int | None
+    step: str
+    row: dict
+    window: tuple[int, int] | None
+    watermark: int
+    rule: str
+
+
+def watermarked_columns(step) -> set[str]:
+    """The event-time columns that a ``with_watermark`` step upstream of ``step`` (or ``step`` itself) tracks.
+
+    >>> from ministream.dataflow import Dataflow
+    >>> from ministream.testing import ScriptedSource
+    >>> flow = Dataflow("f")
+    >>> stream = flow.source("events", ScriptedSource([])).with_watermark("wm", "ts", "5 seconds")
+    >>> watermarked_columns(stream.map("copy", dict).step)
+    {'ts'}
+    """
+    found, todo, seen = set(), [step], set()
+    while todo:
+        current = todo.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if current.kind == "watermark":
+            found.add(current.options["column"])
+        todo.extend(edge.upstream for edge in current.inputs)
+    return found
+
+
+def build_window(keyed, name: str, assigner, *, column: str = "ts", allowed_lateness=0,
+                 late_rows: str | None = None, **aggregates):
+    """The step behind ``KeyedStream.window``: checks the settings, then adds a keyed step running the
+    operator class the assigner asks for (:class:`WindowAggregate` for tumbling and sliding windows)."""
+    if not aggregates:
+        raise PipelineError(f"window {name!r} needs at least one aggregate, e.g. count=Count()")
+    lateness = parse_duration(allowed_lateness)
+    if lateness < 0:
+        raise PipelineError(f"window {name!r}: allowed lateness cannot be negative, got {allowed_lateness!r}")
+    operator_class = assigner.operator_class
+    if column not in watermarked_columns(keyed.upstream):
+        operator_class = getattr(operator_class, "without_watermark", operator_class)
+    key_columns = keyed.key_columns
+    options = {"window": assigner.describe(), "column": column,
+               "aggregates": ", ".join(f"{n}={f.name}({f.column or '*'})" for n, f in aggregates.items())}
+    if lateness:
+        options["allowed lateness"] = format_duration(lateness)
+    if late_rows:
+        options["late rows to"] = late_rows
+    return keyed.keyed_step(
+        name, "window_aggregate",
+        lambda: operator_class(key_columns, assigner, aggregates, column=column, allowed_lateness=lateness,
+                               late_rows=late_rows),
+        **options, operator_class=operator_class)
+
+
+class WindowAggregate(Operator):
+    """Per key and per window, an aggregate over the rows whose event time the window contains: Spark's
+    ``groupBy(key, window(ts, ...)).agg(...)`` and Flink's ``keyBy(key).window(...).aggregate(...)``.
+
+    State: ``self.windows[key_group][key][(start, end)] = [accumulator per aggregate]`` (the keyed state
+    table ``"windows"``); ``self.touched``: the (key, window) pairs this batch added to (update mode);
+    ``self.late_rows``: every :class:`LateRow` so far.
+
+    Args:
+        key_columns: the names of the key's output columns.
+        assigner: which windows a row belongs to (``windows.Tumbling``, ``windows.Sliding``).
+        aggregates: ``{output column: AggregateFunction}``.
+        column: the event-time column.
+        allowed_lateness: continuous model only: how long (ms) a window is kept after it fired.
+        late_rows: continuous model only: the name of the side output that receives late rows.
+    """
+
+    keyed = True
+    column_has_watermark = True
+    """False when no ``with_watermark`` upstream tracks the window's column: then no row is ever late, no
+    window is ever final, and append mode is refused (see :class:`WindowAggregateWithoutWatermark`)."""
+
+    def __init__(self, key_columns: tuple[str, ...], assigner, aggregates: dict, *, column: str = "ts",
+                 allowed_lateness: int = 0, late_rows: str | None = None):
+        self.key_columns = key_columns
+        self.assigner = assigner
+        self.names = list(aggregates)
+        self.functions = list(aggregates.values())
+        self.column = column
+        self.allowed_lateness = allowed_lateness
+        self.late_output = late_rows
+
+    @classmethod
+    def check_output_mode(cls, step_name: str, output_mode: str, has_watermark: bool) -> None:
+        """Refuse append mode when the window's event-time column has no watermark, as Spark does."""
+        if output_mode == "append" and not (has_watermark and cls.column_has_watermark):
+            raise PipelineError(
+                f"step {step_name!r}: append output mode needs a watermark on the window's event-time column. "
+                "Append emits a window once, when the watermark passes its end; without a watermark on that "
+                "column the moment never comes. Add .with_watermark(name, column, delay) before key_by, or use "
+                "output mode 'update' or 'complete'. (Spark: 'Append output mode not supported when there are "
+                "streaming aggregations on streaming DataFrames/DataSets without watermark'.)")
+
+    def open(self, ctx):
+        super().open(ctx)
+        self.windows = ctx.state.table("windows")  # {key_group: {key: {(start, end): [accumulator, ...]}}}
+        self.touched = {}  # {(key, (start, end)): None}: what this batch added to, in first-touched order
+        self.late_rows: list[LateRow] = []
+        self.batch = BatchInfo(0)
+        self.evicted_with = None  # micro-batch: the watermark the last batch evicted with
+        self.watermark = None  # continuous: the step's current watermark
+
+    # -- rows ------------------------------------------------------------------------------------------------
+
+    def process(self, pairs, input_index):
+        continuous = self.ctx.model == "continuous"
+        for key, row in pairs:
+            ts = row.get(self.column)
+            if ts is None:
+                self.ctx.explain("drop", f"row dropped: no event time in column {self.column!r}", row)
+                continue
+            if continuous:
+                self._add_continuous(key, row, ts)
+            else:
+                self._add_microbatch(key, row, ts)
+
+    def _late_watermark(self) -> int | None:
+        """Micro-batch: the watermark rows are late against (WM_{k-1}); None when nothing is ever late."""
+        if self.ctx.output_mode == "complete" or not self.column_has_watermark:
+            return None  # complete mode keeps every window, so it drops nothing
+        return self.batch.late_watermark
+
+    def _add_microbatch(self, key, row: dict, ts: int) -> None:
+        late_watermark = self._late_watermark()
+        for window in self.assigner.assign(ts):
+            if late_watermark is not None and window[1] <= late_watermark:  # rule 1, per window
+                self._late(row, window, late_watermark,
+                           f"end {format_clock(window[1])} <= watermark {format_clock(late_watermark)} "
+                           "of the previous batch")
+                continue
+            add_row(self._accumulators(key, window), self.functions, row)
+            self.touched[(key, window)] = None
+
+    def _accumulators(self, key, window) -> list:
+        by_window = self.windows.setdefault(key_group_of(key), {}).setdefault(key, {})
+        accumulators = by_window.get(window)
+        if accumulators is None:
+            accumulators = by_window[window] = new_accumulators(self.functions)
+        return accumulators
+
+    def _late(self, row: dict, window, watermark: int, rule: str) -> None:
+        batch_id = None if self.ctx.model == "continuous" else self.batch.batch_id
+        self.late_rows.append(LateRow(batch_id, self.ctx.step_name, row, window, watermark, rule))
+        where = f"for window {describe_window(*window)}" if window else ""
+        self.ctx.explain("late", f"row dropped {where}: {rule}", row)
+
+    # -- micro-batch: the end of a batch ---------------------------------------------------------------------
+
+    def on_batch_start(self, batch):
+        self.batch = batch
+
+    def on_batch_end(self, batch):
+        watermark = batch.watermark if self.column_has_watermark else None
+        mode = self.ctx.output_mode
+        if mode == "complete":
+            self._emit(self._all_windows(), "complete mode emits every window at every batch")
+        elif mode == "update":
+            self._emit(list(self.touched), "updated in this batch (update mode emits every window a batch "
+                                           "touched)")
+            if watermark is not None:
+                self._evict([w for w in self._all_windows() if w[1][1] <= watermark], watermark)
+        else:
+            if watermark is not None:
+                final = [w for w in self._all_windows() if w[1][1] <= watermark]
+                self._emit(final, f"end <= watermark {format_clock(watermark)}: final (append mode emits a "
+                                  "window once, then removes it)")
+                self._evict(final, watermark, explain=False)
+        self.touched = {}
+        self.evicted_with = batch.watermark
+
+    def should_run_another_batch(self, watermark):
+        """Spark's rule: in append and update mode, run a no-data batch when the new watermark is above the
+        one the last batch evicted with, whether or not any window would go."""
+        return (self.ctx.output_mode in ("append", "update") and watermark is not None
+                and self.evicted_with is not None and watermark > self.evicted_with)
+
+    def _all_windows(self) -> list:
+        """Every (key, window) in state, in a stable order: key group, key, window start."""
+        return [(key, window) for group in sorted(self.windows) for key in self.windows[group]
+                for window in sorted(self.windows[group][key])]
+
+    def _row(self, key, window) -> dict:
+        row = key_columns_of(self.key_columns, key)
+        row["window_start"], row["window_end"] = window
+        row.update(results(self.windows[key_group_of(key)][key][window], self.names, self.functions))
+        return row
+
+    def _emit(self, windows: list, why: str) -> None:
+        rows = [self._row(key, window) for key, window in windows]
+        if self.ctx.tracing:
+            for (key, window), row in zip(windows, rows):
+                self.ctx.explain("emit", f"window {describe_window(*window)} of key {key!r} emitted: {why}", row)
+        self.ctx.emit(rows)
+
+    def _evict(self, windows: list, watermark: int, explain: bool = True) -> None:
+        for key, window in windows:
+            group = key_group_of(key)
+            if explain and self.ctx.tracing:
+                self.ctx.explain("evict", f"window {describe_window(*window)} of key {key!r} removed from state: "
+                                          f"end <= watermark {format_clock(watermark)}")
+            del self.windows[group][key][window]
+            if not self.windows[group][key]:
+                del self.windows[group][key]
+                if not self.windows[group]:
+                    del self.windows[group]
+
+    # -- continuous: rows and watermarks one at a time -------------------------------------------------------
+
+    def _add_continuous(self, key, row: dict, ts: int) -> None:
+        watermark, lateness = self.watermark, self.allowed_lateness
+        added = False
+        for window in self.assigner.assign(ts):
+            if watermark is not None and window[1] - 1 + lateness <= watermark:
+                continue  # Flink's isWindowLate: this window's state is gone
+            add_row(self._accumulators(key, window), self.functions, row)
+            added = True
+            if watermark is not None and window[1] - 1 <= watermark:  # it already fired: fire it again
+                self._emit([(key, window)], f"late firing: end - 1 <= watermark {format_clock(watermark)}, "
+                                            f"within the allowed lateness of {format_duration(lateness)}")
+        if not added:
+            windows = self.assigner.assign(ts)
+            rule = (f"every window of the row was dropped: end - 1 + allowed lateness "
+                    f"{format_duration(lateness)} <= watermark {format_clock(watermark)}")
+            self._late(row, windows[-1] if windows else None, watermark, rule)
+            if self.late_output is not None:
+                self.ctx.emit_side(self.late_output, [row])
+
+    def on_watermark(self, watermark):
+        previous, self.watermark = self.watermark, watermark
+        due = [(key, window) for key, window in self._all_windows()
+               if window[1] - 1 <= watermark and (previous is None or window[1] - 1 > previous)]
+        due.sort(key=lambda item: item[1][1])  # fire in end order, as Flink's timers fire
+        self._emit(due, f"end - 1 <= watermark {format_clock(watermark)}")
+        gone = [(key, window) for key, window in self._all_windows()
+                if window[1] - 1 + self.allowed_lateness <= watermark]
+        self._evict(gone, watermark, explain=False)
+        if self.ctx.tracing:
+            for key, window in gone:
+                self.ctx.explain("evict", f"window {describe_window(*window)} of key {key!r} removed from state: "
+                                          f"end - 1 + allowed lateness <= watermark {format_clock(watermark)}")
+        self.ctx.emit_watermark(watermark)
+
+    # -- state -----------------------------------------------------------------------------------------------
+
+    def state_size(self) -> int:
+        """How many (key, window) accumulators the step holds."""
+        return sum(len(by_window) for group in self.windows.values() for by_window in group.values())
+
+    def snapshot(self):
+        return {**super().snapshot(), "evicted_with": self.evicted_with, "watermark": self.watermark}
+
+    def restore(self, snapshot, key_groups=None):
+        super().restore(snapshot, key_groups)
+        self.windows = self.ctx.state.table("windows")
+        self.evicted_with, self.watermark = snapshot.get("evicted_with"), snapshot.get("watermark")
+
+
+class WindowAggregateWithoutWatermark(WindowAggregate):
+    """A windowed aggregate on a column that no ``with_watermark`` tracks: Spark keeps its windows forever,
+    drops no row as late and refuses append mode. ``build_window`` picks it (through ``without_watermark``)."""
+
+    column_has_watermark = False
+
+
+WindowAggregate.without_watermark = WindowAggregateWithoutWatermark
+"""The class ``build_window`` uses instead when the window's column has no watermark."""
