@@ -204,6 +204,14 @@ class KeyedStream:
 
         return build_join(self, name, other, how, between, key_time)
 
+    def process(self, name: str, processor, *, time_mode: str = "none", output_mode: str | None = None) -> Stream:
+        """A keyed process function (``process.py``): ``processor``, a ``process.Processor``, sees each key's
+        rows and keeps its own state and timers: Spark's ``groupBy(key).transformWithState(processor, ...,
+        timeMode)``. ``time_mode`` is ``"none"``, ``"event_time"`` or ``"processing_time"``."""
+        from ministream.process import process_step
+
+        return process_step(self, name, processor, time_mode, output_mode)
+
     def aggregate(self, name: str, **aggregates) -> Stream:
         """A running aggregate per key: ``aggregate("totals", count=Count(), sum=Sum("value"))``."""
         from ministream.aggregation import RunningAggregate
@@ -215,3 +223,17 @@ class KeyedStream:
             name, "aggregate", lambda: RunningAggregate(key_columns, aggregates),
             aggregates=", ".join(f"{n}={f.name}({f.column or '*'})" for n, f in aggregates.items()),
             operator_class=RunningAggregate)
+
+    def window(self, name: str, assigner, *, column: str = "ts", allowed_lateness=0, late_rows: str | None = None,
+               **aggregates) -> Stream:
+        """An aggregate per key and per event-time window (``window_aggregation.py``):
+        ``window("counts", Tumbling("10 seconds"), count=Count())`` is Spark's
+        ``groupBy("key", window("ts", "10 seconds")).agg(count("*"))``. The assigner (``windows.Tumbling``,
+        ``windows.Sliding``, a session assigner) says which windows a row belongs to and which operator runs
+        them; rows come out as ``{key..., window_start, window_end, aggregates...}``. Continuous model only:
+        ``allowed_lateness`` keeps a fired window for late rows, ``late_rows`` names a side output for the rows
+        that come too late (``stream.side_output(name)``)."""
+        from ministream.window_aggregation import build_window
+
+        return build_window(self, name, assigner, column=column, allowed_lateness=allowed_lateness,
+                            late_rows=late_rows, **aggregates)
