@@ -39,6 +39,8 @@ class Edge:
     partition: str = "forward"
     key_fn: Callable | None = None
     key_columns: tuple[str, ...] = ()
+    output: str | None = None
+    """Which output of ``upstream`` the edge carries: ``None`` the main one, a name a side output."""
 
 
 @attrs.define(eq=False)
@@ -109,15 +111,27 @@ def _key_function(key) -> tuple[Callable, tuple[str, ...]]:
 
 @attrs.define(eq=False)
 class Stream:
-    """The output of one step, to which the next steps are attached."""
+    """The output of one step, to which the next steps are attached (its main output, or the side output
+    named ``output``)."""
 
     flow: Dataflow
     step: Step
+    output: str | None = None
 
     def _then(self, name: str, kind: str, make_operator, edge: Edge | None = None, parallelism="inherit",
               **options) -> "Stream":
-        step = Step(name, kind, make_operator, [edge or Edge(self.step)], parallelism, options=options)
+        edge = edge or Edge(self.step, output=self.output)
+        step = Step(name, kind, make_operator, [edge], parallelism, options=options)
         return Stream(self.flow, self.flow.add(step))
+
+    def side_output(self, name: str) -> "Stream":
+        """The rows this step sends to its side output ``name``, as a stream of their own (Flink's
+        ``getSideOutput``): e.g. the rows a window step with ``late_rows="late"`` found too late."""
+        declared = [n.strip() for n in self.step.options.get("side outputs", "").split(",") if n.strip()]
+        if name not in declared:
+            have = ", ".join(declared) or "none"
+            raise PipelineError(f"step {self.step.name!r} has no side output {name!r}; it has: {have}")
+        return Stream(self.flow, self.step, name)
 
     def map(self, name: str, fn: Callable[[dict], dict]) -> "Stream":
         """Each row becomes ``fn(row)``."""
@@ -165,13 +179,13 @@ class Stream:
         Not a step of its own: it decides how records reach the next (keyed) step.
         """
         key_fn, key_columns = _key_function(key)
-        return KeyedStream(self.flow, self.step, key_fn, key_columns)
+        return KeyedStream(self.flow, self.step, key_fn, key_columns, self.output)
 
     def sink(self, name: str, sink) -> None:
         """Deliver the stream to ``sink`` (a ``CollectingSink`` in lessons and tests)."""
         from ministream.testing import SinkOperator
 
-        step = Step(name, "sink", lambda: SinkOperator(sink), [Edge(self.step, "gather")],
+        step = Step(name, "sink", lambda: SinkOperator(sink), [Edge(self.step, "gather", output=self.output)],
                     parallelism="one", sink=sink)
         self.flow.add(step)
 
@@ -184,10 +198,11 @@ class KeyedStream:
     upstream: Step
     key_fn: Callable
     key_columns: tuple[str, ...]
+    output: str | None = None
 
     def edge(self) -> Edge:
         """The hash edge that carries this stream's records to a keyed step."""
-        return Edge(self.upstream, "hash", self.key_fn, self.key_columns)
+        return Edge(self.upstream, "hash", self.key_fn, self.key_columns, self.output)
 
     def keyed_step(self, name: str, kind: str, make_operator, **options) -> Stream:
         """Attach a keyed step (one that receives ``(key, row)`` pairs) running at the run's parallelism."""
@@ -230,9 +245,9 @@ class KeyedStream:
         ``window("counts", Tumbling("10 seconds"), count=Count())`` is Spark's
         ``groupBy("key", window("ts", "10 seconds")).agg(count("*"))``. The assigner (``windows.Tumbling``,
         ``windows.Sliding``, a session assigner) says which windows a row belongs to and which operator runs
-        them; rows come out as ``{key..., window_start, window_end, aggregates...}``. Continuous model only:
-        ``allowed_lateness`` keeps a fired window for late rows, ``late_rows`` names a side output for the rows
-        that come too late (``stream.side_output(name)``)."""
+        them; rows come out as ``{key..., window_start, window_end, aggregates...}``. ``late_rows`` names a
+        side output for the rows too late for all their windows (``stream.side_output(name)``); continuous model
+        only, ``allowed_lateness`` keeps a fired window for late rows."""
         from ministream.window_aggregation import build_window
 
         return build_window(self, name, assigner, column=column, allowed_lateness=allowed_lateness,

@@ -44,9 +44,8 @@ def _color(step: Step) -> str:
 
 
 def _edge_label(edge) -> str:
-    if edge.partition == "hash":
-        return "hash by " + ", ".join(edge.key_columns)
-    return edge.partition
+    label = "hash by " + ", ".join(edge.key_columns) if edge.partition == "hash" else edge.partition
+    return f"side output {edge.output}: {label}" if edge.output else label
 
 
 def to_dot(flow: Dataflow, parallelism: int | None = None) -> str:

@@ -73,6 +73,8 @@ class StepContext:
     report_event_time: Callable[[int], None] = None
     emit_watermark: Callable[[int], None] = None
     clock: object = None
+    emit_side: Callable[[str, list], None] = None
+    """Send rows to the side output with this name (``Stream.side_output``), not to the main output."""
     emitted: list = attrs.field(factory=list)
 
     @classmethod
@@ -84,6 +86,8 @@ class StepContext:
             ctx.report_event_time = lambda event_time: None
         if ctx.emit_watermark is None:
             ctx.emit_watermark = lambda watermark: ctx.emitted.append(("watermark", watermark))
+        if ctx.emit_side is None:
+            ctx.emit_side = lambda name, rows: ctx.emitted.append((name, rows))
         return ctx
 
     @property

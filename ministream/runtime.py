@@ -78,11 +78,14 @@ class Output:
     def __init__(self):
         self.routes: list[tuple[str, list[Channel], Edge]] = []
 
-    def send(self, records: list) -> None:
-        """Send a chunk of records along every outgoing edge, split by key on hash edges."""
+    def send(self, records: list, output: str | None = None) -> None:
+        """Send a chunk of records along every outgoing edge of ``output`` (the main output, or a named side
+        output), split by key on hash edges."""
         if not records:
             return
         for partition, channels, edge in self.routes:
+            if edge.output != output:
+                continue
             if partition == "hash":
                 key_fn, parallelism = edge.key_fn, len(channels)
                 chunks = [[] for _ in channels]
@@ -202,6 +205,7 @@ class PhysicalGraph:
                 keyed = subtask.operator.keyed
                 ctx = StepContext(subtask.step.name, subtask.index, subtask.parallelism,
                                   emit=subtask.output.send,
+                                  emit_side=lambda name, records, out=subtask.output: out.send(records, name),
                                   emit_watermark=lambda time, out=subtask.output: out.broadcast(Watermark(time)),
                                   state=KeyedStateBackend() if keyed else None,
                                   output_mode=output_mode, model=model, trace=trace, clock=clock)
