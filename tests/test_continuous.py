@@ -1,12 +1,10 @@
 """The continuous model: watermarks flow with the rows, idle inputs leave the minimum, the end of input
 fires everything, processing time moves only with the clock, and results do not depend on the seed."""
 
-import doctest
 from collections import Counter
 
 import pytest
 
-import ministream.continuous
 from ministream.aggregation import Count
 from ministream.clock import ClockStep, ManualClock
 from ministream.continuous import run_continuous
@@ -100,10 +98,6 @@ SCRIPT = [
     [{"key": "c", "ts": s(1)}, {"key": "b", "ts": s(12)}, {"key": "a", "ts": s(11)}, {"key": "c", "ts": s(20)}],
 ]
 
-
-def test_doctests():
-    """The examples in the continuous module's docstrings print exactly what they show."""
-    assert doctest.testmod(ministream.continuous).failed == 0
 
 
 # --- the watermark valve: one subtask's watermark from its channels --------------------------------------------

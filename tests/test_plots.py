@@ -1,7 +1,6 @@
 """Plots of event time against processing order: the points, the watermark line and the late rows drawn
 from a script, without a display."""
 
-import doctest
 import math
 
 import matplotlib
@@ -11,7 +10,6 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-import ministream.plots  # noqa: E402
 from ministream.continuous import run_continuous  # noqa: E402
 from ministream.dataflow import Dataflow  # noqa: E402
 from ministream.microbatch import run_microbatch  # noqa: E402
@@ -27,11 +25,6 @@ def passthrough(script, delay):
     flow = Dataflow("passthrough")
     flow.source("events", ScriptedSource(script)).with_watermark("wm", "ts", delay).sink("output", CollectingSink())
     return flow
-
-
-def test_doctests():
-    """The examples in the plots module's docstrings print exactly what they show."""
-    assert doctest.testmod(ministream.plots).failed == 0
 
 
 def test_draws_every_row_the_watermark_line_and_late_rows():

@@ -1,17 +1,9 @@
 """Timers: unique per key and timestamp, fired in order when time reaches them, kept by key group."""
 
-import doctest
-
 import pytest
 
-import ministream.timers
 from ministream.keygroups import key_group_of, key_group_range
 from ministream.timers import TimerService
-
-
-def test_doctests():
-    """The examples in the timers module's docstrings print exactly what they show."""
-    assert doctest.testmod(ministream.timers).failed == 0
 
 
 def test_one_timer_per_key_and_timestamp():
