@@ -52,6 +52,14 @@ class Run:
         """The batches one sink received."""
         return self.outputs[sink]
 
+    def late_rows(self, step: str | None = None) -> list:
+        """The rows the watermark kept out, batch by batch: every entry an operator keeps in its ``late_rows``
+        list (``window_aggregation.LateRow``: batch, step, row, window, watermark and the rule), for one step
+        or all."""
+        found = [late for name, subtasks in self.graph.by_step.items() if step in (None, name)
+                 for subtask in subtasks for late in getattr(subtask.operator, "late_rows", ())]
+        return sorted(found, key=lambda late: -1 if late.batch_id is None else late.batch_id)
+
 
 def check_pipeline(flow: Dataflow, output_mode: str) -> None:
     """Refuse, before running, the pipelines Spark refuses, with the reason in the learner's terms."""

@@ -30,6 +30,8 @@ step output
 
 from __future__ import annotations
 
+from collections import Counter
+
 import attrs
 
 from ministream.results import format_row
@@ -105,6 +107,9 @@ class Trace:
                 if line.batch_id == batch_id:
                     shown = f" -> {format_row(line.row)}" if line.row is not None else ""
                     out.append(f"  [{line.step}] {line.kind}: {line.text}{shown}")
+            late = Counter(line.step for line in self.lines if line.batch_id == batch_id and line.kind == "late")
+            if late:
+                out.append("  late rows dropped: " + ", ".join(f"{step}={count}" for step, count in late.items()))
             if summary is not None and summary.state_sizes:
                 sizes = ", ".join(f"{step}={size}" for step, size in summary.state_sizes.items())
                 out.append(f"  state after the batch: {sizes}")
