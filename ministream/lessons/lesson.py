@@ -34,6 +34,8 @@ class Param:
     help: str
     kind: str = "duration"  # "duration" (ms), "int", or "choice"
     choices: tuple[str, ...] = ()
+    signed: bool = False
+    """A duration that may be zero or negative (a window offset); others must be longer than zero."""
 
     def parse(self, text) -> Any:
         """Read a value given as text (``"10 seconds"``) into the parameter's type (10000)."""
@@ -42,6 +44,8 @@ class Param:
                 value = parse_duration(text)
             except TimeFormatError as error:
                 raise PipelineError(f"--param {self.name}: {error}") from None
+            if self.signed:
+                return value
             if value <= 0 and self.name != "delay":
                 raise PipelineError(f"--param {self.name}: must be longer than zero, got {text!r}")
             if value < 0:
