@@ -22,9 +22,11 @@ with ``EventTimeTrigger``): a window fires once when ``w >= end - 1``; its state
 ``end - 1 + allowed_lateness <= w``; a row for a window that fired but is still kept fires it again at once
 (a *late firing*, emitted as the window's updated row); a row whose windows are all dropped is *late*.
 
-Late rows are never dropped silently: each one is a trace line with the rule that dropped it, is kept in
-the operator's ``late_rows`` (``Run.late_rows()`` gathers them), and in the continuous model goes to the side
-output named by ``late_rows="..."`` when the step has one.
+Late rows are never dropped silently: each (row, window) the watermark keeps apart is a trace line with the
+rule that dropped it and a :class:`LateRow` in the operator's ``late_rows`` (``Run.late_rows()`` gathers
+them); a row that counts in none of its windows also goes to the side output named by ``late_rows="..."``,
+when the step has one (``stream.side_output("late")``; Spark has no such thing, Flink has
+``sideOutputLateData``).
 
 >>> from ministream.aggregation import Count
 >>> from ministream.operators import BatchInfo, StepContext
@@ -106,7 +108,7 @@ def build_window(keyed, name: str, assigner, *, column: str = "ts", allowed_late
     if lateness:
         options["allowed lateness"] = format_duration(lateness)
     if late_rows:
-        options["late rows to"] = late_rows
+        options["side outputs"] = late_rows  # the rows too late for all their windows go there
     return keyed.keyed_step(
         name, "window_aggregate",
         lambda: operator_class(key_columns, assigner, aggregates, column=column, allowed_lateness=lateness,
@@ -128,7 +130,7 @@ class WindowAggregate(Operator):
         aggregates: ``{output column: AggregateFunction}``.
         column: the event-time column.
         allowed_lateness: continuous model only: how long (ms) a window is kept after it fired.
-        late_rows: continuous model only: the name of the side output that receives late rows.
+        late_rows: the name of the side output that receives the rows too late for all their windows.
     """
 
     keyed = True
@@ -188,6 +190,7 @@ class WindowAggregate(Operator):
 
     def _add_microbatch(self, key, row: dict, ts: int) -> None:
         late_watermark = self._late_watermark()
+        counted = False
         for window in self.assigner.assign(ts):
             if late_watermark is not None and window[1] <= late_watermark:  # rule 1, per window
                 self._late(row, window, late_watermark,
@@ -196,6 +199,9 @@ class WindowAggregate(Operator):
                 continue
             add_row(self._accumulators(key, window), self.functions, row)
             self.touched[(key, window)] = None
+            counted = True
+        if not counted and self.late_output is not None:
+            self.ctx.emit_side(self.late_output, [row])
 
     def _accumulators(self, key, window) -> list:
         by_window = self.windows.setdefault(key_group_of(key), {}).setdefault(key, {})
