@@ -255,7 +255,8 @@ def check_continuous(flow: Dataflow) -> None:
 
 
 def run_continuous(flow: Dataflow, *, parallelism: int = 1, seed: int = 0, trace: bool | Trace = False,
-                   clock: ManualClock | None = None, idle_timeout=None) -> ContinuousRun:
+                   clock: ManualClock | None = None, idle_timeout=None,
+                   output_mode: str = "append") -> ContinuousRun:
     """Run a dataflow row by row, as Flink runs a job, and return what the sinks received.
 
     Args:
@@ -268,6 +269,8 @@ def run_continuous(flow: Dataflow, *, parallelism: int = 1, seed: int = 0, trace
             operators.
         idle_timeout: a duration (ms or ``"5 seconds"``): a source that delivers no row for this long in
             processing time goes idle. ``None``: only a finished source is idle.
+        output_mode: what operators see as ``ctx.output_mode``. The continuous model has no batches to
+            emit at, so the built-in steps do not use it; a step that was declared with a mode may check it.
     """
     check_continuous(flow)
     clock = clock if clock is not None else ManualClock()
@@ -276,7 +279,8 @@ def run_continuous(flow: Dataflow, *, parallelism: int = 1, seed: int = 0, trace
     if tracer is not None:
         tracer.model = "continuous"
         tracer.begin_batch(0, None)
-    graph = PhysicalGraph(flow, parallelism, model="continuous", trace=tracer, clock=clock)
+    graph = PhysicalGraph(flow, parallelism, output_mode=output_mode, model="continuous", trace=tracer,
+                          clock=clock)
     for step in flow.sinks:
         step.sink.reset()
     driver = ContinuousDriver(graph, clock, seed, timeout, tracer)
