@@ -74,6 +74,18 @@ def print_batches(batches, out) -> None:
             print(f"  {format_row(row)}", file=out)
 
 
+def print_arrivals(run, out, sink: str = "output") -> None:
+    """A continuous run's output as text: no batches, so every row in the order it reached the sink, with
+    the sink's watermark at that moment, then the final watermark."""
+    arrivals = run.arrivals_at(sink)
+    print(f"continuous model (no batches): {len(arrivals)} row{'s' if len(arrivals) != 1 else ''} in arrival "
+          "order, each with the watermark at the sink when it arrived", file=out)
+    width = max((len(format_ts(arrival.watermark)) for arrival in arrivals), default=0)
+    for arrival in arrivals:
+        print(f"  watermark {format_ts(arrival.watermark).ljust(width)}  {format_row(arrival.row)}", file=out)
+    print(f"final watermark: {format_ts(run.output(sink)[0].watermark)}", file=out)
+
+
 def cmd_run(args, out) -> int:
     from ministream.lessons import get_lesson
 
@@ -89,7 +101,10 @@ def cmd_run(args, out) -> int:
     if args.trace:
         print(run.trace.format(), file=out)
         print("output:", file=out)
-    print_batches(run.output(), out)
+    if args.model == "continuous":
+        print_arrivals(run, out)
+    else:
+        print_batches(run.output(), out)
     return EXIT_OK
 
 
