@@ -32,6 +32,7 @@ from __future__ import annotations
 from ministream.keygroups import key_group_of
 from ministream.operators import Operator, PipelineError
 from ministream.times import format_ts
+from ministream.window_aggregation import LateRow
 
 
 class Deduplicate(Operator):
@@ -70,6 +71,7 @@ class Deduplicate(Operator):
         self.seen = ctx.state.table("seen")  # {key_group: {key: expires (ms) or None}}
         self.arrived = []
         self.batch = None
+        self.late_rows = []  # every LateRow: what Run.late_rows() reports
 
     def on_batch_start(self, batch):
         self.batch = batch
@@ -86,8 +88,11 @@ class Deduplicate(Operator):
             kept = []
             for key, row in pairs:
                 if row[self.event_time] <= batch.late_watermark:
-                    self.ctx.explain("late", f"row dropped: {self.event_time} {format_ts(row[self.event_time])} "
-                                     f"<= watermark {format_ts(batch.late_watermark)} of the previous batch", row)
+                    rule = (f"row dropped: {self.event_time} {format_ts(row[self.event_time])} <= watermark "
+                            f"{format_ts(batch.late_watermark)} of the previous batch")
+                    self.late_rows.append(LateRow(batch.batch_id, self.ctx.step_name, row, None,
+                                                  batch.late_watermark, rule))
+                    self.ctx.explain("late", rule, row)
                 else:
                     kept.append((key, row))
             pairs = kept

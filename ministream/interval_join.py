@@ -35,6 +35,7 @@ from __future__ import annotations
 from ministream.keygroups import key_group_of
 from ministream.operators import PipelineError
 from ministream.times import format_ts
+from ministream.window_aggregation import LateRow
 
 
 def _combine(left: dict, right: dict, time: int) -> dict:
@@ -58,6 +59,7 @@ class IntervalJoin:
         self.columns = (time_range.left, time_range.right)
         self.state = ({}, {})  # {key_group: {key: [row, ...]}} for the left and the right side
         self.watermark = None
+        self.late_rows = []  # every LateRow
 
     def process(self, pairs: list, side: int, ctx) -> None:
         """Rules 1 to 3 for each arriving row of ``side`` (0 left, 1 right)."""
@@ -65,8 +67,10 @@ class IntervalJoin:
         column = self.columns[side]
         for key, row in pairs:
             if self.watermark is not None and row[column] < self.watermark:
-                ctx.explain("late", f"{self.sides[side].name} row dropped: {column} {format_ts(row[column])} < "
-                            f"watermark {format_ts(self.watermark)}", row)
+                rule = (f"{self.sides[side].name} row dropped: {column} {format_ts(row[column])} < watermark "
+                        f"{format_ts(self.watermark)}")
+                self.late_rows.append(LateRow(None, ctx.step_name, row, None, self.watermark, rule))
+                ctx.explain("late", rule, row)
                 continue
             self.state[side].setdefault(key_group_of(key), {}).setdefault(key, []).append(row)
             for other in self.state[1 - side].get(key_group_of(key), {}).get(key, []):
@@ -112,13 +116,15 @@ class WindowJoin:
         self.sides = (left, right)
         self.state = {}  # {key_group: {key: ([left rows], [right rows])}}
         self.watermark = None
+        self.late_rows = []  # every LateRow
 
     def process(self, pairs: list, side: int, ctx) -> None:
         column = self.key_time[side]
         for key, row in pairs:
             if self.watermark is not None and row[column] - 1 <= self.watermark:
-                ctx.explain("late", f"{self.sides[side].name} row dropped: its window ended at "
-                            f"{format_ts(row[column])}, already fired", row)
+                rule = f"{self.sides[side].name} row dropped: its window ended at {format_ts(row[column])}, already fired"
+                self.late_rows.append(LateRow(None, ctx.step_name, row, None, self.watermark, rule))
+                ctx.explain("late", rule, row)
                 continue
             self.state.setdefault(key_group_of(key), {}).setdefault(key, ([], []))[side].append(row)
 

@@ -17,9 +17,8 @@ What happens in micro-batch k (Spark's ``StreamingSymmetricHashJoinExec``):
    outer join emits an evicted row padded with nulls if it never matched: never earlier, because until then
    a match could still come.
 
-The state watermarks come from the range ``left + lower <= right <= left + upper`` and WM_k: a future right
-row has ``right > WM_k``, so a left row can still match only if ``left > WM_k - upper``; for an inclusive
-bound Spark removes one more millisecond of caution (``StreamingJoinHelper.getStateValueWatermark``):
+The state watermarks come from the range ``left + lower <= right <= left + upper`` and WM_k
+(``time_range.py`` says why; an inclusive bound costs one more millisecond):
 
 - left rows leave when ``left_time <= WM_k - upper`` (``- 1 ms`` if the upper bound is inclusive);
 - right rows leave when ``right_time <= WM_k + lower`` (``- 1 ms`` if the lower bound is inclusive).
@@ -33,7 +32,7 @@ With an event-time column in the join key (a window), both sides leave when that
 (True, False)
 
 The operator is :class:`StreamJoin`; ``KeyedStream.join`` builds it (see ``dataflow.py``), and
-``interval_join.py`` has the continuous (Flink) model's joins.
+``interval_join.py`` has the continuous (Flink) model's joins. ``TimeRange`` lives in ``time_range.py``.
 """
 
 from __future__ import annotations
@@ -42,56 +41,12 @@ import attrs
 
 from ministream.keygroups import key_group_of
 from ministream.operators import Operator, PipelineError
-from ministream.times import format_duration, format_ts
+from ministream.time_range import TimeRange
+from ministream.times import format_ts
+from ministream.window_aggregation import LateRow
 
 JOIN_TYPES = ("inner", "left_outer", "right_outer", "full_outer", "left_semi")
 """The stream-stream joins Spark runs (``how`` of ``df.join``), all in append output mode."""
-
-
-@attrs.frozen
-class TimeRange:
-    """A time-range join condition: ``left_time + lower <= right_time <= left_time + upper``.
-
-    Bounds are in ms; ``None`` leaves that side open; ``*_inclusive=False`` makes a bound strict (``<``). In
-    Spark: ``right_time >= left_time + INTERVAL lower AND right_time <= left_time + INTERVAL upper``.
-
-    >>> TimeRange("order_time", "payment_time", lower=0, upper=600_000, upper_inclusive=False)
-    TimeRange(order_time + 0 seconds <= payment_time < order_time + 10 minutes)
-    """
-
-    left: str
-    right: str
-    lower: int | None = None
-    upper: int | None = None
-    lower_inclusive: bool = True
-    upper_inclusive: bool = True
-
-    def holds(self, left_row: dict, right_row: dict) -> bool:
-        """Whether a left and a right row satisfy the range."""
-        gap = right_row[self.right] - left_row[self.left]
-        if self.lower is not None and (gap < self.lower or (gap == self.lower and not self.lower_inclusive)):
-            return False
-        return self.upper is None or gap < self.upper or (gap == self.upper and self.upper_inclusive)
-
-    def left_state_watermark(self, watermark: int) -> int | None:
-        """Left rows with time ``<=`` this can match no future right row (``None``: no upper bound, keep
-        them all)."""
-        if self.upper is None:
-            return None
-        return watermark - self.upper - (1 if self.upper_inclusive else 0)
-
-    def right_state_watermark(self, watermark: int) -> int | None:
-        """Right rows with time ``<=`` this can match no future left row (``None``: no lower bound)."""
-        if self.lower is None:
-            return None
-        return watermark + self.lower - (1 if self.lower_inclusive else 0)
-
-    def __repr__(self):
-        low = "" if self.lower is None else (
-            f"{self.left} + {format_duration(self.lower)} {'<=' if self.lower_inclusive else '<'} ")
-        high = "" if self.upper is None else (
-            f" {'<=' if self.upper_inclusive else '<'} {self.left} + {format_duration(self.upper)}")
-        return f"TimeRange({low}{self.right}{high})"
 
 
 @attrs.frozen
@@ -151,6 +106,7 @@ class StreamJoin(Operator):
         self.state = (ctx.state.table("left"), ctx.state.table("right"))
         self.arrived = ([], [])
         self.batch = None
+        self.dropped = []  # every LateRow (window_aggregation.LateRow): what Run.late_rows() reports
         self.continuous = None
         if ctx.model == "continuous":  # Flink's interval or window join (interval_join.py)
             from ministream.interval_join import continuous_join
@@ -204,8 +160,10 @@ class StreamJoin(Operator):
         kept = []
         for key, row in pairs:
             if row[column] <= batch.late_watermark:
-                self.ctx.explain("late", f"{self.sides[side].name} row dropped: {column} {format_ts(row[column])}"
-                                 f" <= watermark {format_ts(batch.late_watermark)} of the previous batch", row)
+                rule = (f"{self.sides[side].name} row dropped: {column} {format_ts(row[column])} <= watermark "
+                        f"{format_ts(batch.late_watermark)} of the previous batch")
+                self.dropped.append(LateRow(batch.batch_id, self.ctx.step_name, row, None, batch.late_watermark, rule))
+                self.ctx.explain("late", rule, row)
             else:
                 kept.append((key, row))
         return kept
@@ -290,6 +248,11 @@ class StreamJoin(Operator):
         if self.ctx.tracing:
             for row in rows:
                 self.ctx.explain("emit", why, row)
+
+    @property
+    def late_rows(self) -> list:
+        """The rows dropped as late so far (``LateRow``), in either model."""
+        return self.continuous.late_rows if self.continuous is not None else self.dropped
 
     def state_sizes(self) -> dict[str, int]:
         """How many rows each side keeps in state: ``{side name: rows}``."""
