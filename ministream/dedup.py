@@ -135,6 +135,11 @@ class Deduplicate(Operator):
         # dropDuplicates: event time <= WM (as every eviction); within the watermark: WM >= event time + delay.
         return expires <= watermark
 
+    def on_watermark(self, watermark):
+        """Continuous model: forget the keys the watermark has passed (rule 3), then pass it on."""
+        self._evict(watermark)
+        self.ctx.emit_watermark(watermark)
+
     def should_run_another_batch(self, watermark):
         """Spark's dedup asks for a no-data batch whenever the watermark moved, even with nothing to evict."""
         return self.event_time is not None

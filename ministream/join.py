@@ -142,8 +142,8 @@ class StreamJoin(Operator):
         self.ctx.emit(out)
         if self.ctx.tracing:
             sizes = self.state_sizes()
-            self.ctx.explain("state", "rows in join state: " + ", ".join(f"{n} {s}" for s, n in sizes.items()),
-                             sizes)
+            self.ctx.explain("state", f"subtask {self.ctx.subtask} keeps "
+                             + ", ".join(f"{n} {side} rows" for side, n in sizes.items()), sizes)
 
     def should_run_another_batch(self, watermark):
         """Spark runs a no-data batch for a join whenever the watermark moved and some state can be evicted
