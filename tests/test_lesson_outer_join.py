@@ -50,3 +50,31 @@ def test_same_output_for_any_parallelism_and_seed(how):
     expected = rows(LESSON.run(params={"how": how}))
     for parallelism, seed in ((2, 0), (4, 7)):
         assert rows(LESSON.run(params={"how": how}, parallelism=parallelism, seed=seed)) == expected
+
+
+@pytest.mark.spark
+def test_spark_and_ministream_refuse_an_outer_join_without_a_range_with_the_same_reason():
+    """A left outer join with no time range is refused by both engines, and ministream quotes Spark."""
+    from ministream import CollectingSink, Dataflow, ScriptedSource
+    from ministream.operators import PipelineError
+    from ministream.spark import SparkQueryError
+
+    def twin_without_range(inputs, params):
+        from pyspark.sql import functions as F
+        imps = inputs["impressions"].select(F.col("ad_id").alias("impression_ad"),
+                                            F.col("ts").alias("impression_time")).withWatermark("impression_time", "10 seconds")
+        clicks = inputs["clicks"].select(F.col("ad_id").alias("click_ad"),
+                                         F.col("ts").alias("click_time")).withWatermark("click_time", "10 seconds")
+        return imps.join(clicks, F.expr("impression_ad = click_ad"), "left_outer")
+
+    import attrs
+    with pytest.raises(SparkQueryError) as spark_error:
+        attrs.evolve(LESSON, twin=twin_without_range).run_twin()
+    flow = Dataflow("no-range")
+    imps = flow.source("impressions", ScriptedSource([])).with_watermark("w1", "ts", "10 seconds").key_by("ad_id")
+    clicks = flow.source("clicks", ScriptedSource([])).with_watermark("w2", "click_ts", "10 seconds").key_by("ad")
+    with pytest.raises(PipelineError) as ours:
+        imps.join("join", clicks, how="left_outer").sink("output", CollectingSink())
+    spark_text = str(spark_error.value).split(": ", 2)[-1].rstrip(";")
+    assert spark_text.startswith("Stream-stream LeftOuter join between two streaming DataFrame/Datasets")
+    assert spark_text in str(ours.value)
