@@ -1,0 +1,291 @@
+"""Session windows: a window per burst of activity of a key, closed by a gap of inactivity.
+
+Each event opens a session ``[ts, ts + gap)``. Two sessions of the same key *merge* when they overlap or
+touch: sorted by start, the next one merges into the current one when ``next.start <= current.end``. So an
+event exactly ``gap`` after the last one still joins its session, and a session ends ``gap`` after its last
+event: ``end = max(ts_i + gap)``. Unlike tumbling and sliding windows (``windows.py``), a session's bounds
+depend on the other events of its key, so they are known only once the watermark says no event can still
+extend or bridge it.
+
+>>> merge_sessions([(1_000, 11_000), (30_000, 40_000), (11_000, 21_000)])   # [1, 11) and [11, 21) touch
+[(1000, 21000), (30000, 40000)]
+
+The gap is fixed (``Session("10 seconds")``) or a function of the row (``Session(lambda row: ...)``, Spark's
+``session_window(ts, when(...))``); a row whose gap is zero, negative or missing opens no session and is
+dropped, as Spark drops it, but never silently: it is a trace line and a :class:`DroppedRow`.
+
+**Micro-batch model (Spark's ``SessionWindowStateStoreRestoreExec``, ``MergingSessionsExec`` and
+``SessionWindowStateStoreSaveExec``).** Batch k runs with WM_{k-1} (late rows) and WM_k (eviction):
+
+1. *late rows*: a row is late when its own session ends at or before the previous batch's watermark,
+   ``ts + gap <= WM_{k-1}``; Spark filters each row before merging, so a late row is dropped even when it
+   would have touched a session that is still open, and an old row whose session ends after WM_{k-1} counts;
+2. *merging*: the batch's rows merge with each other and with the key's stored sessions, across batches: one
+   row can bridge two stored sessions into one;
+3. *append* emits a session once, in the first batch whose ``end <= WM_k``, then removes it; a row that comes
+   after that opens a new session, which may overlap the one already emitted;
+4. *complete* emits every session every batch and removes none, but still drops late rows (rule 1): unlike a
+   plain or windowed aggregation, a session window filters late rows in every output mode;
+5. *update* is refused, and so is a session window with no other grouping key (Spark's messages below);
+6. a *no-data batch* runs in append mode when the watermark went up (as for every windowed aggregation).
+
+**Continuous model (Flink's ``WindowOperator`` with a ``MergingWindowSet``).** A row's session is merged
+first; the row is late when the *merged* session ``end - 1 + allowed_lateness <= watermark``; a session fires
+when the watermark reaches ``end - 1`` and is dropped at ``end - 1 + allowed_lateness``; a row that merges
+into a session that has already fired fires it again at once (a late firing), with its new bounds.
+
+>>> from ministream.aggregation import Count
+>>> from ministream.operators import BatchInfo, StepContext
+>>> sessions = SessionWindowAggregate(("key",), Session("10 seconds"), {"count": Count()})
+>>> ctx = StepContext.for_testing(output_mode="append"); sessions.open(ctx)
+>>> sessions.on_batch_start(BatchInfo(0, watermark=0, late_watermark=0))
+>>> sessions.process([("a", {"key": "a", "ts": 1_000}), ("a", {"key": "a", "ts": 11_000})], 0)
+>>> sessions.on_batch_end(BatchInfo(0, watermark=0, late_watermark=0)); ctx.emitted
+[]
+>>> sessions.on_batch_start(BatchInfo(1, watermark=21_000, late_watermark=0))
+>>> sessions.on_batch_end(BatchInfo(1, watermark=21_000, late_watermark=0)); ctx.emitted
+[{'key': 'a', 'window_start': 1000, 'window_end': 21000, 'count': 2}]
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import attrs
+
+from ministream.aggregation import add_row, new_accumulators
+from ministream.keygroups import key_group_of
+from ministream.operators import PipelineError
+from ministream.times import TimeFormatError, format_clock, format_duration, parse_duration
+from ministream.window_aggregation import WindowAggregate
+from ministream.windows import describe_window
+
+SPARK_UPDATE_MODE_ERROR = ("Invalid streaming output mode: update. This output mode is not supported for "
+                           "session window streaming aggregations on streaming DataFrames/DataSets.")
+SPARK_NO_KEY_ERROR = "Global aggregation with session window in streaming query is not supported."
+
+
+def touches(one: tuple[int, int], other: tuple[int, int]) -> bool:
+    """Whether two sessions overlap or touch, and so belong to one session: the later start is at or before
+    the earlier end.
+
+    >>> touches((0, 10_000), (10_000, 20_000)), touches((0, 10_000), (10_001, 20_000))
+    (True, False)
+    """
+    return max(one[0], other[0]) <= min(one[1], other[1])
+
+
+def merge_sessions(windows) -> list[tuple[int, int]]:
+    """Merge sessions as Spark's ``MergingSessionsIterator`` does: sort by start, then fold each session into
+    the current one while ``next.start <= current.end``; the order of the input does not matter.
+
+    >>> merge_sessions([(5, 15), (1, 11), (16, 26)])
+    [(1, 15), (16, 26)]
+
+    Args:
+        windows: ``(start, end)`` pairs in ms, in any order.
+    """
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(windows):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+@attrs.frozen
+class DroppedRow:
+    """A row that opened no session because its gap was zero, negative or missing (Spark filters such rows
+    out before aggregating). ``batch_id`` is ``None`` in the continuous model."""
+
+    batch_id: int | None
+    step: str
+    row: dict
+    gap: object
+    rule: str
+
+
+def _fixed_gap(gap):
+    return gap if callable(gap) else parse_duration(gap)
+
+
+@attrs.frozen
+class Session:
+    """Session windows with a fixed ``gap`` or a gap computed from each row: an event opens ``[ts, ts + gap)``
+    and sessions of a key that touch merge.
+
+    >>> Session("10 seconds").describe(), Session("10 seconds").gap_of({"key": "a"})
+    ('session, gap 10 seconds', 10000)
+    >>> per_key = Session(lambda row: "5 seconds" if row["key"] == "a" else 0, label="5 seconds for key a")
+    >>> per_key.gap_of({"key": "a"}), per_key.gap_of({"key": "b"}), per_key.describe()
+    (5000, 0, 'session, gap 5 seconds for key a')
+    >>> Session("0 seconds")
+    Traceback (most recent call last):
+    ...
+    ministream.operators.PipelineError: a session gap must be longer than zero, got 0 seconds: every session [ts, ts + gap) would be empty. (Spark does not refuse it: it silently drops every row.)
+
+    Args:
+        gap: a duration (``"10 seconds"`` or ms), or a function of the row that returns one (ms or text);
+            a row whose gap is not positive (or ``None``) is dropped.
+        label: how a per-row gap reads in diagrams and traces.
+    """
+
+    gap: int | Callable[[dict], object] = attrs.field(converter=_fixed_gap)
+    label: str | None = None
+    kind = "session"
+
+    def __attrs_post_init__(self):
+        if not callable(self.gap) and self.gap <= 0:
+            raise PipelineError(
+                f"a session gap must be longer than zero, got {format_duration(self.gap)}: every session "
+                "[ts, ts + gap) would be empty. (Spark does not refuse it: it silently drops every row.)")
+
+    def gap_of(self, row: dict) -> int | None:
+        """The gap of this row's session in ms (``None`` when a per-row gap gives none or cannot be read)."""
+        if not callable(self.gap):
+            return self.gap
+        gap = self.gap(row)
+        try:
+            return None if gap is None else parse_duration(gap)
+        except TimeFormatError:
+            return None
+
+    def describe(self) -> str:
+        if callable(self.gap):
+            return f"session, gap {self.label or 'per row'}"
+        return f"session, gap {format_duration(self.gap)}"
+
+    @property
+    def operator_class(self):
+        return SessionWindowAggregate
+
+
+class SessionWindowAggregate(WindowAggregate):
+    """Per key, an aggregate per session: Spark's ``groupBy(key, session_window(ts, gap)).agg(...)`` and
+    Flink's ``keyBy(key).window(EventTimeSessionWindows.withGap(gap)).aggregate(...)``.
+
+    It is a :class:`~ministream.window_aggregation.WindowAggregate` whose windows are not assigned but merged:
+    emitting, evicting, firing, the no-data batch rule and the state table are the same; what differs is how a
+    row finds its window (here: merge ``[ts, ts + gap)`` with the sessions it touches) and which rows are late.
+
+    State: ``self.windows[key_group][key][(start, end)] = [accumulator per aggregate]`` (the keyed state table
+    ``"windows"``), where the sessions of one key never overlap or touch; ``self.late_rows`` and
+    ``self.dropped_rows``: the rows the watermark or a non-positive gap kept out.
+
+    Args: those of :class:`~ministream.window_aggregation.WindowAggregate`; ``assigner`` is a :class:`Session`.
+    """
+
+    def __init__(self, key_columns, assigner, aggregates, **settings):
+        if not key_columns:
+            raise PipelineError(
+                "a session window needs a key to group by besides the session: sessions are per key "
+                f"(user, device...). Use key_by(column) before window(). (Spark: '{SPARK_NO_KEY_ERROR}')")
+        cannot_merge = [name for name, function in aggregates.items() if function.merge is None]
+        if cannot_merge:
+            raise PipelineError(
+                f"aggregate {cannot_merge[0]!r} has no merge function: when two sessions merge, their "
+                "accumulators are merged, so a session window needs Custom(..., merge=...)")
+        super().__init__(key_columns, assigner, aggregates, **settings)
+
+    @classmethod
+    def check_output_mode(cls, step_name: str, output_mode: str, has_watermark: bool) -> None:
+        """Refuse update mode, as Spark does, then what every windowed aggregation refuses."""
+        if output_mode == "update":
+            raise PipelineError(
+                f"step {step_name!r}: a session window cannot run in update output mode. A session's bounds "
+                "change as it merges, so an updated row would replace a row with other bounds that is no "
+                "longer there. Use 'append' (each session once, when the watermark passes its end) or "
+                f"'complete'. (Spark: '{SPARK_UPDATE_MODE_ERROR}')")
+        super().check_output_mode(step_name, output_mode, has_watermark)
+
+    def open(self, ctx):
+        super().open(ctx)
+        self.dropped_rows: list[DroppedRow] = []
+
+    # -- how a row finds its session -------------------------------------------------------------------------
+
+    def _session_of(self, row: dict, ts: int) -> tuple[int, int] | None:
+        """The row's own session ``[ts, ts + gap)``, or ``None`` (and the row dropped) for a gap <= 0."""
+        gap = self.assigner.gap_of(row)
+        if gap is not None and gap > 0:
+            return ts, ts + gap
+        shown = "missing (null in Spark)" if gap is None else f"{format_duration(gap)}, not longer than zero"
+        rule = f"its session gap is {shown}: the row opens no session (Spark filters such rows out)"
+        batch_id = None if self.ctx.model == "continuous" else self.batch.batch_id
+        self.dropped_rows.append(DroppedRow(batch_id, self.ctx.step_name, row, gap, rule))
+        self.ctx.explain("drop", f"row dropped: {rule}", row)
+        return None
+
+    def _touching(self, key, window) -> list[tuple[int, int]]:
+        """The key's stored sessions that ``window`` overlaps or touches."""
+        stored = self.windows.get(key_group_of(key), {}).get(key, {})
+        return [session for session in stored if touches(session, window)]
+
+    def _merge(self, key, window, touching: list) -> tuple[tuple[int, int], list]:
+        """Replace ``touching`` sessions by one that spans them and ``window``; return it and its
+        accumulators (the merged accumulators of the sessions it replaced)."""
+        by_window = self.windows.setdefault(key_group_of(key), {}).setdefault(key, {})
+        merged = (min([window[0]] + [s[0] for s in touching]), max([window[1]] + [s[1] for s in touching]))
+        accumulators = new_accumulators(self.functions)
+        for session in touching:
+            for i, (function, other) in enumerate(zip(self.functions, by_window.pop(session))):
+                accumulators[i] = function.merge(accumulators[i], other)
+        by_window[merged] = accumulators
+        if touching and self.ctx.tracing:
+            joined = ", ".join(describe_window(*s) for s in sorted(touching))
+            self.ctx.explain("merge", f"session {describe_window(*window)} of key {key!r} merged with {joined} "
+                                      f"into {describe_window(*merged)}")
+        return merged, accumulators
+
+    def _late_watermark(self) -> int | None:
+        """Micro-batch: rows are late against WM_{k-1} in every output mode, complete included (rule 4)."""
+        return self.batch.late_watermark if self.column_has_watermark else None
+
+    def _add_microbatch(self, key, row: dict, ts: int) -> None:
+        window = self._session_of(row, ts)
+        if window is None:
+            return
+        late_watermark = self._late_watermark()
+        if late_watermark is not None and window[1] <= late_watermark:  # rule 1: the row's own session
+            self._late(row, window, late_watermark,
+                       f"its session ends at {format_clock(window[1])} (ts + gap), at or before the watermark "
+                       f"{format_clock(late_watermark)} of the previous batch")
+            if self.late_output is not None:
+                self.ctx.emit_side(self.late_output, [row])
+            return
+        session, accumulators = self._merge(key, window, self._touching(key, window))
+        add_row(accumulators, self.functions, row)
+
+    # -- continuous ------------------------------------------------------------------------------------------
+
+    def _add_continuous(self, key, row: dict, ts: int) -> None:
+        window = self._session_of(row, ts)
+        if window is None:
+            return
+        watermark, lateness = self.watermark, self.allowed_lateness
+        touching = self._touching(key, window)
+        end = max([window[1]] + [s[1] for s in touching])
+        if watermark is not None and end - 1 + lateness <= watermark:  # Flink: the merged window is late
+            self._late(row, window, watermark,
+                       f"its session ends at {format_clock(end)} and end - 1 + allowed lateness "
+                       f"{format_duration(lateness)} <= watermark {format_clock(watermark)}")
+            if self.late_output is not None:
+                self.ctx.emit_side(self.late_output, [row])
+            return
+        session, accumulators = self._merge(key, window, touching)
+        add_row(accumulators, self.functions, row)
+        if watermark is not None and session[1] - 1 <= watermark:  # it had fired: fire it again
+            self._emit([(key, session)], f"late firing: end - 1 <= watermark {format_clock(watermark)}, "
+                                         f"within the allowed lateness of {format_duration(lateness)}")
+
+
+class SessionWindowAggregateWithoutWatermark(SessionWindowAggregate):
+    """A session window on a column that no ``with_watermark`` tracks: no row is late, no session is ever
+    final, and append mode is refused."""
+
+    column_has_watermark = False
+
+
+SessionWindowAggregate.without_watermark = SessionWindowAggregateWithoutWatermark
+"""The class ``window_aggregation.build_window`` uses instead when the session's column has no watermark."""
