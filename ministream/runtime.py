@@ -5,7 +5,7 @@ operator instance and its own keyed state. Between two steps, every upstream sub
 queue) to every downstream subtask it can send to. A channel carries two kinds of messages:
 
 - a ``list``: a chunk of records (rows, or ``(key, row)`` pairs on the way into a keyed step);
-- a *marker*: :class:`EndOfBatch`, :class:`Watermark`, :class:`WatermarkStatus` or ``Barrier`` (checkpoints),
+- a *marker*: :class:`EndOfBatch`, :class:`Watermark`, :class:`WatermarkStatus` or :class:`Barrier` (checkpoints),
   which flow with the records and so mark a point in each channel's sequence.
 
 The :class:`Scheduler` picks, from a seeded random generator, which subtask runs next and from which of its
@@ -59,6 +59,14 @@ class WatermarkStatus:
     active again (continuous model)."""
 
     idle: bool
+
+
+@attrs.frozen
+class Barrier:
+    """Marker: checkpoint ``checkpoint_id``. What the sender sent before it belongs to the checkpoint, what it
+    sends after belongs to the next one (``ministream.checkpoint``, ``ministream.barriers``)."""
+
+    checkpoint_id: int
 
 
 class Channel:
@@ -121,6 +129,9 @@ class Subtask:
         self.valve: WatermarkValve | None = None
         self.watermark: int | None = None
         self.on_marker = None  # set by the model that runs the graph: what to do when a marker is aligned
+        # Set by barriers.py for unaligned and at-least-once checkpoints: it sees every message first and
+        # takes the barriers itself (aligned barriers need no such thing: they go through align()).
+        self.checkpointing = None
 
     def __str__(self):
         return f"{self.step.name}[{self.index}]"
@@ -134,6 +145,8 @@ class Subtask:
         """Take one message from input channel ``position`` and act on it."""
         input_number, channel = self.inputs[position]
         message = channel.messages.popleft()
+        if self.checkpointing is not None and self.checkpointing.takes(self, position, message):
+            return
         if isinstance(message, list):
             self.operator.process(message, input_number)
         elif isinstance(message, Watermark):
@@ -145,7 +158,8 @@ class Subtask:
 
     def align(self, position: int, marker) -> None:
         """A marker arrived on one input: hold that input back until the marker has arrived on all inputs,
-        then let the model act on it (end a batch, snapshot for a checkpoint) and release the inputs."""
+        then let the model act on it (end a batch; for a ``Barrier``, snapshot the state and forward the
+        barrier) and release the inputs."""
         self.pending_marker = marker
         self.held_back.add(position)
         if len(self.held_back) == len(self.inputs):
