@@ -81,7 +81,8 @@ def check_pipeline(flow: Dataflow, output_mode: str) -> None:
 
 
 def run_microbatch(flow: Dataflow, *, output_mode: str = "append", parallelism: int = 1, seed: int = 0,
-                   watermark_policy: str = "min", trace: bool | Trace = False) -> Run:
+                   watermark_policy: str = "min", trace: bool | Trace = False,
+                   checkpoints=None) -> Run:
     """Run a dataflow batch by batch, as Spark runs a streaming query, and return what the sinks received.
 
     Args:
@@ -91,6 +92,9 @@ def run_microbatch(flow: Dataflow, *, output_mode: str = "append", parallelism: 
         seed: the scheduler's seed (the result must not depend on it either).
         watermark_policy: ``"min"`` or ``"max"``: how the watermarks of several inputs combine.
         trace: ``True`` (or a ``Trace``) to record why every row was emitted or dropped.
+        checkpoints: Spark's checkpoint location, a ``checkpoint.MicroBatchCheckpoints``: the run first
+            restores its last complete checkpoint (if any) and goes on from there; each batch then logs its
+            offsets before it reads, and is checkpointed and committed when it ends.
     """
     check_pipeline(flow, output_mode)
     tracer = (trace if isinstance(trace, Trace) else Trace()) if trace else None
@@ -98,8 +102,9 @@ def run_microbatch(flow: Dataflow, *, output_mode: str = "append", parallelism: 
     scheduler = Scheduler(graph, seed)
     delays = {step.name: step.options["delay"] for step in flow.steps if step.kind == "watermark"}
     watermarks = MicroBatchWatermarks(delays, watermark_policy) if delays else None
-    for step in flow.sinks:
-        step.sink.reset()
+    if checkpoints is None:  # a recovering run keeps what its sinks hold: they live outside the process
+        for step in flow.sinks:
+            step.sink.reset()
 
     current = {"batch": None}
     for subtask in graph.subtasks:
@@ -115,6 +120,9 @@ def run_microbatch(flow: Dataflow, *, output_mode: str = "append", parallelism: 
     watermark = 0 if watermarks else None
     late_watermark = watermark
     batch_id = 0
+    if checkpoints is not None:
+        batch_id, watermark, late_watermark = (checkpoints.restore(graph, watermarks)
+                                               or (batch_id, watermark, late_watermark))
     while True:
         has_data = batch_id < script_length
         if not has_data and not (watermark is not None and watermark != late_watermark and any(
@@ -126,8 +134,10 @@ def run_microbatch(flow: Dataflow, *, output_mode: str = "append", parallelism: 
             tracer.begin_batch(batch_id, watermark, late_watermark, has_data)
         for operator in stateful:
             operator.on_batch_start(batch)
+        if checkpoints is not None:
+            checkpoints.begin_batch(batch)  # the offsets log: batch k is planned before it reads
         for source, subtask in sources:
-            subtask.output.send(source.batch(batch_id))
+            subtask.output.send(source.read(batch_id))
             subtask.output.broadcast(EndOfBatch(batch_id))
         scheduler.run_until_idle()
         if tracer:
@@ -136,6 +146,8 @@ def run_microbatch(flow: Dataflow, *, output_mode: str = "append", parallelism: 
         history.append(watermark)
         if watermarks:
             late_watermark, watermark = watermark, watermarks.advance()
+        if checkpoints is not None:
+            checkpoints.commit_batch(batch, graph, watermarks, watermark, late_watermark)
         batch_id += 1
     outputs = {step.name: step.sink.batches for step in flow.sinks}
     return Run(outputs, history, tracer, graph)
