@@ -289,10 +289,10 @@ class WindowAggregate(Operator):
             if watermark is not None and window[1] - 1 <= watermark:  # it already fired: fire it again
                 self._emit([(key, window)], f"late firing: end - 1 <= watermark {format_clock(watermark)}, "
                                             f"within the allowed lateness of {format_duration(lateness)}")
-        if not added:
+        if not added:  # every window of the row is gone; the latest is the one that ends last
             windows = self.assigner.assign(ts)
-            rule = (f"every window of the row was dropped: end - 1 + allowed lateness "
-                    f"{format_duration(lateness)} <= watermark {format_clock(watermark)}")
+            rule = (f"end - 1 + allowed lateness {format_duration(lateness)} <= watermark "
+                    f"{format_clock(watermark)}: the window fired and its state is gone")
             self._late(row, windows[-1] if windows else None, watermark, rule)
             if self.late_output is not None:
                 self.ctx.emit_side(self.late_output, [row])
