@@ -193,12 +193,13 @@ class ContinuousDriver:
         was = (subtask.watermark, subtask.valve.idle if subtask.valve else False)
         sink = self._sink_name(subtask)
         buffered = len(subtask.operator.buffer) if sink else 0
+        caused = len(self.trace.lines) if self.trace is not None else 0
         subtask.run_one(position)
         if sink:
             self.arrivals[sink].extend(Arrival(row, subtask.watermark)
                                        for row in subtask.operator.buffer[buffered:])
         if self.trace is not None:
-            self._explain_watermark(subtask, *was)
+            self._explain_watermark(subtask, *was, before=caused)
 
     def _sink_name(self, subtask: Subtask) -> str | None:
         name = subtask.step.name
@@ -233,17 +234,23 @@ class ContinuousDriver:
         if self.trace is not None:
             self.trace.record(step, 0, kind, text, row)
 
-    def _explain_watermark(self, subtask: Subtask, watermark: int | None, idle: bool) -> None:
+    def _explain_watermark(self, subtask: Subtask, watermark: int | None, idle: bool, before: int) -> None:
+        """Trace a change of the subtask's watermark or idleness, placed before the lines it caused (windows
+        fired, timers...), which the operator recorded while the message was being taken."""
         name, index = subtask.step.name, subtask.index
+        changes = []
         if subtask.watermark != watermark:
             inputs = len(subtask.inputs)
             why = "from its input" if inputs == 1 else f"the minimum over its active inputs ({inputs} in all)"
-            self.trace.record(name, index, "watermark", f"watermark rises to {format_ts(subtask.watermark)}: "
-                              f"{why}")
+            changes.append(("watermark", f"watermark rises to {format_ts(subtask.watermark)}: {why}"))
         now_idle = subtask.valve.idle if subtask.valve else False
         if now_idle != idle:
-            self.trace.record(name, index, "idle" if now_idle else "active",
-                              "every input is idle: idle too" if now_idle else "an input is active: active again")
+            changes.append(("idle", "every input is idle: idle too") if now_idle else
+                           ("active", "an input is active: active again"))
+        for kind, text in changes:
+            self.trace.record(name, index, kind, text)
+            self.trace.lines.insert(before, self.trace.lines.pop())  # the cause before its effects
+            before += 1
 
 
 def check_continuous(flow: Dataflow) -> None:
