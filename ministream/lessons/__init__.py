@@ -16,6 +16,10 @@ from ministream.operators import PipelineError
 
 LESSON_MODULES = [
     "running_aggregation",
+    "tumbling_window",
+    "sliding_window",
+    "late_data",
+    "output_modes",
     "stream_join",
     "outer_join",
     "idle_input",
