@@ -3,7 +3,8 @@
 The driver runs the query as a sequence of small batch jobs. For batch k it:
 
 1. fixes the batch's watermarks before any row moves: ``late_watermark`` = WM_{k-1} (rows at or before it
-   are late) and ``watermark`` = WM_k (state at or before it is evicted, append output emitted);
+   are late) and ``watermark`` = WM_k (state at or before it is evicted, append output emitted); and its
+   processing time, the *batch timestamp*, read once from the processing-time clock (``batch_timestamps``);
 2. lets every source deliver its batch k, followed by an :class:`~ministream.runtime.EndOfBatch` marker;
 3. lets the scheduler run until every subtask has ended the batch: each stateful operator then emits what
    the output mode asks for and evicts what the watermark allows; each sink records the batch;
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import attrs
 
+from ministream.clock import ManualClock
 from ministream.dataflow import Dataflow
 from ministream.operators import BatchInfo, PipelineError
 from ministream.results import BatchResult
@@ -82,6 +84,7 @@ def check_pipeline(flow: Dataflow, output_mode: str) -> None:
 
 def run_microbatch(flow: Dataflow, *, output_mode: str = "append", parallelism: int = 1, seed: int = 0,
                    watermark_policy: str = "min", trace: bool | Trace = False,
+                   batch_timestamps: list[int] | None = None,
                    checkpoints=None) -> Run:
     """Run a dataflow batch by batch, as Spark runs a streaming query, and return what the sinks received.
 
@@ -95,10 +98,15 @@ def run_microbatch(flow: Dataflow, *, output_mode: str = "append", parallelism: 
         checkpoints: Spark's checkpoint location, a ``checkpoint.MicroBatchCheckpoints``: the run first
             restores its last complete checkpoint (if any) and goes on from there; each batch then logs its
             offsets before it reads, and is checkpointed and committed when it ends.
+        batch_timestamps: the processing time of each batch in ms (Spark's batch timestamps, as its checkpoint
+            records them in ``offsets/k``): batch k runs at ``batch_timestamps[k]``, later batches at the last
+            one (the clock moves only when told to). ``None``: the run has no processing time.
     """
     check_pipeline(flow, output_mode)
     tracer = (trace if isinstance(trace, Trace) else Trace()) if trace else None
-    graph = PhysicalGraph(flow, parallelism, output_mode=output_mode, model="microbatch", trace=tracer)
+    clock = ManualClock(batch_timestamps[0]) if batch_timestamps else None
+    graph = PhysicalGraph(flow, parallelism, output_mode=output_mode, model="microbatch", trace=tracer,
+                          clock=clock)
     scheduler = Scheduler(graph, seed)
     delays = {step.name: step.options["delay"] for step in flow.steps if step.kind == "watermark"}
     watermarks = MicroBatchWatermarks(delays, watermark_policy) if delays else None
@@ -128,7 +136,11 @@ def run_microbatch(flow: Dataflow, *, output_mode: str = "append", parallelism: 
         if not has_data and not (watermark is not None and watermark != late_watermark and any(
                 operator.should_run_another_batch(watermark) for operator in stateful)):
             break
-        batch = BatchInfo(batch_id, watermark, late_watermark, has_data)
+        processing_time = None
+        if clock is not None:
+            clock.set(batch_timestamps[min(batch_id, len(batch_timestamps) - 1)])
+            processing_time = clock.now()
+        batch = BatchInfo(batch_id, watermark, late_watermark, has_data, processing_time)
         current["batch"] = batch
         if tracer:
             tracer.begin_batch(batch_id, watermark, late_watermark, has_data)

@@ -44,17 +44,20 @@ class PipelineError(ValueError):
 
 @attrs.frozen
 class BatchInfo:
-    """What a micro-batch knows before it starts: its id and its two watermarks.
+    """What a micro-batch knows before it starts: its id, its two watermarks and its processing time.
 
     ``late_watermark`` is the previous batch's watermark: rows at or before it are late in this batch.
     ``watermark`` is this batch's own: state at or before it is evicted (and append output emitted) at the end
-    of this batch. Both are ``None`` when the pipeline has no watermark.
+    of this batch. Both are ``None`` when the pipeline has no watermark. ``processing_time`` is the batch
+    timestamp (Spark's ``batchTimestampMs``): what the processing-time clock read when the batch started,
+    ``None`` when the run was given no batch timestamps.
     """
 
     batch_id: int
     watermark: int | None = None
     late_watermark: int | None = None
     has_data: bool = True
+    processing_time: int | None = None
 
 
 @attrs.define

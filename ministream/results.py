@@ -22,11 +22,17 @@ from ministream.times import format_ts, from_datetime
 
 @attrs.frozen
 class BatchResult:
-    """What one micro-batch emitted: its id, its watermark in ms (or ``None``), and its rows (dicts)."""
+    """What one micro-batch emitted: its id, its watermark in ms (or ``None``), and its rows (dicts).
+
+    ``processing_time`` is the batch's timestamp in ms when the engine had one (Spark always does: it is in
+    the checkpoint's ``offsets/k``). It is a fact about the run, not about the result: it is left out of
+    ``==`` and of ``repr``, so that two engines' batches compare by what they emitted.
+    """
 
     batch_id: int
     watermark: int | None
     rows: list[dict]
+    processing_time: int | None = attrs.field(default=None, eq=False, repr=False)
 
 
 FLOAT_DIGITS = 12

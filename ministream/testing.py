@@ -85,9 +85,9 @@ class CollectingSink:
         """Forget earlier runs (the runner calls this when a run starts)."""
         self.batches = []
 
-    def write(self, batch_id: int, watermark: int | None, rows: list[dict]) -> None:
-        """Keep one batch of output."""
-        self.batches.append(BatchResult(batch_id, watermark, list(rows)))
+    def write(self, batch_id: int, watermark: int | None, rows: list[dict], processing_time: int | None = None) -> None:
+        """Keep one batch of output (with the batch's processing time, when the run has one)."""
+        self.batches.append(BatchResult(batch_id, watermark, list(rows), processing_time))
 
     @property
     def rows(self) -> list[dict]:
@@ -109,5 +109,8 @@ class SinkOperator(Operator):
         self.buffer.extend(rows)
 
     def on_batch_end(self, batch):
-        self.sink.write(batch.batch_id, batch.watermark, self.buffer)
+        if batch.processing_time is None:
+            self.sink.write(batch.batch_id, batch.watermark, self.buffer)
+        else:
+            self.sink.write(batch.batch_id, batch.watermark, self.buffer, batch.processing_time)
         self.buffer = []
