@@ -4,7 +4,8 @@ The sink is ``foreachBatch``: Spark calls a Python function on the driver with e
 a DataFrame and its batch id, empty batches included, so nothing is lost or merged (the memory sink, for
 instance, forgets batch ids). ``processAllAvailable()`` waits until every scripted batch ran, plus the trailing
 *no-data batch* Spark runs when the last watermark advance lets a stateful operator evict state. The
-watermark each batch ran with is read back from the query's progress reports.
+watermark each batch ran with is read back from the query's progress reports, and its processing time (the
+batch timestamp) from the checkpoint's offsets log.
 
 >>> results = run_query(df.groupBy("key").count(), "update")   # doctest: +SKIP
 >>> results[0]                                                  # doctest: +SKIP
@@ -13,6 +14,8 @@ BatchResult(batch_id=0, watermark=None, rows=[{'key': 'a', 'count': 2}])
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shutil
 import tempfile
@@ -82,6 +85,19 @@ def _watermarks(query) -> dict[int, int | None]:
     return found
 
 
+def _batch_timestamps(checkpoint: str) -> dict[int, int]:
+    """The processing time of each batch: ``batchTimestampMs`` in the checkpoint's ``offsets/<batch id>``
+    (line 1 is ``v1``, line 2 the batch's metadata as JSON, then the source offsets)."""
+    found = {}
+    offsets = os.path.join(checkpoint, "offsets")
+    for name in os.listdir(offsets) if os.path.isdir(offsets) else []:
+        if name.isdigit():
+            with open(os.path.join(offsets, name)) as log:
+                lines = log.read().splitlines()
+            found[int(name)] = json.loads(lines[1])["batchTimestampMs"]
+    return found
+
+
 def run_query(df, output_mode: str, *, query_name: str | None = None, conf: dict | None = None,
               checkpoint_dir: str | None = None) -> list[BatchResult]:
     """Run a streaming DataFrame until its input is used up and return one BatchResult per micro-batch.
@@ -126,6 +142,7 @@ def run_query(df, output_mode: str, *, query_name: str | None = None, conf: dict
             except PySparkException as error:
                 raise _query_error(failures[0] if failures else error, "failed while running the query") from None
             watermarks = _watermarks(query)
+            timestamps = _batch_timestamps(checkpoint)
     finally:
         if query is not None:
             query.stop()
@@ -135,4 +152,5 @@ def run_query(df, output_mode: str, *, query_name: str | None = None, conf: dict
     if missing:
         raise SparkQueryError(f"no progress report kept for batches {missing}: raise "
                               "spark.sql.streaming.numRecentProgressUpdates above the number of batches")
-    return [BatchResult(batch_id, watermarks[batch_id], emitted[batch_id]) for batch_id in sorted(emitted)]
+    return [BatchResult(batch_id, watermarks[batch_id], emitted[batch_id], timestamps.get(batch_id))
+            for batch_id in sorted(emitted)]
