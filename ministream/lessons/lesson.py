@@ -85,6 +85,12 @@ class Lesson:
     doc: str = ""
     random_script: Callable | None = None
     """``random_script(rng, params)``: a random script for this lesson (for ``ministream fuzz``)."""
+    batch_timestamps: Callable | None = None
+    """``batch_timestamps(script, params)``: the processing time of each batch for ministream's own runs
+    (lessons that use processing time); ``None``: the lesson's runs have no processing time."""
+    replay_spark_clock: bool = False
+    """Processing time cannot be scripted in Spark (each batch reads the wall clock): when ``True``,
+    ``compare_lesson`` runs the twin first and then ministream with the batch timestamps Spark recorded."""
 
     def resolve_params(self, overrides: dict | None = None) -> dict:
         """The lesson's parameters: defaults, with ``overrides`` (text or values) applied; unknown names are
@@ -118,18 +124,22 @@ class Lesson:
         return ", ".join(columns)
 
     def run(self, script=None, params: dict | None = None, *, parallelism: int = 1, seed: int = 0,
-            trace: bool = False, model: str = "microbatch"):
-        """Run the ministream pipeline on ``script`` (the default script when ``None``)."""
+            trace: bool = False, model: str = "microbatch", batch_timestamps: list[int] | None = None):
+        """Run the ministream pipeline on ``script`` (the default script when ``None``); ``batch_timestamps``
+        (micro-batch model) overrides the lesson's own processing times."""
         from ministream.microbatch import run_microbatch
 
         values = self.resolve_params(params)
-        flow = self.pipeline(self.default_script if script is None else script, values)
+        script = self.default_script if script is None else script
+        flow = self.pipeline(script, values)
         if model == "continuous":
             from ministream.continuous import run_continuous
 
             return run_continuous(flow, parallelism=parallelism, seed=seed, trace=trace)
+        if batch_timestamps is None and self.batch_timestamps is not None:
+            batch_timestamps = self.batch_timestamps(script, values)
         return run_microbatch(flow, output_mode=self.mode(values), parallelism=parallelism, seed=seed,
-                              watermark_policy=self.policy(values), trace=trace)
+                              watermark_policy=self.policy(values), trace=trace, batch_timestamps=batch_timestamps)
 
     def run_twin(self, script=None, params: dict | None = None, *, master: str | None = None):
         """Run the PySpark twin on the same script and return its batches."""
