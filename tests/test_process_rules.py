@@ -1,0 +1,399 @@
+"""Keyed process functions: the timer, state-scoping and time-to-live rules of Spark's transformWithState,
+as ministream's micro-batch model runs them (each measured on PySpark 4.3.0, see tutorials/11-device-sessions.md),
+and the same processor in the continuous model."""
+
+import pytest
+
+from ministream import CollectingSink, Dataflow, ScriptedSource, run_microbatch
+from ministream.clock import ClockStep
+from ministream.continuous import run_continuous
+from ministream.operators import PipelineError
+from ministream.process import Processor
+
+
+def run(processor, script, time_mode="event_time", delay=0, timestamps=None, **options):
+    """Run ``processor`` keyed by ``key`` (after a watermark with ``delay`` ms, unless ``delay`` is None)."""
+    flow = Dataflow("rules")
+    events = flow.source("events", ScriptedSource(script))
+    if delay is not None:
+        events = events.with_watermark("watermark", "ts", delay)
+    events.key_by("key").process("p", processor, time_mode=time_mode).sink("output", CollectingSink())
+    return run_microbatch(flow, output_mode="update", batch_timestamps=timestamps, **options)
+
+
+def rows_per_batch(result, *columns):
+    return [sorted(tuple(row[c] for c in columns) for row in batch.rows) for batch in result.output()]
+
+
+class TimerPerRow(Processor):
+    """Echoes each row, and sets an event-time timer ``after`` ms after each row's time."""
+
+    def __init__(self, after=5_000):
+        self.after = after
+
+    def init(self, handle):
+        self.handle = handle
+
+    def handle_input_rows(self, key, rows, timer_values):
+        for row in rows:
+            self.handle.register_timer(row["ts"] + self.after)
+            yield {"key": key, "kind": "row", "t": row["ts"], "wm": timer_values.watermark}
+
+    def handle_expired_timer(self, key, timer_values, expired_timer_info):
+        yield {"key": key, "kind": "timer", "t": expired_timer_info.expiry_time, "wm": timer_values.watermark}
+
+
+def row(key, second):
+    return {"key": key, "ts": second * 1000}
+
+
+# The script of the measurement (see the tutorial): watermark delay 10 s.
+MEASURED = [[row("a", 1), row("b", 2)], [row("a", 20), row("a", 3)], [row("b", 5)],
+            [row("b", 9), row("b", 10), row("b", 11)], [row("a", 40)]]
+
+
+def test_event_time_batch_matches_the_measured_spark_run():
+    """Late rows, input then timers, inclusive firing and the no-data batch are as PySpark 4.3 ran them."""
+    result = run(TimerPerRow(), MEASURED, delay=10_000)
+    assert rows_per_batch(result, "key", "kind", "t", "wm") == [
+        [("a", "row", 1000, 0), ("b", "row", 2000, 0)],
+        [("a", "row", 3000, 0), ("a", "row", 20000, 0)],
+        [("a", "timer", 6000, 10000), ("a", "timer", 8000, 10000), ("b", "row", 5000, 10000),
+         ("b", "timer", 7000, 10000), ("b", "timer", 10000, 10000)],
+        [("b", "row", 11000, 10000)],
+        [("a", "row", 40000, 10000)],
+        [("a", "timer", 25000, 30000), ("b", "timer", 16000, 30000)],
+    ]
+
+
+def test_event_time_timer_fires_when_the_watermark_reaches_it_inclusive():
+    """An event-time timer fires in the first batch whose watermark WM_k is >= its expiry (expiry == WM_k fires)."""
+    result = run(TimerPerRow(after=9_000), [[row("a", 1)], [row("z", 20)], []], delay=10_000)
+    assert [b.watermark for b in result.output()] == [0, 0, 10000]
+    assert rows_per_batch(result, "kind", "t") == [[("row", 1000)], [("row", 20000)], [("timer", 10000)]]
+
+
+def test_timer_registered_by_the_input_handler_in_the_past_fires_in_the_same_batch():
+    """Timers fire after the input handlers, so a timer set at or before WM_k by an input handler fires at once."""
+    result = run(TimerPerRow(), MEASURED, delay=10_000)
+    assert ("b", "timer", 10000) in [(r["key"], r["kind"], r["t"]) for r in result.output()[2].rows]
+
+
+def test_timers_fire_in_expiry_order():
+    """Within a subtask, expired timers fire earliest first, whatever order they were registered in."""
+    result = run(TimerPerRow(after=0), [[row("a", 9), row("b", 3), row("c", 6)], [row("z", 30)]], delay=0)
+    assert [r["t"] for r in result.output()[1].rows if r["kind"] == "timer"] == [3000, 6000, 9000]
+
+
+class Chain(Processor):
+    """Key ``a``: a timer at 1 s, whose handler registers a timer that is already due."""
+
+    def init(self, handle):
+        self.handle = handle
+
+    def handle_input_rows(self, key, rows, timer_values):
+        if key == "a":
+            self.handle.register_timer(1_000)
+        return []
+
+    def handle_expired_timer(self, key, timer_values, expired_timer_info):
+        if expired_timer_info.expiry_time == 1_000:
+            self.handle.register_timer(1_001)
+        yield {"key": key, "t": expired_timer_info.expiry_time}
+
+
+def test_timer_registered_by_a_timer_handler_waits_for_the_next_batch():
+    """A timer set by a timer handler does not fire in the same batch even when due (measured: it fired a batch later)."""
+    result = run(Chain(), [[row("a", 1), row("z", 10)], [row("z", 11)], [row("z", 12)]], delay=0)
+    assert [b.watermark for b in result.output()] == [0, 10000, 11000, 12000]
+    assert rows_per_batch(result, "t") == [[], [(1000,)], [(1001,)], []]
+
+
+def test_no_data_batch_needs_a_watermark_rise_not_a_due_timer():
+    """A timer left due after the last batch fires only if the watermark rises again (no-data batches follow it)."""
+    result = run(Chain(), [[row("a", 1), row("z", 10)]], delay=0)
+    assert rows_per_batch(result, "t") == [[], [(1000,)]]  # batch 1 is the no-data batch; 1001 never fires
+
+
+class Reregister(Processor):
+    """Key ``a``: a timer at 1 s, whose handler registers its own expiry time again."""
+
+    def init(self, handle):
+        self.handle = handle
+
+    def handle_input_rows(self, key, rows, timer_values):
+        if key == "a":
+            self.handle.register_timer(1_000)
+        return []
+
+    def handle_expired_timer(self, key, timer_values, expired_timer_info):
+        self.handle.register_timer(expired_timer_info.expiry_time)
+        yield {"key": key, "timers": self.handle.list_timers()}
+
+
+def test_a_fired_timer_is_deleted_after_its_handler_even_if_registered_again():
+    """Spark deletes a fired timer after its handler ran, so registering the same expiry in the handler is undone."""
+    result = run(Reregister(), [[row("a", 1), row("z", 10)], [row("z", 20)]], delay=0)
+    # The handler sees its re-registered timer, but it is gone after the handler: it never fires again.
+    assert [b.rows for b in result.output()] == [[], [{"key": "a", "timers": [1000]}], []]
+
+
+class Collect(Processor):
+    """Emits, per call of the input handler, the key and the times of its rows."""
+
+    def init(self, handle):
+        self.calls = handle.get_value_state("calls", default=0)
+
+    def handle_input_rows(self, key, rows, timer_values):
+        self.calls.update(self.calls.value() + 1)
+        yield {"key": key, "times": tuple(r["ts"] for r in rows), "call": self.calls.value(),
+               "timer_values": (timer_values.processing_time, timer_values.watermark)}
+
+
+def test_input_handler_runs_once_per_key_with_all_its_rows_of_the_batch():
+    """handle_input_rows is called once per key that has rows in a batch, with all of them; keys without rows are
+    not called."""
+    result = run(Collect(), [[row("a", 1), row("b", 2), row("a", 3)], [row("b", 4)]], time_mode="none", delay=None)
+    assert rows_per_batch(result, "key", "times", "call") == [[("a", (1000, 3000), 1), ("b", (2000,), 1)],
+                                                               [("b", (4000,), 2)]]
+
+
+def test_late_rows_are_dropped_only_in_event_time_mode():
+    """Event-time mode drops rows with ts <= WM_{k-1}; time mode "none" keeps them even with a watermark."""
+    script = [[row("a", 20)], [row("a", 5)], [row("a", 10), row("a", 11)]]  # WM_1 = WM_2 = 10 s
+    event_time = run(Collect(), script, time_mode="event_time", delay=10_000)
+    no_time = run(Collect(), script, time_mode="none", delay=10_000)
+    assert [r["times"] for b in event_time.output() for r in b.rows] == [(20000,), (5000,), (11000,)]
+    assert [r["times"] for b in no_time.output() for r in b.rows] == [(20000,), (5000,), (10000, 11000)]
+
+
+def test_timer_values_are_the_batch_watermark_and_timestamp():
+    """TimerValues hold WM_k and the batch timestamp; in time mode "none" both are None (Spark: -1)."""
+    script = [[row("a", 20)], [row("a", 30)]]
+    event_time = run(Collect(), script, time_mode="event_time", delay=10_000, timestamps=[500, 900])
+    no_time = run(Collect(), script, time_mode="none", delay=10_000, timestamps=[500, 900])
+    assert [r["timer_values"] for b in event_time.output() for r in b.rows] == [(500, 0), (900, 10000)]
+    assert [r["timer_values"] for b in no_time.output() for r in b.rows] == [(None, None), (None, None)]
+
+
+def test_no_data_batch_runs_when_the_watermark_rises_even_without_timers():
+    """In event-time and "none" modes a no-data batch follows a watermark rise, with or without timers."""
+    for mode in ("event_time", "none"):
+        result = run(Collect(), [[row("a", 1)], [row("a", 40)]], time_mode=mode, delay=10_000)
+        assert [b.watermark for b in result.output()] == [0, 0, 30000]
+
+
+def test_timers_need_a_time_mode():
+    """Registering a timer in time mode "none" is refused, as Spark refuses it."""
+    with pytest.raises(PipelineError, match="timers need a time mode"):
+        run(TimerPerRow(), [[row("a", 1)]], time_mode="none", delay=None)
+
+
+def test_event_time_mode_needs_a_watermark():
+    """A process step in event-time mode without a with_watermark step upstream is refused when it is built."""
+    with pytest.raises(PipelineError, match="event-time mode needs a watermark"):
+        run(TimerPerRow(), [[row("a", 1)]], time_mode="event_time", delay=None)
+
+
+class Watchdog(Processor):
+    """Processing time: a timer ``after`` ms after each batch that had rows of the key; deletes the old one."""
+
+    def __init__(self, after):
+        self.after = after
+
+    def init(self, handle):
+        self.handle = handle
+
+    def handle_input_rows(self, key, rows, timer_values):
+        for expiry in self.handle.list_timers():
+            self.handle.delete_timer(expiry)
+        self.handle.register_timer(timer_values.processing_time + self.after)
+        return []
+
+    def handle_expired_timer(self, key, timer_values, expired_timer_info):
+        yield {"key": key, "expiry": expired_timer_info.expiry_time, "now": timer_values.processing_time}
+
+
+def test_processing_time_timer_fires_when_the_batch_timestamp_reaches_it():
+    """A processing-time timer fires in the first batch whose timestamp is >= its expiry; a deleted one never."""
+    script = [[row("a", 1)], [row("a", 2)], [], [], []]
+    result = run(Watchdog(after=1_000), script, time_mode="processing_time", delay=None,
+                 timestamps=[0, 600, 1_500, 1_599, 1_600])
+    assert rows_per_batch(result, "expiry", "now") == [[], [], [], [], [(1600, 1600)]]
+
+
+def test_processing_time_mode_runs_the_script_batches_only():
+    """ministream runs no processing-time no-data batches (Spark would ask for them for ever); empty batches in
+    the script let processing time pass, and later batches keep the last timestamp."""
+    result = run(Watchdog(after=1_000), [[row("a", 1)], []], time_mode="processing_time", delay=None,
+                 timestamps=[0])
+    assert [(b.batch_id, b.processing_time, b.rows) for b in result.output()] == [(0, 0, []), (1, 0, [])]
+
+
+def test_processing_time_mode_needs_batch_timestamps():
+    """Without batch timestamps a run has no processing time, so processing-time mode is refused."""
+    with pytest.raises(PipelineError, match="needs processing time"):
+        run(Watchdog(after=1_000), [[row("a", 1)]], time_mode="processing_time", delay=None)
+
+
+class Scoped(Processor):
+    """Writes the key into value, list and map state, and reports what it reads back."""
+
+    def init(self, handle):
+        self.last = handle.get_value_state("last")
+        self.seen = handle.get_list_state("seen")
+        self.by_time = handle.get_map_state("by_time")
+        self.counter = 0  # NOT state: a plain attribute of the processor
+
+    def handle_input_rows(self, key, rows, timer_values):
+        before = (self.last.value(), self.seen.get(), self.by_time.items())
+        for r in rows:
+            self.last.update(r["ts"])
+            self.seen.add(r["ts"])
+            self.by_time.put(r["ts"], key)
+        self.counter += len(rows)
+        yield {"key": key, "before": before, "counter": self.counter}
+
+
+def test_state_is_scoped_to_the_current_key():
+    """Value, list and map state read and write under the key being processed: keys never see each other's."""
+    result = run(Scoped(), [[row("a", 1), row("b", 2)], [row("a", 3), row("b", 4)]], time_mode="none", delay=None)
+    batch1 = {r["key"]: r["before"] for r in result.output()[1].rows}
+    assert batch1 == {"a": (1000, [1000], [(1000, "a")]), "b": (2000, [2000], [(2000, "b")])}
+
+
+def test_processor_attributes_do_not_survive_a_batch_but_state_does():
+    """Each batch runs a fresh copy of the processor (init, handlers, close), as Spark's tasks do: only state lasts."""
+    result = run(Scoped(), [[row("a", 1), row("a", 2)], [row("a", 3)]], time_mode="none", delay=None)
+    assert [r["counter"] for b in result.output() for r in b.rows] == [2, 1]
+    assert result.output()[1].rows[0]["before"][1] == [1000, 2000]
+
+
+def test_results_do_not_depend_on_parallelism_or_seed():
+    """The batches of a process step are the same at parallelism 1, 2 and 4 and for any seed."""
+    def rows(parallelism, seed):
+        result = run(TimerPerRow(), MEASURED, delay=10_000, parallelism=parallelism, seed=seed)
+        return [sorted(map(repr, b.rows)) for b in result.output()]
+    expected = rows(1, 0)
+    assert all(rows(p, s) == expected for p in (1, 2, 4) for s in (0, 3, 11))
+
+
+def test_snapshot_and_restore_keep_state_and_timers_by_key_group():
+    """A process step's snapshot holds its state and its timers by key group; restoring it into more subtasks
+    hands each key's state and timers to the key's new subtask."""
+    from ministream.runtime import PhysicalGraph
+    from ministream.keygroups import key_group_range
+
+    flow = Dataflow("snap")
+    flow.source("events", ScriptedSource([[row("a", 1), row("b", 2)]])).with_watermark("wm", "ts", 0).key_by(
+        "key").process("p", TimerPerRow(), time_mode="event_time").sink("output", CollectingSink())
+    result = run_microbatch(flow, output_mode="update", parallelism=2)
+    snapshots = [op.snapshot() for op in result.graph.operators("p")]
+    restored = PhysicalGraph(flow, parallelism=4)
+    for index, operator in enumerate(restored.operators("p")):
+        for snapshot in snapshots:
+            operator.restore(snapshot, key_group_range(index, 4))
+    timers = sorted(t for op in restored.operators("p") for t in op.timers.pop_expired_event_time(10_000))
+    assert timers == [(6000, "a"), (7000, "b")]
+
+
+class Remember(Processor):
+    """Processing-time mode with TTL: value, list and map state, each with a 1 s time-to-live."""
+
+    def init(self, handle):
+        self.last = handle.get_value_state("last", ttl="1 second")
+        self.seen = handle.get_list_state("seen", ttl=1_000)
+        self.by_time = handle.get_map_state("by_time", ttl=1_000)
+
+    def handle_input_rows(self, key, rows, timer_values):
+        before = (self.last.value(), self.seen.get(), self.by_time.items())
+        for r in rows:
+            if r.get("write", True):
+                self.last.update(r["ts"])
+                self.seen.add(r["ts"])
+                self.by_time.put(r["ts"] % 2, r["ts"])
+        yield {"key": key, "before": before}
+
+
+def ttl_run(script, timestamps, trace=False):
+    return run(Remember(), script, time_mode="processing_time", delay=None, timestamps=timestamps, trace=trace)
+
+
+def test_ttl_entry_expires_when_processing_time_reaches_its_expiry():
+    """An entry written at batch timestamp t with TTL d is visible while now < t + d and gone once now >= t + d."""
+    result = ttl_run([[row("a", 1)], [row("a", 2)], [row("a", 3)]], [0, 999, 1_999 + 1_000])
+    befores = [b.rows[0]["before"][0] for b in result.output()]
+    assert befores == [None, 1000, None]  # at 999 the first write lives; at 2999 the second (999 + 1000) is gone
+
+
+def test_ttl_reads_hide_expired_entries_before_the_cleanup():
+    """A read in the batch where an entry expires already misses it, though the cleanup comes after the handlers."""
+    result = ttl_run([[row("a", 1)], [{"key": "a", "ts": 5_000, "write": False}]], [0, 1_000], trace=True)
+    assert result.output()[1].rows[0]["before"] == (None, [], [])
+    assert [s.state_sizes["p"] for s in result.trace.batches] == [3, 0]
+
+
+def test_ttl_only_a_write_renews_an_entry():
+    """Reading an entry does not keep it alive; writing it again starts its time-to-live anew."""
+    script = [[row("a", 1)], [{"key": "a", "ts": 2_000, "write": False}], [row("a", 3)], [row("a", 4)]]
+    result = ttl_run(script, [0, 500, 900, 1_800])
+    befores = [b.rows[0]["before"][0] for b in result.output()]
+    assert befores == [None, 1000, 1000, 3000]
+
+
+def test_ttl_list_elements_and_map_entries_expire_one_by_one():
+    """Each list element and map entry has its own expiry: appending or putting one does not renew the others."""
+    script = [[row("a", 1)], [row("a", 2)], [{"key": "a", "ts": 0, "write": False}]]
+    result = ttl_run(script, [0, 600, 1_000])
+    assert result.output()[2].rows[0]["before"] == (2000, [2000], [(0, 2000)])
+
+
+def test_ttl_cleanup_is_in_the_trace():
+    """The end-of-batch cleanup says which key lost which state."""
+    result = ttl_run([[row("a", 1)], [], []], [0, 500, 1_000], trace=True)
+    lines = [line.text for line in result.trace.of_kind("ttl")]
+    assert len(lines) == 3 and all(line.startswith("key 'a': expired entries of state") for line in lines)
+    assert [line.batch_id for line in result.trace.of_kind("ttl")] == [2, 2, 2]
+
+
+def test_ttl_needs_processing_time_mode():
+    """A time-to-live in event-time or "none" mode is refused, as Spark refuses it
+    (STATEFUL_PROCESSOR_INCORRECT_TIME_MODE_TO_ASSIGN_TTL)."""
+    with pytest.raises(PipelineError, match="needs time_mode='processing_time'"):
+        run(Remember(), [[row("a", 1)]], time_mode="event_time", delay=0, timestamps=[0])
+
+
+class Echo(Processor):
+    """Continuous model: emits each row's key and the watermark it saw; timers 5 s after each row."""
+
+    def init(self, handle):
+        self.handle = handle
+
+    def handle_input_rows(self, key, rows, timer_values):
+        for r in rows:
+            self.handle.register_timer(r["ts"] + 5_000)
+            yield {"key": key, "kind": "row", "t": r["ts"]}
+
+    def handle_expired_timer(self, key, timer_values, expired_timer_info):
+        yield {"key": key, "kind": "timer", "t": expired_timer_info.expiry_time}
+
+
+def test_continuous_model_runs_the_same_processor_per_record():
+    """In the continuous model the input handler sees one row at a time, nothing is dropped as late, and the
+    event-time timers fire as the watermark passes them (all of them at the end of the input)."""
+    flow = Dataflow("continuous")
+    flow.source("events", ScriptedSource([[row("a", 1), row("a", 20), row("b", 2)]])).with_watermark(
+        "wm", "ts", 0).key_by("key").process("p", Echo(), time_mode="event_time").sink("output", CollectingSink())
+    [batch] = run_continuous(flow).output()
+    assert sorted((r["kind"], r["key"], r["t"]) for r in batch.rows) == [
+        ("row", "a", 1000), ("row", "a", 20000), ("row", "b", 2000),
+        ("timer", "a", 6000), ("timer", "a", 25000), ("timer", "b", 7000)]
+
+
+def test_continuous_model_fires_processing_time_timers_at_clock_steps():
+    """In the continuous model a processing-time timer fires when a ClockStep moves the clock past it."""
+    flow = Dataflow("continuous-clock")
+    flow.source("events", ScriptedSource([[row("a", 1), ClockStep(500), ClockStep(600)]])).key_by("key").process(
+        "p", Watchdog(after=1_000), time_mode="processing_time").sink("output", CollectingSink())
+    [batch] = run_continuous(flow).output()
+    assert batch.rows == [{"key": "a", "expiry": 1000, "now": 1100}]
