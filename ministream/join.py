@@ -153,8 +153,10 @@ class StreamJoin(Operator):
     # -- the rules ----------------------------------------------------------------------------------------
 
     def _drop_late(self, side: int, pairs: list, batch) -> list:
-        """Rule 1: rows at or before the previous batch's watermark are late: not joined, not stored."""
-        column = self.sides[side].watermark_column
+        """Rule 1: rows at or before the previous batch's watermark are late: not joined, not stored. The
+        column tested is the side's event time: its watermarked column, or the event-time column of the key
+        (a window's end) when the key has one."""
+        column = self.key_time[side] if self.key_time else self.sides[side].watermark_column
         if column is None or batch.late_watermark is None:
             return pairs
         kept = []
@@ -263,6 +265,19 @@ class StreamJoin(Operator):
 
     def state_size(self):
         return sum(self.state_sizes().values())
+
+    def snapshot(self):
+        """The keyed state, plus, in the continuous model, the interval or window join's own state and
+        watermark (``interval_join.py``), so that a checkpoint holds the rows waiting for a match."""
+        snapshot = super().snapshot()
+        if self.continuous is not None:
+            snapshot["continuous"] = self.continuous.snapshot()
+        return snapshot
+
+    def restore(self, snapshot, key_groups=None):
+        super().restore(snapshot, key_groups)
+        if self.continuous is not None and "continuous" in snapshot:
+            self.continuous.restore(snapshot["continuous"], key_groups)
 
 
 def _combine(left: dict, right: dict) -> dict:

@@ -186,3 +186,48 @@ def test_output_does_not_depend_on_parallelism_or_seed(parallelism, seed):
     right = [[R(2 * S, "a"), R(9 * S, "c")], [R(31 * S, "b"), R(35 * S, "a")], [R(61 * S, "c")]]
     flow = join_flow(left, right, how="full_outer", delay=5 * S)
     assert batches(flow, parallelism=parallelism, seed=seed) == batches(flow)
+
+
+WINDOW_LEFT = [[L(1 * S, "a"), L(12 * S, "b")], [L(25 * S, "a")], [L(3 * S, "a"), L(40 * S, "c")], [L(60 * S, "z")]]
+WINDOW_RIGHT = [[R(5 * S, "a")], [R(15 * S, "b"), R(26 * S, "a")], [R(8 * S, "a"), R(41 * S, "d")], [R(61 * S, "z")]]
+
+
+def window_join_flow(how):
+    """Each side's rows put in 10-second tumbling windows; the join key is (key, window end)."""
+    from ministream.windows import tumbling
+
+    flow = Dataflow("window-join")
+    sides = []
+    for name, script, p in (("left", WINDOW_LEFT, "l"), ("right", WINDOW_RIGHT, "r")):
+        stream = (flow.source(name, ScriptedSource(script)).with_watermark(f"{name}_watermark", f"{p}_time", 5 * S)
+                  .map(f"{name}_window", lambda row, p=p: {f"{p}_key": row[f"{p}_key"],
+                                                         f"{p}_end": tumbling(row[f"{p}_time"], 10 * S)[1]})
+                  .select(f"{name}_columns", **{f"{p}_key": f"{p}_key", f"{p}_end": f"{p}_end"}))
+        sides.append(stream.key_by([f"{p}_key", f"{p}_end"]))
+    sides[0].join("join", sides[1], how=how, key_time=("l_end", "r_end")).sink("output", CollectingSink())
+    return flow
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("how", ["inner", "left_outer"])
+def test_a_window_in_the_join_key_matches_spark(how):
+    """With a window in the key, rows are late when their window ended at or before WM_{k-1}, and both
+    sides leave state (outer rows padded) when the window end is <= WM_k, as Spark does."""
+    from pyspark.sql import functions as F
+
+    from ministream.compare import compare_batches
+    from ministream.spark import run_query, scripted_stream, spark_session
+
+    spark = spark_session()
+
+    def side(script, p):
+        df = scripted_stream(spark, f"{p}_key STRING, {p}_time TIMESTAMP", script).withWatermark(f"{p}_time", "5 seconds")
+        return df.select(f"{p}_key", F.window(f"{p}_time", "10 seconds").alias(f"{p}_window"))
+
+    joined = side(WINDOW_LEFT, "l").join(side(WINDOW_RIGHT, "r"), F.expr("l_key = r_key AND l_window = r_window"), how)
+    twin = joined.select("l_key", F.col("l_window.end").alias("l_end"), "r_key", F.col("r_window.end").alias("r_end"))
+    result = compare_batches(run_microbatch(window_join_flow(how)).output(), run_query(twin, "append"))
+    assert result.matches, result.table()
+    if how == "left_outer":
+        assert [batch.rows for batch in run_microbatch(window_join_flow(how)).output()][-1] == [
+            {"l_key": "c", "l_end": 50000, "r_key": None, "r_end": None}]
