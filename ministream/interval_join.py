@@ -32,6 +32,8 @@ are dropped. A row whose window has already fired is late.
 
 from __future__ import annotations
 
+import copy
+
 from ministream.keygroups import key_group_of
 from ministream.operators import PipelineError
 from ministream.times import format_ts
@@ -103,6 +105,24 @@ class IntervalJoin:
         return {side.name: sum(len(rows) for group in table.values() for rows in group.values())
                 for side, table in zip(self.sides, self.state)}
 
+    def snapshot(self) -> dict:
+        """The state for a checkpoint: both sides by key group, ``{"keyed": {key_group: {"left": {key: rows},
+        "right": ...}}}``, and the watermark (the late rule needs it as soon as the run goes on)."""
+        keyed: dict = {}
+        for name, table in zip(("left", "right"), self.state):
+            for group, keys in table.items():
+                keyed.setdefault(group, {})[name] = copy.deepcopy(keys)
+        return {"keyed": dict(sorted(keyed.items())), "watermark": self.watermark}
+
+    def restore(self, snapshot: dict, key_groups=None) -> None:
+        """Load the key groups in ``key_groups`` (all when ``None``) of a :meth:`snapshot`."""
+        for group, sides in snapshot["keyed"].items():
+            if key_groups is None or group in key_groups:
+                for side, name in enumerate(("left", "right")):
+                    if name in sides:
+                        self.state[side][group] = copy.deepcopy(sides[name])
+        self.watermark = snapshot["watermark"]
+
 
 class WindowJoin:
     """The window join's state and rules (``join.StreamJoin`` in the continuous model, with ``key_time``).
@@ -152,6 +172,19 @@ class WindowJoin:
     def sizes(self) -> dict[str, int]:
         return {side.name: sum(len(entry[i]) for keys in self.state.values() for entry in keys.values())
                 for i, side in enumerate(self.sides)}
+
+    def snapshot(self) -> dict:
+        """The state for a checkpoint, ``{"keyed": {key_group: {"windows": {key: ([left], [right])}}}}``, and the
+        watermark."""
+        keyed = {group: {"windows": copy.deepcopy(keys)} for group, keys in sorted(self.state.items())}
+        return {"keyed": keyed, "watermark": self.watermark}
+
+    def restore(self, snapshot: dict, key_groups=None) -> None:
+        """Load the key groups in ``key_groups`` (all when ``None``) of a :meth:`snapshot`."""
+        for group, states in snapshot["keyed"].items():
+            if key_groups is None or group in key_groups:
+                self.state[group] = copy.deepcopy(states["windows"])
+        self.watermark = snapshot["watermark"]
 
 
 def continuous_join(how: str, time_range, left, right, key_time):
