@@ -1,0 +1,329 @@
+"""Checkpoint storage: where checkpoints are kept, how a half-written or damaged one is recognized, and how
+state becomes bytes.
+
+A checkpoint is stored as a small set of files (``checkpoint.py`` says what is in them): one folder per
+checkpoint, ``chk-<id>/``, holding the files and a ``manifest.json`` that lists every file with its
+**sha256**. The rules that make a crash *while storing* harmless:
+
+1. every file is written under a temporary name, then renamed into place (a rename is atomic: a reader sees
+   the whole file or none of it);
+2. the manifest is written last: a checkpoint without a manifest is **torn** (the run died while storing it);
+3. a file whose sha256 differs from the manifest's, or that is missing, makes the checkpoint **corrupt**;
+4. recovery takes the newest checkpoint that is neither, and reports each one it skipped, naming the file.
+
+The micro-batch model also keeps Spark's *offsets log*: ``offsets/<batch id>`` is written before batch k reads
+anything (its watermarks and source offsets), so a batch that crashed is run again exactly as it first ran.
+
+:class:`MemoryStorage` (the default) keeps the same files in a dict, so the same checks run in every test;
+:class:`DirectoryStorage` writes them to a folder a learner can open.
+
+**Serialization.** State is JSON where JSON can say it, with tags where it cannot, so that a snapshot comes
+back *equal* to what was stored: tuples (``{"__tuple__": [...]}``, e.g. a window ``(start, end)``), dicts
+whose keys are not strings (``{"__dict__": [[key, value], ...]}``: key groups are ints, keys may be tuples),
+sets, and the runtime's markers (in-flight channel contents of unaligned checkpoints). Anything else, such as
+the accumulator of a user's ``Custom`` aggregate, which may be any Python object, is pickled
+(``{"__pickle__": "<base64>"}``): pickle is the only general way to store an arbitrary object, and only
+ministream reads back what it wrote itself.
+
+>>> storage = MemoryStorage()
+>>> storage.save_files(1, {"checkpoint.json": encode_json({"offsets": {"events": 3}})})
+>>> storage.save_files(2, {"checkpoint.json": b"{}"})
+>>> storage.files[2]["checkpoint.json"] = b'{"damaged": true}'
+>>> storage.latest_files()[0]
+1
+>>> print(storage.problems[0])
+checkpoint 2 skipped: chk-2/checkpoint.json is corrupt (its sha256 differs from the manifest's)
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import pickle
+import shutil
+from pathlib import Path
+
+import attrs
+
+MANIFEST = "manifest.json"
+
+
+# -- state as JSON ------------------------------------------------------------------------------------------
+
+def _markers() -> dict:
+    from ministream.runtime import Barrier, EndOfBatch, Watermark, WatermarkStatus
+
+    return {cls.__name__: cls for cls in (Barrier, EndOfBatch, Watermark, WatermarkStatus)}
+
+
+def to_plain(value):
+    """A value as JSON data that :func:`from_plain` turns back into an equal value.
+
+    >>> to_plain({38: {"windows": {"a": {(0, 10_000): [2, 5.0]}}}})
+    {'__dict__': [[38, {'windows': {'a': {'__dict__': [[{'__tuple__': [0, 10000]}, [2, 5.0]]]}}}]]}
+    >>> from_plain(to_plain({("a", 1): (1, None)}))
+    {('a', 1): (1, None)}
+    """
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, list):
+        return [to_plain(item) for item in value]
+    if isinstance(value, tuple):
+        return {"__tuple__": [to_plain(item) for item in value]}
+    if isinstance(value, dict):
+        if all(isinstance(key, str) and not key.startswith("__") for key in value):
+            return {key: to_plain(item) for key, item in value.items()}
+        return {"__dict__": [[to_plain(key), to_plain(item)] for key, item in value.items()]}
+    if isinstance(value, (set, frozenset)):
+        return {"__set__": [to_plain(item) for item in sorted(value, key=repr)]}
+    if type(value).__name__ in _markers() and isinstance(value, _markers()[type(value).__name__]):
+        return {"__marker__": type(value).__name__, "fields": to_plain(attrs.asdict(value, recurse=False))}
+    return {"__pickle__": base64.b64encode(pickle.dumps(value)).decode("ascii")}
+
+
+def from_plain(data):
+    """The value that :func:`to_plain` made ``data`` from."""
+    if isinstance(data, list):
+        return [from_plain(item) for item in data]
+    if not isinstance(data, dict):
+        return data
+    if "__tuple__" in data:
+        return tuple(from_plain(item) for item in data["__tuple__"])
+    if "__dict__" in data:
+        return {_hashable(from_plain(key)): from_plain(item) for key, item in data["__dict__"]}
+    if "__set__" in data:
+        return {_hashable(from_plain(item)) for item in data["__set__"]}
+    if "__marker__" in data:
+        return _markers()[data["__marker__"]](**from_plain(data["fields"]))
+    if "__pickle__" in data:
+        return pickle.loads(base64.b64decode(data["__pickle__"]))
+    return {key: from_plain(item) for key, item in data.items()}
+
+
+def _hashable(value):
+    return tuple(value) if isinstance(value, list) else value
+
+
+def encode_json(value) -> bytes:
+    """A value as the bytes of a JSON file (indented: checkpoint files are meant to be read by people)."""
+    return json.dumps(to_plain(value), indent=1).encode("utf-8")
+
+
+def decode_json(data: bytes):
+    """The value stored by :func:`encode_json`."""
+    return from_plain(json.loads(data.decode("utf-8")))
+
+
+def sha256(data: bytes) -> str:
+    """The hex sha256 of some bytes: what the manifest records for each file."""
+    return hashlib.sha256(data).hexdigest()
+
+
+# -- storage ------------------------------------------------------------------------------------------------
+
+@attrs.frozen
+class CheckpointProblem:
+    """A checkpoint that recovery skipped, and why, naming the file."""
+
+    checkpoint_id: int
+    path: str
+    reason: str
+
+    def __str__(self):
+        return f"checkpoint {self.checkpoint_id} skipped: {self.path} {self.reason}"
+
+
+class CheckpointStorage:
+    """What every storage does: store a checkpoint's files with a manifest, find the newest complete one,
+    and keep the micro-batch offsets log. Subclasses say where bytes go (``_put``, ``_get``, ``_ids``...).
+
+    State: ``self.problems``, every :class:`CheckpointProblem` found by the last :meth:`latest_files`.
+
+    Args:
+        retain: how many complete checkpoints to keep (older ones are deleted); ``None`` keeps them all.
+    """
+
+    def __init__(self, retain: int | None = None):
+        self.retain = retain
+        self.problems: list[CheckpointProblem] = []
+
+    def save_files(self, checkpoint_id: int, files: dict[str, bytes]) -> None:
+        """Store one checkpoint: each file, then the manifest with every file's sha256 (rules 1 and 2). A
+        checkpoint stored again under the same id (a rerun batch) replaces the old one entirely."""
+        self._delete(checkpoint_id)
+        for path, data in files.items():
+            self._put(checkpoint_id, path, data)
+        manifest = {"checkpoint_id": checkpoint_id, "files": {path: sha256(data) for path, data in files.items()}}
+        self._put(checkpoint_id, MANIFEST, json.dumps(manifest, indent=1).encode("utf-8"))
+        if self.retain is not None:
+            for old in self.checkpoint_ids()[:-self.retain]:
+                self._delete(old)
+
+    def checkpoint_ids(self) -> list[int]:
+        """Ids of every stored checkpoint, complete or not, oldest first."""
+        return sorted(self._ids())
+
+    def latest_files(self) -> tuple[int, dict[str, bytes]] | None:
+        """The newest complete checkpoint as ``(id, {path: bytes})``, skipping torn and corrupt ones (rules 2-4);
+        ``None`` when there is none. What was skipped, and why, is in ``self.problems``."""
+        self.problems = []
+        for checkpoint_id in reversed(self.checkpoint_ids()):
+            files, problem = self._verified(checkpoint_id)
+            if problem is None:
+                return checkpoint_id, files
+            self.problems.append(problem)
+        return None
+
+    def _verified(self, checkpoint_id: int) -> tuple[dict[str, bytes], CheckpointProblem | None]:
+        folder = f"chk-{checkpoint_id}"
+        raw = self._get(checkpoint_id, MANIFEST)
+        if raw is None:
+            return {}, CheckpointProblem(checkpoint_id, f"{folder}/{MANIFEST}",
+                                         "is missing: the checkpoint is torn (the run died while storing it)")
+        try:
+            manifest = json.loads(raw.decode("utf-8"))
+        except ValueError:
+            return {}, CheckpointProblem(checkpoint_id, f"{folder}/{MANIFEST}", "is not valid JSON")
+        files = {}
+        for path, digest in manifest["files"].items():
+            data = self._get(checkpoint_id, path)
+            if data is None:
+                return {}, CheckpointProblem(checkpoint_id, f"{folder}/{path}",
+                                             "is missing: the checkpoint is torn")
+            if sha256(data) != digest:
+                return {}, CheckpointProblem(checkpoint_id, f"{folder}/{path}",
+                                             "is corrupt (its sha256 differs from the manifest's)")
+            files[path] = data
+        return files, None
+
+    # -- the micro-batch offsets log (Spark's offsets/N) ----------------------------------------------------
+
+    def log_offsets(self, batch_id: int, entry: dict) -> None:
+        """Write the offsets log entry of a batch before the batch reads anything."""
+        self._put_log(batch_id, encode_json(entry))
+
+    def offsets(self, batch_id: int) -> dict | None:
+        """The offsets log entry of a batch, or ``None`` when the batch never started."""
+        data = self._get_log(batch_id)
+        return None if data is None else decode_json(data)
+
+    # -- where the bytes go: one subclass per medium ---------------------------------------------------------
+
+    def _put(self, checkpoint_id: int, path: str, data: bytes) -> None:
+        raise NotImplementedError
+
+    def _get(self, checkpoint_id: int, path: str) -> bytes | None:
+        raise NotImplementedError
+
+    def _ids(self) -> list[int]:
+        raise NotImplementedError
+
+    def _delete(self, checkpoint_id: int) -> None:
+        raise NotImplementedError
+
+    def _put_log(self, batch_id: int, data: bytes) -> None:
+        raise NotImplementedError
+
+    def _get_log(self, batch_id: int) -> bytes | None:
+        raise NotImplementedError
+
+
+class MemoryStorage(CheckpointStorage):
+    """Checkpoints as bytes in memory: ``self.files = {checkpoint_id: {path: bytes}}`` and
+    ``self.log = {batch_id: bytes}``. It survives a simulated crash because the run does not own it.
+
+    >>> storage = MemoryStorage()
+    >>> storage.save_files(1, {"a.json": b"{}"}); sorted(storage.files[1])
+    ['a.json', 'manifest.json']
+    """
+
+    def __init__(self, retain: int | None = None):
+        super().__init__(retain)
+        self.files: dict[int, dict[str, bytes]] = {}  # {checkpoint_id: {path: bytes}}
+        self.log: dict[int, bytes] = {}  # {batch_id: offsets log entry}
+
+    def _put(self, checkpoint_id, path, data):
+        self.files.setdefault(checkpoint_id, {})[path] = bytes(data)
+
+    def _get(self, checkpoint_id, path):
+        return self.files.get(checkpoint_id, {}).get(path)
+
+    def _ids(self):
+        return list(self.files)
+
+    def _delete(self, checkpoint_id):
+        self.files.pop(checkpoint_id, None)
+
+    def _put_log(self, batch_id, data):
+        self.log[batch_id] = data
+
+    def _get_log(self, batch_id):
+        return self.log.get(batch_id)
+
+
+class DirectoryStorage(CheckpointStorage):
+    """Checkpoints in a folder: ``chk-<id>/`` per checkpoint (its files and ``manifest.json``) and
+    ``offsets/<batch id>`` for the micro-batch offsets log. Every file is written to ``<name>.tmp`` and then
+    renamed into place.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as root:
+    ...     DirectoryStorage(root).save_files(7, {"state/totals/0.json": b"{}"})
+    ...     print(file_tree(root))
+    chk-7/manifest.json  (131 bytes)
+    chk-7/state/totals/0.json  (2 bytes)
+    """
+
+    def __init__(self, root, retain: int | None = None):
+        super().__init__(retain)
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def _write(self, path: Path, data: bytes) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(path.name + ".tmp")
+        with open(temporary, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, path)  # atomic: the file appears whole, or not at all
+
+    def _read(self, path: Path) -> bytes | None:
+        return path.read_bytes() if path.is_file() else None
+
+    def _put(self, checkpoint_id, path, data):
+        self._write(self.root / f"chk-{checkpoint_id}" / path, data)
+
+    def _get(self, checkpoint_id, path):
+        return self._read(self.root / f"chk-{checkpoint_id}" / path)
+
+    def _ids(self):
+        return [int(p.name[4:]) for p in self.root.glob("chk-*") if p.is_dir() and p.name[4:].isdigit()]
+
+    def _delete(self, checkpoint_id):
+        shutil.rmtree(self.root / f"chk-{checkpoint_id}", ignore_errors=True)
+
+    def _put_log(self, batch_id, data):
+        self._write(self.root / "offsets" / str(batch_id), data)
+
+    def _get_log(self, batch_id):
+        return self._read(self.root / "offsets" / str(batch_id))
+
+
+def file_tree(root) -> str:
+    """The files under a folder, one per line with its size, sorted: how the tutorial shows what a checkpoint
+    folder (ministream's or Spark's) holds.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as root:
+    ...     DirectoryStorage(root).log_offsets(0, {"batch_id": 0})
+    ...     print(file_tree(root))
+    offsets/0  (18 bytes)
+    """
+    root = Path(root)
+    lines = []
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        lines.append(f"{path.relative_to(root).as_posix()}  ({path.stat().st_size} bytes)")
+    return "\n".join(lines)
