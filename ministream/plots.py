@@ -101,7 +101,8 @@ def late_flags(rows: list[dict], watermarks: list, column: str = "ts") -> list[b
     return [watermark is not None and row[column] <= watermark for row, watermark in zip(rows, watermarks)]
 
 
-def event_time_plot(script, watermarks: list, *, column: str = "ts", title: str | None = None):
+def event_time_plot(script, watermarks: list, *, late: list[bool] | None = None, column: str = "ts",
+                    title: str | None = None):
     """Event time against arrival order, with the watermark line and late rows marked; returns the Figure.
 
     >>> figure = event_time_plot([[{"ts": 5_000}, {"ts": 1_000}]], [0, 3_999], title="two rows")
@@ -113,6 +114,9 @@ def event_time_plot(script, watermarks: list, *, column: str = "ts", title: str 
         script: batches of rows (or one list of rows) in arrival order; batch boundaries are drawn.
         watermarks: the watermark in force when each row arrived (``watermarks_at_arrival``), ``None``
             where there was none yet.
+        late: which rows to mark as late, one flag per row; by default the rows at or before their
+            watermark (:func:`late_flags`). A window step has its own rule (a row is late for a window by the
+            window's end), so pass what the engine dropped to show exactly that.
         column: the event-time column (ms).
         title: the figure's title.
     """
@@ -128,7 +132,9 @@ def event_time_plot(script, watermarks: list, *, column: str = "ts", title: str 
     def seconds(ms):
         return math.nan if ms is None or ms >= MAX_TIME else (ms - base) / 1000
 
-    late = late_flags(rows, watermarks, column)
+    late = late_flags(rows, watermarks, column) if late is None else list(late)
+    if len(late) != len(rows):
+        raise ValueError(f"one late flag per row: {len(rows)} rows, {len(late)} flags")
     figure = Figure(figsize=(8, 4.5), layout="constrained")
     axes = figure.add_subplot()
     on_time = [(i, seconds(t)) for i, (t, is_late) in enumerate(zip(times, late)) if not is_late]

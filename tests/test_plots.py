@@ -78,6 +78,14 @@ def test_microbatch_watermarks_match_the_engine():
     assert watermarks_at_arrival(SCRIPT, 5_000, "microbatch") == expected == [0, 0, 0, 0, BASE + 7_000, BASE + 7_000]
 
 
+def test_late_rows_can_be_given():
+    """Late flags passed in (what a window step dropped) replace the row-by-row rule."""
+    flags = [False, False, False, False, True, False]
+    figure = event_time_plot(SCRIPT, watermarks_at_arrival(SCRIPT, 5_000), late=flags)
+    on_time, late = figure.axes[0].collections
+    assert late.get_offsets().tolist() == [[4.0, 11.0]] and len(on_time.get_offsets()) == 5
+
+
 def test_late_means_at_or_before_the_watermark():
     """A row exactly on the watermark is late; one a millisecond after it is not."""
     assert late_flags([{"ts": 10}, {"ts": 11}], [10, 10]) == [True, False]
