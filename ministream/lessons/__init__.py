@@ -45,7 +45,15 @@ def get_lesson(name: str) -> Lesson:
 
 def compare_lesson(lesson: Lesson, script=None, params: dict | None = None, *, parallelism: int = 1,
                    seed: int = 0, master: str | None = None) -> Comparison:
-    """Run a lesson in ministream and in Spark on the same script and compare them batch by batch."""
+    """Run a lesson in ministream and in Spark on the same script and compare them batch by batch.
+
+    A lesson that uses processing time (``lesson.replay_spark_clock``) runs Spark first, then ministream with
+    the batch timestamps Spark recorded, so that both engines see the same processing time."""
+    if lesson.replay_spark_clock:
+        theirs = lesson.run_twin(script, params, master=master)
+        timestamps = [batch.processing_time for batch in theirs]
+        ours = lesson.run(script, params, parallelism=parallelism, seed=seed, batch_timestamps=timestamps).output()
+        return compare_batches(ours, theirs)
     ours = lesson.run(script, params, parallelism=parallelism, seed=seed).output()
     theirs = lesson.run_twin(script, params, master=master)
     return compare_batches(ours, theirs)
