@@ -2,6 +2,7 @@
 
     ministream lessons                         one line per lesson
     ministream run LESSON [--trace]            ministream's output, batch by batch
+    ministream run LESSON --crash-at N         crash after N rows, recover from the last checkpoint
     ministream compare LESSON | --all          ministream against the PySpark twin, batch by batch
     ministream diagrams                        render every lesson's dataflow into diagrams/
     ministream cluster start|stop|status       a Spark standalone master and worker on 127.0.0.1
@@ -91,6 +92,8 @@ def cmd_run(args, out) -> int:
 
     lesson = get_lesson(args.lesson)
     params = _params(args.param)
+    if args.crash_at is not None:
+        return _run_with_crash(lesson, args, params, out)
     run = lesson.run(_script(lesson, args, out), params, parallelism=args.parallelism, seed=args.seed,
                      trace=args.trace, model=args.model)
     values = lesson.resolve_params(params)
@@ -106,6 +109,35 @@ def cmd_run(args, out) -> int:
     else:
         print_batches(run.output(), out)
     return EXIT_OK
+
+
+def _run_with_crash(lesson, args, params, out) -> int:
+    """``run --crash-at N``: crash after N rows, recover from the last complete checkpoint (``recovery.py``),
+    print the recovered output and say whether it equals the output of the run without a crash."""
+    from ministream.checkpoint_storage import DirectoryStorage, MemoryStorage
+    from ministream.recovery import check_recovery
+
+    storage = DirectoryStorage(args.checkpoint_dir) if args.checkpoint_dir else MemoryStorage()
+    if storage.checkpoint_ids():
+        raise PipelineError(f"--checkpoint-dir {args.checkpoint_dir} holds checkpoints of an earlier run: "
+                            "give an empty or new folder")
+    run, _, same = check_recovery(lesson, _script(lesson, args, out), params, crash_after_rows=args.crash_at,
+                                  model=args.model, parallelism=args.parallelism, seed=args.seed,
+                                  restore_parallelism=args.restore_parallelism, storage=storage, trace=args.trace)
+    print(f"{lesson.name}: {lesson.title}", file=out)
+    for attempt in run.attempts:
+        start = "from the beginning" if attempt.restored_from is None else f"from checkpoint {attempt.restored_from}"
+        end = f"crashed: {attempt.crash}" if attempt.crash else "ran to the end"
+        print(f"attempt at parallelism {attempt.parallelism}, {start}: {end}", file=out)
+    for problem in run.problems:
+        print(problem, file=out)
+    if args.trace:
+        print(run.trace.format(), file=out)
+    print("recovered output:", file=out)
+    print_batches(run.output(), out)
+    print(f"{lesson.name}: the recovered output {'equals' if same else 'DIFFERS FROM'} the output of the run "
+          "without a crash", file=out)
+    return EXIT_OK if same else EXIT_DIFFERS
 
 
 def cmd_compare(args, out) -> int:
@@ -185,6 +217,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, default=0, help="the scheduler's seed")
     run.add_argument("--trace", action="store_true", help="explain every row emitted or dropped")
     run.add_argument("--model", choices=("microbatch", "continuous"), default="microbatch")
+    run.add_argument("--crash-at", type=int, metavar="N", help="crash after N rows of the script, recover from "
+                     "the last complete checkpoint, and check the output against a run without a crash")
+    run.add_argument("--restore-parallelism", type=int, help="with --crash-at: the parallelism to recover with")
+    run.add_argument("--checkpoint-dir", metavar="DIR", help="with --crash-at: keep checkpoints in DIR "
+                     "(default: in memory)")
     run.set_defaults(handler=cmd_run)
 
     compare = commands.add_parser("compare", help="run a lesson in ministream and in Spark, and compare")

@@ -217,11 +217,12 @@ class RecoveredRun:
 
     def output(self, sink: str = "output") -> list[BatchResult]:
         """The batches one sink made visible. Continuous model: all its rows as one batch 0, in the order
-        they became visible, with the last watermark (as ``run_continuous`` reports it)."""
+        they became visible, with the sink's final watermark (as ``run_continuous`` reports it)."""
         batches = self.outputs[sink]
-        if self.model == "microbatch" or not batches:
+        if self.model == "microbatch":
             return list(batches)
-        return [BatchResult(0, batches[-1].watermark, [row for batch in batches for row in batch.rows])]
+        final = self.graph.by_step[sink][0].watermark if self.graph is not None else None
+        return [BatchResult(0, final, [row for batch in batches for row in batch.rows])]
 
     @property
     def crashes(self) -> int:
@@ -358,3 +359,28 @@ def run_lesson_with_recovery(lesson, script=None, params: dict | None = None, *,
         if timestamps is not None and settings.get("batch_timestamps") is None:
             settings["batch_timestamps"] = timestamps(script, values)
     return run_with_recovery(flow, model=model, **settings)
+
+
+def same_output(model: str, ours: list[BatchResult], expected: list[BatchResult]) -> bool:
+    """Whether a recovered run's output is the failure-free one: batch for batch, row multisets and
+    watermarks (micro-batch); the same multiset of rows (continuous: their order depends on the interleaving)."""
+    from collections import Counter
+
+    from ministream.compare import compare_batches
+    from ministream.results import normalize_row
+
+    if model == "microbatch":
+        return compare_batches(ours, expected).matches
+    return (Counter(normalize_row(row) for batch in ours for row in batch.rows)
+            == Counter(normalize_row(row) for batch in expected for row in batch.rows))
+
+
+def check_recovery(lesson, script=None, params: dict | None = None, *, crash_after_rows: int,
+                   model: str = "microbatch", parallelism: int = 1, seed: int = 0,
+                   **settings) -> tuple[RecoveredRun, list[BatchResult], bool]:
+    """Run a lesson without a crash, then crashed after ``crash_after_rows`` rows and recovered: returns the
+    recovered run, the failure-free output, and whether they are the same (:func:`same_output`)."""
+    expected = lesson.run(script, params, parallelism=parallelism, seed=seed, model=model).output()
+    run = run_lesson_with_recovery(lesson, script, params, crash_after_rows=crash_after_rows, model=model,
+                                   parallelism=parallelism, seed=seed, **settings)
+    return run, expected, same_output(model, run.output(), expected)
