@@ -149,7 +149,14 @@ class Deduplicate(Operator):
 
 
 def build_dedup(stream, name: str, columns, within_watermark: bool):
-    """Add a deduplication step, after refusing what Spark refuses (``Stream.drop_duplicates`` calls it)."""
+    """Add a deduplication step, after refusing what Spark refuses (``Stream.drop_duplicates`` calls it).
+
+    >>> from ministream.dataflow import Dataflow
+    >>> from ministream.testing import ScriptedSource
+    >>> events = Dataflow("f").source("events", ScriptedSource([])).with_watermark("wm", "ts", "10 seconds")
+    >>> build_dedup(events, "dedup", ["id", "ts"], False).step.options["evicts"]
+    'key time <= watermark'
+    """
     from ministream.join import side_of
 
     columns = (columns,) if isinstance(columns, str) else tuple(columns)

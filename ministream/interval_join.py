@@ -49,17 +49,23 @@ def _combine(left: dict, right: dict, time: int) -> dict:
 class IntervalJoin:
     """The interval join's state and rules (used by ``join.StreamJoin`` in the continuous model).
 
-    State, per side: ``{key_group: {key: [row, ...]}}``.
+    State, per side: ``{key_group: {key: [row, ...]}}`` (keyed state tables ``left`` and ``right`` when a
+    backend is given, so checkpoints carry them).
+
+    >>> from ministream.join import JoinSide, TimeRange
+    >>> IntervalJoin(TimeRange("t", "u", -5, 10, upper_inclusive=False), JoinSide("a"), JoinSide("b")).upper
+    9
     """
 
-    def __init__(self, time_range, left, right):
+    def __init__(self, time_range, left, right, backend=None):
         self.range = time_range
         self.sides = (left, right)
         # Flink's bounds: inclusive, relative to the left time; an exclusive bound moves by 1 ms
         self.lower = time_range.lower + (0 if time_range.lower_inclusive else 1)
         self.upper = time_range.upper - (0 if time_range.upper_inclusive else 1)
         self.columns = (time_range.left, time_range.right)
-        self.state = ({}, {})  # {key_group: {key: [row, ...]}} for the left and the right side
+        # {key_group: {key: [row, ...]}} for the left and the right side
+        self.state = (backend.table("left"), backend.table("right")) if backend is not None else ({}, {})
         self.watermark = None
         self.late_rows = []  # every LateRow
 
@@ -127,14 +133,19 @@ class IntervalJoin:
 class WindowJoin:
     """The window join's state and rules (``join.StreamJoin`` in the continuous model, with ``key_time``).
 
-    State: ``{key_group: {key: ([left rows], [right rows])}}``; the key holds the window, and ``key_time``
-    names each side's ``window_end`` column.
+    State: ``{key_group: {key: ([left rows], [right rows])}}`` (keyed state table ``windows`` when a backend
+    is given); the key holds the window, and ``key_time`` names each side's ``window_end`` column.
+
+    >>> from ministream.join import JoinSide
+    >>> WindowJoin(("l_end", "r_end"), JoinSide("a"), JoinSide("b")).sizes()
+    {'a': 0, 'b': 0}
     """
 
-    def __init__(self, key_time: tuple[str, str], left, right):
+    def __init__(self, key_time: tuple[str, str], left, right, backend=None):
         self.key_time = key_time
         self.sides = (left, right)
-        self.state = {}  # {key_group: {key: ([left rows], [right rows])}}
+        # {key_group: {key: ([left rows], [right rows])}}
+        self.state = backend.table("windows") if backend is not None else {}
         self.watermark = None
         self.late_rows = []  # every LateRow
 
@@ -187,14 +198,19 @@ class WindowJoin:
         self.watermark = snapshot["watermark"]
 
 
-def continuous_join(how: str, time_range, left, right, key_time):
-    """The continuous model's join for a ``StreamJoin``'s settings, or a refusal that says why."""
+def continuous_join(how: str, time_range, left, right, key_time, backend=None):
+    """The continuous model's join for a ``StreamJoin``'s settings, or a refusal that says why.
+
+    >>> from ministream.join import JoinSide, TimeRange
+    >>> type(continuous_join("inner", TimeRange("t", "u", 0, 5), JoinSide("a"), JoinSide("b"), None)).__name__
+    'IntervalJoin'
+    """
     if how != "inner":
         raise PipelineError(f"the continuous model joins only with how='inner' (Flink's interval and window joins "
                             f"are inner joins), not {how!r}: run the outer joins in the micro-batch model")
     if key_time is not None:
-        return WindowJoin(key_time, left, right)
+        return WindowJoin(key_time, left, right, backend)
     if time_range is None or time_range.lower is None or time_range.upper is None:
         raise PipelineError("the continuous model's interval join needs both bounds of the time range "
                             "(between=TimeRange(..., lower=..., upper=...)): they decide when state is cleaned")
-    return IntervalJoin(time_range, left, right)
+    return IntervalJoin(time_range, left, right, backend)

@@ -52,7 +52,11 @@ JOIN_TYPES = ("inner", "left_outer", "right_outer", "full_outer", "left_semi")
 @attrs.frozen
 class JoinSide:
     """What the join knows of one input: a name for traces, the column its watermark tracks (``None``
-    without a watermark), and its columns when the pipeline declares them (``select``), for null padding."""
+    without a watermark), and its columns when the pipeline declares them (``select``), for null padding.
+
+    >>> JoinSide("clicks", watermark_column="click_time", columns=("click_ad", "click_time")).columns
+    ('click_ad', 'click_time')
+    """
 
     name: str
     watermark_column: str | None = None
@@ -111,7 +115,7 @@ class StreamJoin(Operator):
         if ctx.model == "continuous":  # Flink's interval or window join (interval_join.py)
             from ministream.interval_join import continuous_join
 
-            self.continuous = continuous_join(self.how, self.time_range, *self.sides, self.key_time)
+            self.continuous = continuous_join(self.how, self.time_range, *self.sides, self.key_time, ctx.state)
 
     # -- the micro-batch model ----------------------------------------------------------------------------
 
@@ -343,7 +347,16 @@ def _must_evict(how: str) -> tuple[bool, bool]:
 
 def build_join(left_stream, name: str, right_stream, how: str, between: TimeRange | None,
                key_time: tuple[str, str] | None):
-    """Add a join step to the dataflow, after refusing what Spark refuses (``KeyedStream.join`` calls it)."""
+    """Add a join step to the dataflow, after refusing what Spark refuses (``KeyedStream.join`` calls it).
+
+    >>> from ministream.dataflow import Dataflow
+    >>> from ministream.testing import ScriptedSource
+    >>> flow = Dataflow("f")
+    >>> a = flow.source("a", ScriptedSource([])).with_watermark("wa", "t", 0).key_by("k")
+    >>> b = flow.source("b", ScriptedSource([])).with_watermark("wb", "u", 0).key_by("k2")
+    >>> build_join(a, "join", b, "left_semi", TimeRange("t", "u", 0, 5), None).step.options["how"]
+    'left_semi'
+    """
     from ministream.dataflow import Step, Stream
 
     if how not in JOIN_TYPES:
