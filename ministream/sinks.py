@@ -107,7 +107,19 @@ class ExactlyOnceSink(AtLeastOnceSink):
 
     State: ``self.open``, the open transaction's writes ``[(batch_id, watermark, rows, processing_time)]``;
     ``self.prepared``, the pre-committed transactions ``{checkpoint_id: [writes]}``, waiting for their
-    checkpoint to complete.
+    checkpoint to complete; ``self.committed``, the ids of the transactions made visible.
+
+    A transaction is committed once: if recovery has to go back further than a committed transaction (the
+    newest checkpoint was corrupt), the replay pre-commits it again under the same id in the micro-batch
+    model (the batch id) and the sink skips it, as Spark's file sink skips a batch id its log already has.
+    In the continuous model the replay gets new checkpoint ids, so going back past a committed transaction
+    writes its rows again: exactly once holds from the newest checkpoint that recovery can read.
+
+    >>> sink = ExactlyOnceSink()
+    >>> sink.write(1, None, [{"n": 1}]); sink.pre_commit(1); sink.commit(1)
+    >>> sink.write(1, None, [{"n": 1}]); sink.pre_commit(1); sink.commit(1)   # batch 1 run again: skipped
+    >>> sink.inner.rows
+    [{'n': 1}]
     """
 
     delivery = "exactly once"
@@ -116,6 +128,7 @@ class ExactlyOnceSink(AtLeastOnceSink):
         super().__init__(inner, crash)
         self.open: list[tuple] = []
         self.prepared: dict[int, list[tuple]] = {}  # {checkpoint_id: [(batch_id, watermark, rows, time)]}
+        self.committed: set[int] = set()  # {checkpoint_id}
 
     def _accept(self, batch_id, watermark, rows, processing_time) -> None:
         self.open.append((batch_id, watermark, rows, processing_time))
@@ -128,8 +141,11 @@ class ExactlyOnceSink(AtLeastOnceSink):
     def commit(self, checkpoint_id: int) -> None:
         """Phase two: the checkpoint completed: make its transaction (and any older one) visible."""
         for done in sorted(n for n in self.prepared if n <= checkpoint_id):
-            for write in self.prepared.pop(done):
-                _write(self.inner, write)
+            writes = self.prepared.pop(done)
+            if done not in self.committed:
+                self.committed.add(done)
+                for write in writes:
+                    _write(self.inner, write)
 
     def recover(self, checkpoint_id: int | None) -> None:
         """After a crash: commit what the restored checkpoint covers, abort everything newer."""
@@ -140,7 +156,7 @@ class ExactlyOnceSink(AtLeastOnceSink):
 
     def reset(self) -> None:
         super().reset()
-        self.open, self.prepared = [], {}
+        self.open, self.prepared, self.committed = [], {}, set()
 
 
 def _write(sink, write: tuple) -> None:
