@@ -99,7 +99,6 @@ SCRIPT = [
 ]
 
 
-
 # --- the watermark valve: one subtask's watermark from its channels --------------------------------------------
 
 def test_valve_is_the_minimum_over_channels():
