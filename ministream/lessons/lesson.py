@@ -135,7 +135,8 @@ class Lesson:
         if model == "continuous":
             from ministream.continuous import run_continuous
 
-            return run_continuous(flow, parallelism=parallelism, seed=seed, trace=trace)
+            return run_continuous(flow, parallelism=parallelism, seed=seed, trace=trace,
+                                  output_mode=self.mode(values))
         if batch_timestamps is None and self.batch_timestamps is not None:
             batch_timestamps = self.batch_timestamps(script, values)
         return run_microbatch(flow, output_mode=self.mode(values), parallelism=parallelism, seed=seed,
