@@ -278,3 +278,17 @@ def test_trace_is_read_per_step():
         "step events", "step wm", "step counts", "step output"]
     assert "#4 [0] watermark: watermark rises to 1970-01-01T00:00:02.999Z: from its input" in text
     assert text.endswith("state at the end of input: counts=3")
+
+
+def test_every_lesson_runs_continuously_or_says_why():
+    """Every lesson runs in the continuous model, or refuses with a PipelineError that names the reason."""
+    from ministream.lessons import all_lessons
+    from ministream.operators import PipelineError
+
+    for lesson in all_lessons():
+        try:
+            run = lesson.run(model="continuous")
+        except PipelineError as error:
+            assert "continuous model" in str(error), (lesson.name, str(error))
+            continue
+        assert [batch.watermark for batch in run.output()] == [MAX_WATERMARK], lesson.name
