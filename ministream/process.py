@@ -70,6 +70,7 @@ from ministream.operators import Operator, PipelineError
 from ministream.processor_handle import EVENT_TIME, NO_TIME, PROCESSING_TIME, TIME_MODES, ProcessorHandle
 from ministream.timers import TimerService
 from ministream.times import format_ts
+from ministream.window_aggregation import LateRow
 
 
 @attrs.frozen
@@ -124,6 +125,7 @@ class ProcessOperator(Operator):
 
     State: the keyed state of the processor's variables (in ``ctx.state``), ``self.timers`` (a
     ``TimerService``), and ``self.rows_by_key``: ``{key: [row, ...]}``, the running batch's rows by key.
+    Rows dropped as late are kept in ``self.late_rows`` (what ``Run.late_rows()`` reports).
     """
 
     keyed = True
@@ -145,13 +147,12 @@ class ProcessOperator(Operator):
 
     def open(self, ctx):
         super().open(ctx)
-        if self.output_mode is not None and ctx.output_mode != self.output_mode:
-            raise PipelineError(f"step {ctx.step_name!r} was declared with output mode {self.output_mode!r} "
-                                f"but the query runs in {ctx.output_mode!r}: use the same mode for both")
         self.timers = TimerService()
         self.rows_by_key: dict = {}  # {key: [row, ...]}, the running batch's rows
         self.batch = None
         self.processing_time = None
+        self.watermark = None  # continuous model: the step's watermark
+        self.late_rows: list[LateRow] = []
         self.handle = ProcessorHandle(ctx.state, self.timers, self.time_mode, now=lambda: self.processing_time)
         self.processor = None
         if ctx.model == "continuous":
@@ -171,6 +172,9 @@ class ProcessOperator(Operator):
     # --- the micro-batch model ----------------------------------------------------------------------------
 
     def on_batch_start(self, batch):
+        if self.output_mode is not None and self.ctx.output_mode != self.output_mode:
+            raise PipelineError(f"step {self.ctx.step_name!r} was declared with output mode {self.output_mode!r} "
+                                f"but the query runs in {self.ctx.output_mode!r}: use the same mode for both")
         self.batch = batch
         self.processing_time = batch.processing_time
         if self.time_mode == PROCESSING_TIME and self.processing_time is None:
@@ -185,9 +189,10 @@ class ProcessOperator(Operator):
         late = self.batch.late_watermark if self.time_mode == EVENT_TIME else None
         for key, row in pairs:
             if late is not None and row[self.column] <= late:
-                if self.ctx.tracing:
-                    self.ctx.explain("late", f"dropped: {self.column} {format_ts(row[self.column])} is at or before "
-                                     f"{format_ts(late)}, the previous batch's watermark", row)
+                rule = (f"dropped: {self.column} {format_ts(row[self.column])} is at or before {format_ts(late)}, "
+                        "the previous batch's watermark")
+                self.late_rows.append(LateRow(self.batch.batch_id, self.ctx.step_name, row, None, late, rule))
+                self.ctx.explain("late", rule, row)
                 continue
             self.rows_by_key.setdefault(key, []).append(row)
 
@@ -232,7 +237,7 @@ class ProcessOperator(Operator):
         for name, key in self.handle.remove_expired_state(now):
             if self.ctx.tracing:
                 self.ctx.explain("ttl", f"key {key!r}: expired entries of state {name!r} removed "
-                                 f"(time-to-live ran out by processing time {now})")
+                                 f"(their time-to-live ran out by processing time {format_ts(now)})")
 
     def should_run_another_batch(self, watermark):
         """A no-data batch runs when the watermark went up, in event-time and ``"none"`` modes (Spark's
@@ -248,11 +253,8 @@ class ProcessOperator(Operator):
         Flink ``KeyedProcessFunction``: lateness is the function's business)."""
         self.processing_time = self.ctx.clock.now() if self.ctx.clock is not None else None
         for key, row in pairs:
-            values = self.timer_values(self.ctx_watermark())
+            values = self.timer_values(self.watermark)
             self._call(key, "input", lambda: self.processor.handle_input_rows(key, [row], values), "one record")
-
-    def ctx_watermark(self) -> int | None:
-        return getattr(self, "watermark", None)
 
     def on_watermark(self, watermark):
         """Continuous model: fire the event-time timers the watermark reached, then pass it on."""
@@ -273,7 +275,7 @@ class ProcessOperator(Operator):
         # Continuous model: timers that a handler registers and that are due already fire in the same advance.
         while due := pop():
             for expiry, key in due:
-                self._fire(key, expiry, self.timer_values(self.ctx_watermark()))
+                self._fire(key, expiry, self.timer_values(self.watermark))
 
     # --- checkpoints --------------------------------------------------------------------------------------
 

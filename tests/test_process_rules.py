@@ -159,12 +159,14 @@ def test_input_handler_runs_once_per_key_with_all_its_rows_of_the_batch():
 
 
 def test_late_rows_are_dropped_only_in_event_time_mode():
-    """Event-time mode drops rows with ts <= WM_{k-1}; time mode "none" keeps them even with a watermark."""
+    """Event-time mode drops rows with ts <= WM_{k-1} (and keeps them in Run.late_rows()); time mode "none" keeps
+    them even with a watermark."""
     script = [[row("a", 20)], [row("a", 5)], [row("a", 10), row("a", 11)]]  # WM_1 = WM_2 = 10 s
     event_time = run(Collect(), script, time_mode="event_time", delay=10_000)
     no_time = run(Collect(), script, time_mode="none", delay=10_000)
     assert [r["times"] for b in event_time.output() for r in b.rows] == [(20000,), (5000,), (11000,)]
     assert [r["times"] for b in no_time.output() for r in b.rows] == [(20000,), (5000,), (10000, 11000)]
+    assert [(late.batch_id, late.row["ts"], late.watermark) for late in event_time.late_rows()] == [(2, 10000, 10000)]
 
 
 def test_timer_values_are_the_batch_watermark_and_timestamp():
@@ -397,3 +399,12 @@ def test_continuous_model_fires_processing_time_timers_at_clock_steps():
         "p", Watchdog(after=1_000), time_mode="processing_time").sink("output", CollectingSink())
     [batch] = run_continuous(flow).output()
     assert batch.rows == [{"key": "a", "expiry": 1000, "now": 1100}]
+
+
+def test_a_declared_output_mode_must_be_the_querys():
+    """A process step declared with output_mode='append' refuses to run in a query in update mode."""
+    flow = Dataflow("modes")
+    flow.source("events", ScriptedSource([[row("a", 1)]])).key_by("key").process(
+        "p", Collect(), output_mode="append").sink("output", CollectingSink())
+    with pytest.raises(PipelineError, match="declared with output mode 'append' but the query runs in 'update'"):
+        run_microbatch(flow, output_mode="update")
