@@ -4,6 +4,7 @@
     ministream run LESSON [--trace]            ministream's output, batch by batch
     ministream run LESSON --crash-at N         crash after N rows, recover from the last checkpoint
     ministream compare LESSON | --all          ministream against the PySpark twin, batch by batch
+    ministream fuzz LESSON | --all [--runs N]  ministream against Spark on random events, failures shrunk
     ministream diagrams                        render every lesson's dataflow into diagrams/
     ministream cluster start|stop|status       a Spark standalone master and worker on 127.0.0.1
 
@@ -171,6 +172,29 @@ def cmd_compare(args, out) -> int:
     return EXIT_DIFFERS if failures else EXIT_OK
 
 
+def cmd_fuzz(args, out) -> int:
+    from ministream.fuzz import fuzz_lesson
+    from ministream.lessons import all_lessons, get_lesson
+
+    if args.all == bool(args.lesson):
+        raise PipelineError("give a lesson name or --all")
+    if args.all and args.param:
+        raise PipelineError("--param changes one lesson's parameters: give a lesson name, not --all")
+    lessons = all_lessons() if args.all else [get_lesson(args.lesson)]
+    params = _params(args.param)
+    failures = 0
+    for lesson in lessons:
+        if lesson.twin is None:
+            print(f"{lesson.name}: no Spark twin, nothing to compare", file=out)
+            continue
+        report = fuzz_lesson(lesson, args.runs, args.seed, params if not args.all else None, out_dir=args.out,
+                             shrink_budget=args.shrink_budget, parallelism=args.parallelism,
+                             log=lambda line: print(f"{lesson.name} {line}", file=out, flush=True))
+        failures += not report.matches
+        print(report.summary(), file=out, flush=True)
+    return EXIT_DIFFERS if failures else EXIT_OK
+
+
 def cmd_diagrams(args, out) -> int:
     from ministream.diagram import render_lessons
 
@@ -229,6 +253,22 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--all", action="store_true", help="every lesson, with a summary table")
     compare.add_argument("--master", help="a Spark master URL (default: a local session)")
     compare.set_defaults(handler=cmd_compare)
+
+    fuzz = commands.add_parser("fuzz", help="compare ministream with Spark on random events; shrink what differs")
+    fuzz.add_argument("lesson", nargs="?", help="a lesson name")
+    fuzz.add_argument("--param", action="append", metavar="NAME=VALUE", help="change a parameter")
+    fuzz.add_argument("--parallelism", type=int, default=1, help="subtasks per keyed step")
+    fuzz.add_argument("--all", action="store_true", help="every lesson that has a twin")
+    fuzz.add_argument("--runs", type=int, default=10, help="random scripts per lesson")
+    fuzz.add_argument("--seed", type=int, default=0, help="which random scripts")
+    fuzz.add_argument("--out", default="fuzz-failures", help="where failing scripts are written as events files")
+    fuzz.add_argument("--shrink-budget", type=int, default=20, help="runs of both engines to shrink a failure")
+    fuzz.set_defaults(handler=cmd_fuzz)
+
+    bench = commands.add_parser("bench", help="benchmarks: events/s against a plain loop and Spark (ministream.bench)",
+                                add_help=False)
+    bench.add_argument("bench_args", nargs=argparse.REMAINDER)
+    bench.set_defaults(handler=lambda args, out: __import__("ministream.bench").bench.main(args.bench_args, out))
 
     diagrams = commands.add_parser("diagrams", help="render every lesson's dataflow to SVG")
     diagrams.add_argument("--out", default="diagrams", help="the folder to write to")
