@@ -59,7 +59,8 @@ def _describe(error: Exception) -> tuple[str, str]:
     """
     error_class = error.getCondition() if hasattr(error, "getCondition") else None
     error_class = error_class or type(error).__name__
-    message = str(error)
+    java = getattr(error, "java_exception", None)  # a Java error PySpark did not translate (Py4JJavaError)
+    message = str(java.toString()) if java is not None else str(error)
     lines = [line for line in message.splitlines() if line.strip()]
     text = lines[0].strip() if lines else ""
     for match in _ERROR_CLASS.finditer(text):
@@ -103,11 +104,13 @@ def run_query(df, output_mode: str, *, query_name: str | None = None, conf: dict
     """Run a streaming DataFrame until its input is used up and return one BatchResult per micro-batch.
 
     ``conf`` holds SQL settings for this query only (e.g. ``ROCKSDB_STATE_STORE``); a fresh temporary
-    checkpoint is used and removed unless ``checkpoint_dir`` is given.
+    checkpoint is used and removed unless ``checkpoint_dir`` is given (on a cluster of several machines, give one
+    on storage that every executor reaches: executors write the query's state there).
 
     >>> run_query(scripted_stream(spark, "key STRING", [[{"key": "a"}], []]), "append")   # doctest: +SKIP
     [BatchResult(batch_id=0, watermark=None, rows=[{'key': 'a'}]), BatchResult(batch_id=1, watermark=None, rows=[])]
     """
+    from py4j.protocol import Py4JJavaError
     from pyspark.errors import PySparkException
 
     spark = df.sparkSession
@@ -135,11 +138,11 @@ def run_query(df, output_mode: str, *, query_name: str | None = None, conf: dict
                 writer = writer.queryName(query_name)
             try:
                 query = writer.start()
-            except PySparkException as error:
+            except (PySparkException, Py4JJavaError) as error:
                 raise _query_error(error, "refused the query") from None
             try:
                 query.processAllAvailable()
-            except PySparkException as error:
+            except (PySparkException, Py4JJavaError) as error:
                 raise _query_error(failures[0] if failures else error, "failed while running the query") from None
             watermarks = _watermarks(query)
             timestamps = _batch_timestamps(checkpoint)
