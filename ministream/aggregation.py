@@ -149,8 +149,9 @@ class RunningAggregate(Operator):
                 f"step {step_name!r}: append output mode cannot be used with an aggregation without a "
                 "watermark. Append emits a group once, when no later row can change it, and without an "
                 "event-time window and a watermark that moment never comes. Use output mode 'update' or "
-                "'complete'. (Spark refuses it too: 'Append output mode not supported when there are "
-                "streaming aggregations on streaming DataFrames/DataSets without watermark'.)")
+                "'complete'. (Spark 4.3 refuses it too: 'Invalid streaming output mode: append. This output "
+                "mode is not supported for streaming aggregations without watermark on streaming "
+                "DataFrames/DataSets.')")
 
     def open(self, ctx):
         super().open(ctx)

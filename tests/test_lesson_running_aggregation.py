@@ -84,3 +84,20 @@ def test_run_on_user_events(tmp_path, capsys):
     assert main(["run", "running-aggregation", "--events", str(events), "--param", "mode=complete"]) == 0
     out = capsys.readouterr().out
     assert "batch 1 (no watermark): 1 row\n  {key: x, count: 2, sum: 5}" in out
+
+
+@pytest.mark.spark
+def test_append_mode_refused_by_both_engines():
+    """Append mode with an aggregation and no watermark is refused by ministream and by Spark, for the same
+    reason (ministream's message quotes Spark's)."""
+    from ministream.microbatch import run_microbatch
+    from ministream.spark import SparkQueryError, run_query, scripted_stream, spark_session
+
+    with pytest.raises(PipelineError) as ours:
+        run_microbatch(LESSON.pipeline(LESSON.default_script, {}), output_mode="append")
+    frames = {"events": scripted_stream(spark_session(), LESSON.spark_schema(), LESSON.default_script)}
+    with pytest.raises(SparkQueryError) as theirs:
+        run_query(LESSON.twin(frames, {}), "append")
+    spark_text = "not supported for streaming aggregations without watermark on streaming DataFrames/DataSets"
+    assert spark_text in str(theirs.value)
+    assert spark_text in str(ours.value)
