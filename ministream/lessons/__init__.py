@@ -18,6 +18,7 @@ LESSON_MODULES = [
     "running_aggregation",
     "tumbling_window",
     "sliding_window",
+    "session_window",
     "late_data",
     "output_modes",
     "stream_join",
