@@ -68,6 +68,30 @@ class LateRow:
     rule: str
 
 
+def dropped_flags(script, late_rows: list[LateRow]) -> list[bool]:
+    """For each row of a script, in arrival order, whether a window step dropped it from one of its windows
+    (the ``late`` marks of ``plots.event_time_plot``). Rows are matched by batch and by value.
+
+    >>> script = [[{"ts": 1}], [{"ts": 9}, {"ts": 2}]]
+    >>> dropped_flags(script, [LateRow(1, "w", {"ts": 2}, (0, 5), 5, "end <= watermark")])
+    [False, False, True]
+    """
+    counts = {}  # {(batch_id, repr(row), window): how many times}
+    for late in late_rows:
+        place = (late.batch_id, repr(late.row), late.window)
+        counts[place] = counts.get(place, 0) + 1
+    pending = {}  # {(batch_id, repr(row)): how many rows to flag}: a row late for two windows is one row
+    for (batch_id, row, _), count in counts.items():
+        pending[(batch_id, row)] = max(count, pending.get((batch_id, row), 0))
+    flags = []
+    for batch_id, batch in enumerate(script):
+        for row in batch:
+            left = pending.get((batch_id, repr(row)), 0)
+            flags.append(left > 0)
+            pending[(batch_id, repr(row))] = left - 1
+    return flags
+
+
 def watermarked_columns(step) -> set[str]:
     """The event-time columns that a ``with_watermark`` step upstream of ``step`` (or ``step`` itself) tracks.
 
