@@ -81,7 +81,16 @@ class ContinuousRun(Run):
     clock: ManualClock | None = None
 
     def arrivals_at(self, sink: str = "output") -> list[Arrival]:
-        """The rows one sink received, in arrival order, each with the sink's watermark when it arrived."""
+        """The rows one sink received, in arrival order, each with the sink's watermark when it arrived.
+
+        >>> from ministream.dataflow import Dataflow
+        >>> from ministream.testing import ScriptedSource, CollectingSink
+        >>> flow = Dataflow("passthrough")
+        >>> flow.source("events", ScriptedSource([[{"ts": 5_000}, {"ts": 1_000}]])).with_watermark(
+        ...     "wm", "ts", "1 second").sink("output", CollectingSink())
+        >>> run_continuous(flow).arrivals_at("output")
+        [Arrival(row={'ts': 5000}, watermark=None), Arrival(row={'ts': 1000}, watermark=3999)]
+        """
         return self.arrivals[sink]
 
 
@@ -91,6 +100,14 @@ class SourceReader:
     State: ``self.entries`` (rows and ``ClockStep``\\ s, the script's batches one after the other),
     ``self.position`` (the next entry), ``self.idle`` (whether its receivers were told it is idle) and
     ``self.last_active`` (the processing time of its last row).
+
+    >>> from ministream.dataflow import Dataflow
+    >>> from ministream.testing import ScriptedSource
+    >>> flow = Dataflow("f")
+    >>> _ = flow.source("events", ScriptedSource([[{"n": 1}], [ClockStep(5), {"n": 2}]]))
+    >>> reader = SourceReader(flow.step("events"), PhysicalGraph(flow).by_step["events"][0], ManualClock())
+    >>> [reader.next_entry() for _ in range(3)], reader.has_next()
+    ([{'n': 1}, ClockStep(advance=5), {'n': 2}], False)
     """
 
     def __init__(self, step, subtask: Subtask, clock: ManualClock):
@@ -124,6 +141,15 @@ class ContinuousDriver:
 
     Each scheduling step picks, from the seeded generator, one of the *actors* that can act: a source with
     script left to read (unless a clock step is waiting) or a subtask with a message to take.
+
+    >>> from ministream.dataflow import Dataflow
+    >>> from ministream.testing import ScriptedSource, CollectingSink
+    >>> flow = Dataflow("f")
+    >>> flow.source("events", ScriptedSource([[{"n": 1}, {"n": 2}]])).sink("output", CollectingSink())
+    >>> driver = ContinuousDriver(PhysicalGraph(flow, model="continuous"), ManualClock(), seed=0,
+    ...                           idle_timeout=None, trace=None)
+    >>> driver.run(); [arrival.row for arrival in driver.arrivals["output"]]
+    [{'n': 1}, {'n': 2}]
     """
 
     def __init__(self, graph: PhysicalGraph, clock: ManualClock, seed: int, idle_timeout: int | None,
@@ -254,7 +280,13 @@ class ContinuousDriver:
 
 
 def check_continuous(flow: Dataflow) -> None:
-    """Refuse, before running, a dataflow that cannot run in the continuous model."""
+    """Refuse, before running, a dataflow that cannot run in the continuous model.
+
+    >>> check_continuous(Dataflow("empty"))
+    Traceback (most recent call last):
+    ...
+    ministream.operators.PipelineError: dataflow 'empty' has no source
+    """
     if not flow.sources:
         raise PipelineError(f"dataflow {flow.name!r} has no source")
     if not flow.sinks:
@@ -265,6 +297,14 @@ def run_continuous(flow: Dataflow, *, parallelism: int = 1, seed: int = 0, trace
                    clock: ManualClock | None = None, idle_timeout=None,
                    output_mode: str = "append") -> ContinuousRun:
     """Run a dataflow row by row, as Flink runs a job, and return what the sinks received.
+
+    >>> from ministream.testing import ScriptedSource, CollectingSink
+    >>> flow, clock = Dataflow("f"), ManualClock()
+    >>> flow.source("events", ScriptedSource([[{"n": 1}, ClockStep("1 minute"), {"n": 2}]])).sink(
+    ...     "output", CollectingSink())
+    >>> run = run_continuous(flow, clock=clock)
+    >>> clock.now(), run.output("output")[0].rows
+    (60000, [{'n': 1}, {'n': 2}])
 
     Args:
         flow: the pipeline; its sources must be scripted (``testing.ScriptedSource``); a script may hold

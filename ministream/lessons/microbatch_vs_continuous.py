@@ -72,7 +72,12 @@ def twin(inputs, params):
 
 
 def run_both(script=None, params=None, *, parallelism: int = 1, seed: int = 0):
-    """The lesson's pipeline run in each model on the same events: ``(micro-batch run, continuous run)``."""
+    """The lesson's pipeline run in each model on the same events: ``(micro-batch run, continuous run)``.
+
+    >>> micro, continuous = run_both()
+    >>> [batch.batch_id for batch in micro.output()], [batch.batch_id for batch in continuous.output()]
+    ([0, 1, 2, 3, 4], [0])
+    """
     return (LESSON.run(script, params, parallelism=parallelism, seed=seed),
             LESSON.run(script, params, parallelism=parallelism, seed=seed, model="continuous"))
 
@@ -149,7 +154,13 @@ def late_by_model(script=None, params=None) -> dict[str, list[bool]]:
 
 
 def row_table(script=None, params=None) -> str:
-    """Per row, in arrival order: its batch, and whether each model counted it or dropped it as late."""
+    """Per row, in arrival order: its batch, and whether each model counted it or dropped it as late.
+
+    >>> print("\\n".join(row_table().splitlines()[4:7]))
+    4    a at 10:00:16  1      counted      counted
+    5    a at 10:00:04  1      counted      late
+    6    b at 10:00:09  2      counted      late
+    """
     script = LESSON.default_script if script is None else script
     late = late_by_model(script, params)
     lines = [("row", "event", "batch", "micro-batch", "continuous")]
