@@ -3,6 +3,7 @@
 import pytest
 
 from ministream.lessons import compare_lesson, get_lesson
+from ministream.lessons.deduplication import sent
 
 LESSON = get_lesson("deduplication")
 
@@ -32,3 +33,21 @@ def test_same_output_for_any_parallelism_and_seed(key):
     expected = rows(LESSON.run(params={"key": key}))
     for parallelism, seed in ((2, 0), (4, 7)):
         assert rows(LESSON.run(params={"key": key}, parallelism=parallelism, seed=seed)) == expected
+
+
+EDGE = [[sent(10, "e"), sent(30, "f")], [], [sent(25, "e")]]
+"""e (10:00:10) expires at 10:00:20 with a 10 s delay; WM_1 = 10:00:20 exactly, so e is forgotten at the end
+of batch 1 and its copy stamped 10:00:25 is new in batch 2."""
+
+
+def test_a_key_is_forgotten_when_the_watermark_reaches_its_expiry_exactly():
+    """dropDuplicatesWithinWatermark evicts when WM >= first ts + delay (not only when WM is past it)."""
+    out = LESSON.run(EDGE, {"key": "within"}).output()
+    assert [[row["event_id"] for row in batch.rows] for batch in out] == [["e", "f"], [], ["e"]]
+
+
+@pytest.mark.spark
+def test_the_expiry_edge_matches_spark():
+    """Spark forgets the key at WM == expiry too."""
+    result = compare_lesson(LESSON, EDGE, {"key": "within"})
+    assert result.matches, result.table()

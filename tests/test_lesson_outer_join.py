@@ -3,6 +3,7 @@
 import pytest
 
 from ministream.lessons import compare_lesson, get_lesson
+from ministream.lessons.stream_join import ad
 
 LESSON = get_lesson("outer-join")
 
@@ -78,3 +79,24 @@ def test_spark_and_ministream_refuse_an_outer_join_without_a_range_with_the_same
     spark_text = str(spark_error.value).split(": ", 2)[-1].rstrip(";")
     assert spark_text.startswith("Stream-stream LeftOuter join between two streaming DataFrame/Datasets")
     assert spark_text in str(ours.value)
+
+
+EDGES = {"impressions": [[ad(10, "b"), ad(40, "y")], [ad(41, "w")], []],
+         "clicks": [[ad(30, "x"), ad(40, "z")], [ad(41, "v")], [ad(30, "k")]]}
+"""WM is 10:00:30 in batch 1 and 10:00:31 in batch 2. Impression b (10:00:10) is exactly within + 0 ms
+before WM 10:00:30, click x exactly at it, and click k arrives in batch 2 exactly at WM_1."""
+
+
+def test_the_extra_millisecond_and_the_inclusive_late_rule_on_the_edges():
+    """b and x stay at WM 10:00:30 (inclusive bounds keep one more millisecond) and leave at 10:00:31; k, at
+    exactly the previous watermark, is late."""
+    out = LESSON.run(EDGES, {"how": "full_outer"}).output()
+    assert [batch.rows for batch in out[:2]] == [[], []]
+    assert {(row["impression_ad"], row["click_ad"]) for row in out[2].rows} == {(None, "x"), ("b", None)}
+
+
+@pytest.mark.spark
+def test_the_edges_match_spark():
+    """Spark keeps b and x one more millisecond and drops k as late, exactly as ministream."""
+    result = compare_lesson(LESSON, EDGES, {"how": "full_outer"})
+    assert result.matches, result.table()
