@@ -26,6 +26,9 @@ LESSON_MODULES = [
     "idle_input",
     "deduplication",
     "microbatch_vs_continuous",
+    "device_sessions",
+    "state_ttl",
+    "processing_time",
 ]
 """Lesson modules in teaching order (the order of ``ministream lessons`` and of the tutorials)."""
 
