@@ -112,7 +112,8 @@ class CheckpointingDriver(ContinuousDriver):
         n = self.coordinator.trigger(offsets, {"clock": self.clock.now(), "rows_read": self.rows_read})
         for reader in self.readers:
             reader.subtask.output.broadcast(Barrier(n))
-            self._explain(reader.name, "barrier", f"barrier {n} injected after {self.rows_of[reader.name]} rows "
+            rows = self.rows_of[reader.name]
+            self._explain(reader.name, "barrier", f"barrier {n} injected after {rows} row{'s' if rows != 1 else ''} "
                           f"(offset {reader.position})")
         return n
 
@@ -290,7 +291,7 @@ class AtLeastOnceBarriers:
                                         "NOT held back (its next records go into the state before the snapshot)")
             return True
         del self.arrived[message.checkpoint_id]
-        self.driver.snapshot_and_forward(subtask, message)
+        self.driver.snapshot_and_forward(subtask, message, "at least once: now on every input")
         return True
 
 

@@ -216,11 +216,17 @@ class RecoveredRun:
     """``(caption, DOT)`` of the channels each time an aligned subtask held an input back (``pictures=True``)."""
 
     def output(self, sink: str = "output") -> list[BatchResult]:
-        """The batches one sink made visible. Continuous model: all its rows as one batch 0, in the order
-        they became visible, with the sink's final watermark (as ``run_continuous`` reports it)."""
+        """The batches one sink made visible, one per batch id (a batch written twice, by an at-least-once
+        sink, holds both writes' rows). Continuous model: all its rows as one batch 0, in the order they became
+        visible, with the sink's final watermark (as ``run_continuous`` reports it)."""
         batches = self.outputs[sink]
         if self.model == "microbatch":
-            return list(batches)
+            merged: dict[int, BatchResult] = {}
+            for batch in batches:
+                if batch.batch_id in merged:
+                    batch = attrs.evolve(batch, rows=merged[batch.batch_id].rows + batch.rows)
+                merged[batch.batch_id] = batch
+            return [merged[batch_id] for batch_id in sorted(merged)]
         final = self.graph.by_step[sink][0].watermark if self.graph is not None else None
         return [BatchResult(0, final, [row for batch in batches for row in batch.rows])]
 

@@ -32,10 +32,22 @@ import attrs
 from ministream.faults import SimulatedCrash
 
 
+def row_order(row: dict) -> str:
+    """A fixed order of rows (their normalized form as text): a crashing sink writes a batch in this order, so
+    that ministream and Spark, whose row orders differ, write the same rows before they crash.
+
+    >>> sorted([{"key": "b", "n": 1.0}, {"key": "a", "n": 2}], key=row_order)
+    [{'key': 'a', 'n': 2}, {'key': 'b', 'n': 1.0}]
+    """
+    from ministream.results import normalize_row
+
+    return repr(normalize_row(row))
+
+
 @attrs.frozen
 class SinkCrash:
-    """Crash the sink while it writes micro-batch ``batch_id``, after ``after_rows`` of the batch's rows
-    (the first time only).
+    """Crash the sink while it writes micro-batch ``batch_id``, after ``after_rows`` of the batch's rows in
+    :func:`row_order` (the first time only).
 
     >>> SinkCrash(batch_id=2, after_rows=1)
     SinkCrash(batch_id=2, after_rows=1)
@@ -75,7 +87,8 @@ class AtLeastOnceSink:
         rows = list(rows)
         if self.crash is not None and not self.crashed and batch_id == self.crash.batch_id:
             self.crashed = True
-            self._accept(batch_id, watermark, rows[:self.crash.after_rows], processing_time)
+            written = sorted(rows, key=row_order)[:self.crash.after_rows]
+            self._accept(batch_id, watermark, written, processing_time)
             raise SimulatedCrash(f"the sink crashed while writing batch {batch_id}, after "
                                  f"{min(self.crash.after_rows, len(rows))} of its {len(rows)} rows")
         self._accept(batch_id, watermark, rows, processing_time)

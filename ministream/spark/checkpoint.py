@@ -1,0 +1,135 @@
+"""Spark's checkpoints: a query that crashes in the middle of a micro-batch, restarted from its checkpoint.
+
+A Structured Streaming query keeps its progress in its ``checkpointLocation`` (the rules, confirmed on PySpark
+4.3 by ``tests/test_spark_checkpoint.py``):
+
+1. before batch k reads anything, Spark writes ``offsets/k``: the batch's end offsets, watermark and timestamp;
+2. the batch runs and ``foreachBatch(df, k)`` receives its output; when the function returns, Spark writes
+   ``commits/k``; stateful operators keep their state under ``state/<operator>/<partition>/``;
+3. a query started again on the same checkpoint location finds ``offsets/k`` without ``commits/k``: it runs
+   batch k again, with the same id, offsets and watermark, and then goes on;
+4. so ``foreachBatch`` can see batch k twice. A sink that writes *by batch id* (replacing what an earlier try
+   of the batch wrote) gives exactly-once output; a sink that appends gives at-least-once output:
+   the rows written before the crash appear twice.
+
+:func:`run_query_with_crash` plays that out: the sink function writes ``after_rows`` rows of batch
+``crash_batch`` and raises; the query fails; a second query on the same checkpoint finishes the run.
+
+>>> run = run_query_with_crash(df, "append", crash_batch=3)        # doctest: +SKIP
+>>> run.batch_ids                                                 # doctest: +SKIP
+[[0, 1, 2, 3], [3, 4]]
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+
+import attrs
+
+from ministream.results import BatchResult
+from ministream.sinks import row_order
+from ministream.spark.collect import SparkQueryError, _collect, _query_error, _watermarks
+from ministream.spark.session import session_conf
+
+
+class SimulatedSparkCrash(RuntimeError):
+    """The crash a ``foreachBatch`` function raises on purpose, in the middle of writing a batch."""
+
+
+@attrs.frozen
+class SparkRecoveryRun:
+    """What a crashed and restarted query left in its sink, and what each of its two runs saw.
+
+    Attributes:
+        batches: the sink's content at the end, one ``BatchResult`` per batch id, with the watermark Spark
+            ran the batch with.
+        batch_ids: the batch ids ``foreachBatch`` was called with, per start of the query: the first run
+            ends with the crashed batch, the second begins with it.
+        error: what the first run failed with, as Spark reported it.
+    """
+
+    batches: list[BatchResult]
+    batch_ids: list[list[int]]
+    error: str
+
+
+def run_query_with_crash(df, output_mode: str, *, crash_batch: int, after_rows: int = 1, idempotent: bool = True,
+                         checkpoint_dir: str | None = None, query_name: str | None = None,
+                         conf: dict | None = None, restart_conf: dict | None = None) -> SparkRecoveryRun:
+    """Run a streaming DataFrame with a ``checkpointLocation``, crash ``foreachBatch`` in batch
+    ``crash_batch`` after it wrote ``after_rows`` rows (in ``sinks.row_order``), restart the query on the same
+    checkpoint, and return what the sink holds.
+
+    Args:
+        df: the streaming DataFrame (a lesson's twin).
+        output_mode: ``"append"``, ``"update"`` or ``"complete"``.
+        crash_batch, after_rows: where the sink function fails, the first time only.
+        idempotent: the sink writes by batch id, replacing an earlier try (exactly once); ``False``: it appends
+            (at least once).
+        checkpoint_dir: the checkpoint location (a temporary folder, removed at the end, when ``None``).
+        query_name, conf: as for ``ministream.spark.run_query``.
+        restart_conf: settings added for the restart only (the rescale lesson asks for other shuffle
+            partitions there, and Spark keeps the checkpoint's).
+    """
+    from pyspark.errors import PySparkException
+
+    table: dict[int, list[dict]] = {}  # the sink: {batch id: rows}
+    calls: list[list[int]] = []
+    crashed = {"done": False}
+
+    def write(batch_id: int, rows: list[dict]) -> None:
+        if idempotent:
+            table[batch_id] = rows                        # replaces what an earlier try wrote
+        else:
+            table.setdefault(batch_id, []).extend(rows)  # appends: an earlier try's rows stay
+
+    def sink(batch_df, batch_id):
+        calls[-1].append(batch_id)
+        rows = _collect(batch_df)
+        if batch_id == crash_batch and not crashed["done"]:
+            crashed["done"] = True
+            write(batch_id, sorted(rows, key=row_order)[:after_rows])  # the same rows ministream's sink writes
+            raise SimulatedSparkCrash(f"foreachBatch crashed in batch {batch_id} after writing "
+                                      f"{min(after_rows, len(rows))} of its {len(rows)} rows")
+        write(batch_id, rows)
+
+    temporary = checkpoint_dir is None
+    location = tempfile.mkdtemp(prefix="ministream-spark-ckpt-") if temporary else checkpoint_dir
+    watermarks: dict[int, int | None] = {}
+    error = ""
+    try:
+        for attempt in (1, 2):
+            calls.append([])
+            settings = {**(conf or {}), **(restart_conf or {})} if attempt == 2 else conf
+            query = _start(df, sink, output_mode, location, query_name, settings)
+            try:
+                query.processAllAvailable()
+            except PySparkException as failure:
+                if attempt == 2 or "SimulatedSparkCrash" not in str(failure):
+                    raise _query_error(failure, "failed while running the query") from None
+                error = f"{type(failure).__name__}: foreachBatch raised SimulatedSparkCrash"
+            finally:
+                for batch_id, watermark in _watermarks(query).items():
+                    watermarks[batch_id] = watermark  # the second run's report of a rerun batch is the one kept
+                query.stop()
+            if attempt == 1 and not error:
+                raise SparkQueryError(f"the query never reached batch {crash_batch}: nothing crashed")
+    finally:
+        if temporary:
+            shutil.rmtree(location, ignore_errors=True)
+    batches = [BatchResult(batch_id, watermarks.get(batch_id), table[batch_id]) for batch_id in sorted(table)]
+    return SparkRecoveryRun(batches, calls, error)
+
+
+def _start(df, sink, output_mode: str, location: str, query_name: str | None, conf: dict | None):
+    from pyspark.errors import PySparkException
+
+    with session_conf(df.sparkSession, conf):
+        writer = df.writeStream.foreachBatch(sink).outputMode(output_mode).option("checkpointLocation", location)
+        if query_name:
+            writer = writer.queryName(query_name)
+        try:
+            return writer.start()
+        except PySparkException as error:
+            raise _query_error(error, "refused the query") from None
