@@ -29,6 +29,9 @@ LESSON_MODULES = [
     "device_sessions",
     "state_ttl",
     "processing_time",
+    "checkpoint_recovery",
+    "barrier_alignment",
+    "rescale",
 ]
 """Lesson modules in teaching order (the order of ``ministream lessons`` and of the tutorials)."""
 

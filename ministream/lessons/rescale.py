@@ -1,0 +1,115 @@
+"""Lesson ``rescale``: restore a checkpoint with another parallelism. ministream moves keyed state by key
+group; Spark keeps the number of state partitions the checkpoint was started with.
+
+A running count per user, crashed in batch ``crash_batch`` and restored. ministream stores keyed state by *key
+group* (a stable hash of the key modulo 128, ``keygroups.py``); subtask i of n owns a contiguous range of
+groups, so a checkpoint taken by ``before`` subtasks can be split among ``after`` subtasks: each takes the
+groups of its new range. Spark stores state by *shuffle partition* (the key's hash modulo
+``spark.sql.shuffle.partitions``), and that number is written into every ``offsets/N`` of the checkpoint: a
+query restarted with another setting keeps the checkpoint's number (changing it would send keys to partitions
+that do not hold their state). To change it, Spark needs a new checkpoint, and so a reprocessing.
+
+The output is the same either way, which ``ministream compare rescale`` checks.
+
+>>> for batch in LESSON.run().output():
+...     print(batch.batch_id, sorted((r["user"], r["count"]) for r in batch.rows))
+0 [('alice', 1), ('bob', 1), ('erin', 1), ('heidi', 1)]
+1 [('alice', 2), ('bob', 2), ('heidi', 2)]
+2 [('alice', 3), ('bob', 3), ('erin', 2)]
+>>> [(attempt.parallelism, attempt.restored_from) for attempt in LESSON.run().attempts]
+[(2, None), (4, 0)]
+>>> keys_by_subtask(LESSON.run().graph, "counts")
+{0: ['heidi'], 1: ['alice'], 2: ['bob'], 3: ['erin']}
+"""
+
+from __future__ import annotations
+
+from ministream.aggregation import Count, Sum
+from ministream.dataflow import Dataflow
+from ministream.events import Field
+from ministream.lessons.checkpoint_recovery import RecoveryLesson
+from ministream.lessons.lesson import Param, event
+from ministream.testing import CollectingSink, ScriptedSource
+
+
+def visit(second: float, user: str, value: float = 1.0) -> dict:
+    """A visit of ``user``, ``second`` seconds after 10:00:00 on 2024-01-01 (UTC)."""
+    row = event(second, "", value)
+    del row["key"]
+    return {**row, "user": user}
+
+
+DEFAULT_SCRIPT = [
+    [visit(1, "alice"), visit(2, "bob"), visit(3, "erin"), visit(4, "heidi")],
+    [visit(5, "bob"), visit(6, "alice"), visit(7, "heidi")],
+    [visit(8, "erin"), visit(9, "alice"), visit(10, "bob")],
+]
+"""Four users whose key groups (38, 82, 106, 22) fall in four different subtasks at parallelism 4."""
+
+
+def pipeline(script, params) -> Dataflow:
+    """ministream: a running count and sum of visits per user."""
+    flow = Dataflow("rescale")
+    visits = flow.source("visits", ScriptedSource(script))
+    visits.key_by("user").aggregate("counts", count=Count(), sum=Sum("value")).sink("output", CollectingSink())
+    return flow
+
+
+def twin(inputs, params):
+    """PySpark: ``groupBy("user").agg(count, sum)``."""
+    from pyspark.sql import functions as F
+
+    return inputs["events"].groupBy("user").agg(F.count("*").alias("count"), F.sum("value").alias("sum"))
+
+
+def keys_by_subtask(graph, step: str) -> dict[int, list]:
+    """Which keys each subtask of a keyed step holds in its state (``{subtask: [keys]}``)."""
+    return {subtask.index: sorted(subtask.operator.ctx.state.keys("aggregate"))
+            for subtask in graph.by_step[step]}
+
+
+def spark_state_partitions(checkpoint_dir) -> dict:
+    """What a Spark checkpoint says about its partitions: the state partition folders of its operator and
+    the ``spark.sql.shuffle.partitions`` recorded in each ``offsets/N``.
+
+    >>> spark_state_partitions(folder)   # doctest: +SKIP
+    {'state folders': ['0', '1'], 'shuffle partitions by batch': {0: '2', 1: '2', 2: '2'}}
+    """
+    import json
+    from pathlib import Path
+
+    root = Path(checkpoint_dir)
+    folders = sorted(p.name for p in (root / "state" / "0").iterdir() if p.is_dir() and p.name.isdigit())
+    recorded = {}
+    for path in sorted((root / "offsets").iterdir(), key=lambda p: p.name):
+        if path.name.isdigit():
+            metadata = json.loads(path.read_text().splitlines()[1])
+            recorded[int(path.name)] = metadata["conf"]["spark.sql.shuffle.partitions"]
+    return {"state folders": folders, "shuffle partitions by batch": dict(sorted(recorded.items()))}
+
+
+class RescaleLesson(RecoveryLesson):
+    """The recovery lesson with another parallelism after the crash: ``before`` then ``after`` subtasks in
+    ministream; in Spark, ``before`` shuffle partitions, then a restart that asks for ``after``."""
+
+    def recovery_settings(self, values, parallelism):
+        return {"parallelism": values["before"], "restore_parallelism": values["after"]}
+
+    def spark_settings(self, values):
+        return {"conf": {"spark.sql.shuffle.partitions": values["before"]},
+                "restart_conf": {"spark.sql.shuffle.partitions": values["after"]}}
+
+
+LESSON = RescaleLesson(
+    name="rescale",
+    title="Rescale: restore a checkpoint with more subtasks (key groups move); Spark keeps its partitions",
+    pipeline=pipeline,
+    twin=twin,
+    fields=[Field("user", str), Field("value", float)],
+    default_script=DEFAULT_SCRIPT,
+    params=[Param("before", 2, "parallelism (Spark: shuffle partitions) before the crash", kind="int"),
+            Param("after", 4, "parallelism (Spark: shuffle partitions asked for) after it", kind="int"),
+            Param("crash_batch", 1, "the micro-batch in which the sink crashes", kind="int")],
+    output_mode="update",
+    doc=__doc__,
+)
