@@ -98,6 +98,12 @@ class Processor:
     ...     def handle_input_rows(self, key, rows, timer_values):
     ...         self.count.update(self.count.value() + len(rows))
     ...         return [{"key": key, "count": self.count.value()}]
+    >>> from ministream import Dataflow, ScriptedSource, CollectingSink, run_microbatch
+    >>> flow = Dataflow("counter")
+    >>> flow.source("events", ScriptedSource([[{"key": "a"}, {"key": "a"}], [{"key": "a"}]])).key_by(
+    ...     "key").process("count", Counter()).sink("output", CollectingSink())
+    >>> [batch.rows for batch in run_microbatch(flow, output_mode="update").output()]
+    [[{'key': 'a', 'count': 2}], [{'key': 'a', 'count': 3}]]
     """
 
     def init(self, handle: ProcessorHandle) -> None:
