@@ -124,7 +124,11 @@ def updated(figures: dict | None, row_ts: int, points: float) -> dict:
 
 
 def wake_up_times(sessions: dict, done_until: int | None, heartbeat: int, timeout: int) -> set[int]:
-    """When a device needs its timer handler again: each open session's next heartbeat and its timeout."""
+    """When a device needs its timer handler again: each open session's next heartbeat and its timeout.
+
+    >>> sorted(wake_up_times({"s1": {"started": 2_000, "last_event": 41_000}}, 30_000, 30_000, 30_000))
+    [60000, 71000]
+    """
     times = set()
     for figures in sessions.values():
         times.add(next_tick(max(figures["started"] - 1, done_until if done_until is not None else -1), heartbeat))
