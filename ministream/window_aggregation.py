@@ -58,6 +58,11 @@ class LateRow:
     """A row the watermark kept out of a window: when, where, which window, and the rule, in words.
 
     ``batch_id`` is ``None`` in the continuous model, which has no batches.
+
+    >>> late = LateRow(3, "per_window", {"key": "a", "ts": 9_000}, (0, 10_000), 10_000,
+    ...                "end 00:00:10 <= watermark 00:00:10 of the previous batch")
+    >>> late.batch_id, late.window
+    (3, (0, 10000))
     """
 
     batch_id: int | None
@@ -117,7 +122,26 @@ def watermarked_columns(step) -> set[str]:
 def build_window(keyed, name: str, assigner, *, column: str = "ts", allowed_lateness=0,
                  late_rows: str | None = None, **aggregates):
     """The step behind ``KeyedStream.window``: checks the settings, then adds a keyed step running the
-    operator class the assigner asks for (:class:`WindowAggregate` for tumbling and sliding windows)."""
+    operator class the assigner asks for (:class:`WindowAggregate` for tumbling and sliding windows).
+
+    >>> from ministream.aggregation import Count
+    >>> from ministream.dataflow import Dataflow
+    >>> from ministream.testing import ScriptedSource
+    >>> from ministream.windows import Tumbling
+    >>> keyed = Dataflow("f").source("events", ScriptedSource([])).key_by("key")
+    >>> step = build_window(keyed, "counts", Tumbling("10 seconds"), count=Count()).step
+    >>> step.kind, step.options["window"], step.options["operator_class"].__name__
+    ('window_aggregate', 'tumbling 10 seconds', 'WindowAggregateWithoutWatermark')
+
+    Args:
+        keyed: the ``KeyedStream`` the step hangs off.
+        name: the step's name.
+        assigner: ``windows.Tumbling``, ``windows.Sliding``, or another assigner with an ``operator_class``.
+        column: the event-time column.
+        allowed_lateness: continuous model: how long a fired window is kept for late rows.
+        late_rows: the name of the side output for the rows too late for all their windows.
+        aggregates: ``{output column: AggregateFunction}``, at least one.
+    """
     if not aggregates:
         raise PipelineError(f"window {name!r} needs at least one aggregate, e.g. count=Count()")
     lateness = parse_duration(allowed_lateness)
@@ -180,8 +204,9 @@ class WindowAggregate(Operator):
                 f"step {step_name!r}: append output mode needs a watermark on the window's event-time column. "
                 "Append emits a window once, when the watermark passes its end; without a watermark on that "
                 "column the moment never comes. Add .with_watermark(name, column, delay) before key_by, or use "
-                "output mode 'update' or 'complete'. (Spark: 'Append output mode not supported when there are "
-                "streaming aggregations on streaming DataFrames/DataSets without watermark'.)")
+                "output mode 'update' or 'complete'. (Spark 4: 'Invalid streaming output mode: append. This "
+                "output mode is not supported for streaming aggregations without watermark on streaming "
+                "DataFrames/DataSets'.)")
 
     def open(self, ctx):
         super().open(ctx)
