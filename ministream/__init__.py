@@ -15,6 +15,7 @@ from ministream.dataflow import Dataflow
 from ministream.microbatch import run_microbatch
 from ministream.operators import PipelineError
 from ministream.testing import CollectingSink, ScriptedSource
+from ministream.windows import Sliding, Tumbling
 
 __all__ = ["Dataflow", "Count", "Sum", "Min", "Max", "Avg", "Custom", "ScriptedSource", "CollectingSink",
-           "run_microbatch", "PipelineError"]
+           "run_microbatch", "PipelineError", "Tumbling", "Sliding"]
