@@ -327,3 +327,42 @@ def file_tree(root) -> str:
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
         lines.append(f"{path.relative_to(root).as_posix()}  ({path.stat().st_size} bytes)")
     return "\n".join(lines)
+
+
+def folder_outline(root) -> str:
+    """The files under a folder in short: hidden files (Hadoop's ``.crc`` checksums) left out, and paths that
+    differ only in their numbers on one line, each varying number shown as its range (``offsets/{0..4}``).
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as root:
+    ...     storage = DirectoryStorage(root)
+    ...     for batch_id in range(3):
+    ...         storage.log_offsets(batch_id, {}); storage.save_files(batch_id, {"state/totals/0.json": b"{}"})
+    ...     print(folder_outline(root))
+    chk-{0..2}/manifest.json
+    chk-{0..2}/state/totals/0.json
+    offsets/{0..2}
+    """
+    import re
+
+    root = Path(root)
+    groups: dict[str, list[tuple[int, ...]]] = {}  # {path with {} for numbers: [the numbers of each file]}
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        relative = path.relative_to(root).as_posix()
+        if any(part.startswith(".") for part in relative.split("/")):
+            continue
+        numbers = tuple(int(n) for n in re.findall(r"\d+", relative))
+        groups.setdefault(re.sub(r"\d+", "{}", relative), []).append(numbers)
+    lines = []
+    for template, found in groups.items():
+        shown = []
+        for position in range(len(found[0])):
+            values = sorted({numbers[position] for numbers in found})
+            if len(values) == 1:
+                shown.append(str(values[0]))
+            elif values == list(range(values[0], values[-1] + 1)):
+                shown.append(f"{{{values[0]}..{values[-1]}}}")
+            else:
+                shown.append("{" + ",".join(map(str, values)) + "}")
+        lines.append(template.format(*shown))
+    return "\n".join(sorted(lines))

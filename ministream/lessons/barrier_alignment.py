@@ -128,3 +128,14 @@ LESSON = Lesson(
     output_mode="update",
     doc=__doc__,
 )
+
+
+def write_barrier_diagram(directory="diagrams"):
+    """Render the first held-back moment of the ``ALIGNMENT_SEED`` run to
+    ``diagrams/barrier-alignment.barriers.svg`` (``diagram.render_svg``); returns the path."""
+    from pathlib import Path
+
+    from ministream.diagram import render_svg
+
+    caption, dot = checkpointed_run(seed=ALIGNMENT_SEED, pictures=True).pictures[0]
+    return render_svg(dot, Path(directory) / "barrier-alignment.barriers.svg")

@@ -1,14 +1,16 @@
 """Spark's checkpoints: a query that crashes in the middle of a micro-batch, restarted from its checkpoint.
 
 A Structured Streaming query keeps its progress in its ``checkpointLocation`` (the rules, confirmed on PySpark
-4.3 by ``tests/test_spark_checkpoint.py``):
+4.3 by ``tests/test_lesson_checkpoint_recovery.py`` and ``tests/test_lesson_rescale.py``):
 
 1. before batch k reads anything, Spark writes ``offsets/k``: the batch's end offsets, watermark and timestamp;
 2. the batch runs and ``foreachBatch(df, k)`` receives its output; when the function returns, Spark writes
    ``commits/k``; stateful operators keep their state under ``state/<operator>/<partition>/``;
 3. a query started again on the same checkpoint location finds ``offsets/k`` without ``commits/k``: it runs
    batch k again, with the same id, offsets and watermark, and then goes on;
-4. so ``foreachBatch`` can see batch k twice. A sink that writes *by batch id* (replacing what an earlier try
+4. ``spark.sql.shuffle.partitions`` is recorded in every ``offsets/k``: a restart keeps the checkpoint's
+   number of state partitions, whatever the session asks for;
+5. so ``foreachBatch`` can see batch k twice. A sink that writes *by batch id* (replacing what an earlier try
    of the batch wrote) gives exactly-once output; a sink that appends gives at-least-once output:
    the rows written before the crash appear twice.
 
@@ -22,6 +24,7 @@ A Structured Streaming query keeps its progress in its ``checkpointLocation`` (t
 
 from __future__ import annotations
 
+import re
 import shutil
 import tempfile
 
@@ -133,3 +136,57 @@ def _start(df, sink, output_mode: str, location: str, query_name: str | None, co
             return writer.start()
         except PySparkException as error:
             raise _query_error(error, "refused the query") from None
+
+
+@attrs.frozen
+class CheckpointFolders:
+    """Both engines' checkpoint folders after the same crashed and recovered run, in outline
+    (``checkpoint_storage.folder_outline``), with the two runs."""
+
+    text: str
+    ministream: object
+    spark: SparkRecoveryRun
+
+
+FOLDERS_BLOCK = re.compile(r"(<!-- checkpoint folders -->\n```text\n)(?P<body>.*?)(```\n<!-- /checkpoint folders -->)",
+                           re.S)
+"""Where a tutorial page shows :func:`checkpoint_folders`' text (refreshed by ``python -m ministream.spark.checkpoint``)."""
+
+
+def checkpoint_folders(lesson, params: dict | None = None, *, master: str | None = None) -> CheckpointFolders:
+    """Run a recovery lesson (``lessons.checkpoint_recovery.RecoveryLesson``) in both engines with their
+    checkpoints in folders, and outline the two folders one after the other: what tutorial 15 shows."""
+    from ministream.checkpoint_storage import DirectoryStorage, folder_outline
+
+    with tempfile.TemporaryDirectory() as ours, tempfile.TemporaryDirectory() as theirs:
+        run = lesson.run(params=params, storage=DirectoryStorage(ours))
+        spark = lesson.spark_recovery(params=params, master=master, checkpoint_dir=theirs)
+        text = (f"ministream: run_with_recovery(..., storage=DirectoryStorage(folder))\n"
+                f"{_indent(folder_outline(ours))}\n"
+                f"Spark: writeStream.option('checkpointLocation', folder)\n{_indent(folder_outline(theirs))}\n")
+    return CheckpointFolders(text, run, spark)
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + line for line in text.splitlines())
+
+
+def refresh_page(path, text: str) -> bool:
+    """Put ``text`` in the checkpoint-folders block of a page; ``True`` when the page changed."""
+    from pathlib import Path
+
+    page = Path(path)
+    old = page.read_text()
+    new = FOLDERS_BLOCK.sub(lambda m: m.group(1) + text + m.group(3), old)
+    page.write_text(new)
+    return new != old
+
+
+if __name__ == "__main__":
+    import sys
+
+    from ministream.lessons import get_lesson
+
+    page = sys.argv[1] if len(sys.argv) > 1 else "tutorials/15-checkpoint-recovery.md"
+    folders = checkpoint_folders(get_lesson("checkpoint-recovery"))
+    print(("updated " if refresh_page(page, folders.text) else "unchanged ") + page)
