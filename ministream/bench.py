@@ -42,7 +42,7 @@ def make_events(count: int = EVENTS, keys: int = KEYS, seed: int = 0, disorder: 
     """Events ``{"key", "ts", "value"}`` with event time rising ~1 ms per event, up to ``disorder`` ms late.
 
     >>> make_events(3, keys=2, seed=0)
-    [{'key': 'k1', 'ts': 1, 'value': 1.0}, {'key': 'k0', 'ts': 1, 'value': 1.0}, {'key': 'k0', 'ts': 2, 'value': 1.0}]
+    [{'key': 'k1', 'ts': 1, 'value': 1.0}, {'key': 'k1', 'ts': 1, 'value': 1.0}, {'key': 'k1', 'ts': 1, 'value': 1.0}]
     """
     rng = random.Random(seed)
     names = [f"k{i}" for i in range(keys)]

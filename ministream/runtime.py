@@ -85,21 +85,28 @@ class Output:
 
     def __init__(self):
         self.routes: list[tuple[str, list[Channel], Edge]] = []
+        self.owners: dict[int, dict] = {}  # {route number: {key: receiving subtask}}: key groups, remembered
 
     def send(self, records: list, output: str | None = None) -> None:
         """Send a chunk of records along every outgoing edge of ``output`` (the main output, or a named side
         output), split by key on hash edges."""
         if not records:
             return
-        for partition, channels, edge in self.routes:
+        for number, (partition, channels, edge) in enumerate(self.routes):
             if edge.output != output:
                 continue
             if partition == "hash":
                 key_fn, parallelism = edge.key_fn, len(channels)
+                owners = self.owners.setdefault(number, {})
+                if len(owners) > 1 << 16:
+                    owners.clear()  # a bounded memory of keys seen, not a second copy of the key space
                 chunks = [[] for _ in channels]
                 for row in records:
                     key = key_fn(row)
-                    chunks[subtask_of_key_group(key_group_of(key), parallelism)].append((key, row))
+                    owner = owners.get(key)
+                    if owner is None:
+                        owner = owners[key] = subtask_of_key_group(key_group_of(key), parallelism)
+                    chunks[owner].append((key, row))
                 for channel, chunk in zip(channels, chunks):
                     if chunk:
                         channel.messages.append(chunk)

@@ -242,6 +242,15 @@ class SessionWindowAggregate(WindowAggregate):
         """Micro-batch: rows are late against WM_{k-1} in every output mode, complete included (rule 4)."""
         return self.batch.late_watermark if self.column_has_watermark else None
 
+    def _add_batch(self, pairs) -> None:
+        """Micro-batch: a row's session depends on the key's other rows, so rows are merged one at a time."""
+        for key, row in pairs:
+            ts = row.get(self.column)
+            if ts is None:
+                self.ctx.explain("drop", f"row dropped: no event time in column {self.column!r}", row)
+            else:
+                self._add_microbatch(key, row, ts)
+
     def _add_microbatch(self, key, row: dict, ts: int) -> None:
         window = self._session_of(row, ts)
         if window is None:

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import attrs
 
-from ministream.aggregation import add_row, key_columns_of, new_accumulators, results
+from ministream.aggregation import add_row, add_rows, key_columns_of, new_accumulators, results
 from ministream.keygroups import key_group_of
 from ministream.operators import BatchInfo, Operator, PipelineError
 from ministream.times import format_clock, format_duration, parse_duration
@@ -220,16 +220,34 @@ class WindowAggregate(Operator):
     # -- rows ------------------------------------------------------------------------------------------------
 
     def process(self, pairs, input_index):
-        continuous = self.ctx.model == "continuous"
+        if self.ctx.model == "continuous":
+            for key, row in pairs:
+                ts = row.get(self.column)
+                if ts is None:
+                    self.ctx.explain("drop", f"row dropped: no event time in column {self.column!r}", row)
+                else:
+                    self._add_continuous(key, row, ts)
+        else:
+            self._add_batch(pairs)
+
+    def _add_batch(self, pairs) -> None:
+        """Micro-batch: gather the chunk's rows by (key, window) first, then fold each group into its
+        accumulators at once: a batch at a time, as Spark's partial aggregation does."""
+        groups = {}  # {(key, (start, end)): [row, ...]}
         for key, row in pairs:
             ts = row.get(self.column)
             if ts is None:
                 self.ctx.explain("drop", f"row dropped: no event time in column {self.column!r}", row)
                 continue
-            if continuous:
-                self._add_continuous(key, row, ts)
-            else:
-                self._add_microbatch(key, row, ts)
+            for window in self._windows_in_time(row, ts):
+                group = groups.get((key, window))
+                if group is None:
+                    groups[(key, window)] = [row]
+                else:
+                    group.append(row)
+        for (key, window), rows in groups.items():
+            add_rows(self._accumulators(key, window), self.functions, rows)
+            self.touched[(key, window)] = None
 
     def _late_watermark(self) -> int | None:
         """Micro-batch: the watermark rows are late against (WM_{k-1}); None when nothing is ever late."""
@@ -237,20 +255,24 @@ class WindowAggregate(Operator):
             return None  # complete mode keeps every window, so it drops nothing
         return self.batch.late_watermark
 
-    def _add_microbatch(self, key, row: dict, ts: int) -> None:
+    def _windows_in_time(self, row: dict, ts: int) -> list:
+        """Micro-batch: the row's windows that are not late (rule 1, per window); the late ones are recorded,
+        and a row late for all its windows goes to the side output."""
         late_watermark = self._late_watermark()
-        counted = False
-        for window in self.assigner.assign(ts):
-            if late_watermark is not None and window[1] <= late_watermark:  # rule 1, per window
+        windows = self.assigner.assign(ts)
+        if late_watermark is None or windows[0][1] > late_watermark:  # windows come in start order
+            return windows
+        in_time = []
+        for window in windows:
+            if window[1] <= late_watermark:
                 self._late(row, window, late_watermark,
                            f"end {format_clock(window[1])} <= watermark {format_clock(late_watermark)} "
                            "of the previous batch")
-                continue
-            add_row(self._accumulators(key, window), self.functions, row)
-            self.touched[(key, window)] = None
-            counted = True
-        if not counted and self.late_output is not None:
+            else:
+                in_time.append(window)
+        if not in_time and self.late_output is not None:
             self.ctx.emit_side(self.late_output, [row])
+        return in_time
 
     def _accumulators(self, key, window) -> list:
         by_window = self.windows.setdefault(key_group_of(key), {}).setdefault(key, {})
