@@ -9,9 +9,8 @@ LESSON = get_lesson("deduplication")
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("params", [{"key": "id"}, {"key": "id_and_time"}, {"key": "within"},
-                                    {"key": "within", "delay": "3 seconds"}],
-                         ids=["id", "id_and_time", "within", "within-3s"])
+@pytest.mark.parametrize("params", [{"key": "id"}, {"key": "id_and_time"}, {"key": "within", "delay": "3 seconds"}],
+                         ids=["id", "id_and_time", "within-3s"])
 def test_matches_spark(params):
     """Kept rows, dropped copies and the batch of every row are the same as in Spark."""
     result = compare_lesson(LESSON, params=params)

@@ -11,10 +11,9 @@ LESSON = get_lesson("stream-join")
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("params", [{}, {"within": "5 seconds"},
-                                    {"within": "30 seconds", "click_delay": "2 seconds",
-                                     "impression_delay": "25 seconds"}],
-                         ids=["default", "within-5s", "within-30s-delays"])
+@pytest.mark.parametrize("params", [{}, {"within": "30 seconds", "click_delay": "2 seconds",
+                                         "impression_delay": "25 seconds"}],
+                         ids=["default", "within-30s-delays"])
 def test_matches_spark(params):
     """Every batch, its watermark and its joined rows are the same in ministream and in Spark."""
     result = compare_lesson(LESSON, params=params)
