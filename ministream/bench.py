@@ -60,10 +60,11 @@ def python_loop_tumbling_count(events: list[dict], size: int = WINDOW, delay: in
     """The floor: a keyed tumbling-window count with a watermark, as a plain loop over dicts.
 
     The watermark is ``max event time - delay``, advanced at every event; a row whose window ended at or
-    before it is late; a window is emitted and dropped when its end is at or before it.
+    before it is late; a window is emitted (as output rows, like the engine's) and dropped when its end is at
+    or before it.
     """
     windows = {}  # {window_start: {key: count}}
-    watermark, emitted, late = -1, 0, 0
+    watermark, late, output = -1, 0, []
     for event in events:
         ts = event["ts"]
         start = ts - ts % size
@@ -81,8 +82,9 @@ def python_loop_tumbling_count(events: list[dict], size: int = WINDOW, delay: in
                 first = min(windows)
                 if first + size > watermark:
                     break
-                emitted += len(windows.pop(first))
-    return {"emitted": emitted + sum(map(len, windows.values())), "late": late}
+                for key, count in windows.pop(first).items():
+                    output.append({"key": key, "window_start": first, "window_end": first + size, "count": count})
+    return {"emitted": len(output), "open": sum(map(len, windows.values())), "late": late}
 
 
 def tumbling_count_flow(script, size: int = WINDOW, delay: int = DELAY) -> Dataflow:

@@ -234,12 +234,16 @@ class WindowAggregate(Operator):
         """Micro-batch: gather the chunk's rows by (key, window) first, then fold each group into its
         accumulators at once: a batch at a time, as Spark's partial aggregation does."""
         groups = {}  # {(key, (start, end)): [row, ...]}
+        assign, column, late_watermark = self.assigner.assign, self.column, self._late_watermark()
         for key, row in pairs:
-            ts = row.get(self.column)
+            ts = row.get(column)
             if ts is None:
-                self.ctx.explain("drop", f"row dropped: no event time in column {self.column!r}", row)
+                self.ctx.explain("drop", f"row dropped: no event time in column {column!r}", row)
                 continue
-            for window in self._windows_in_time(row, ts):
+            windows = assign(ts)
+            if late_watermark is not None and windows[0][1] <= late_watermark:  # windows come in start order
+                windows = self._windows_in_time(row, windows, late_watermark)
+            for window in windows:
                 group = groups.get((key, window))
                 if group is None:
                     groups[(key, window)] = [row]
@@ -255,13 +259,9 @@ class WindowAggregate(Operator):
             return None  # complete mode keeps every window, so it drops nothing
         return self.batch.late_watermark
 
-    def _windows_in_time(self, row: dict, ts: int) -> list:
-        """Micro-batch: the row's windows that are not late (rule 1, per window); the late ones are recorded,
-        and a row late for all its windows goes to the side output."""
-        late_watermark = self._late_watermark()
-        windows = self.assigner.assign(ts)
-        if late_watermark is None or windows[0][1] > late_watermark:  # windows come in start order
-            return windows
+    def _windows_in_time(self, row: dict, windows: list, late_watermark: int) -> list:
+        """Micro-batch: those of the row's windows that are not late (rule 1, per window); the late ones are
+        recorded, and a row late for all its windows goes to the side output."""
         in_time = []
         for window in windows:
             if window[1] <= late_watermark:
@@ -301,13 +301,19 @@ class WindowAggregate(Operator):
             self._emit(list(self.touched), "updated in this batch (update mode emits every window a batch "
                                            "touched)")
             if watermark is not None:
-                self._evict([w for w in self._all_windows() if w[1][1] <= watermark], watermark)
-        else:
-            if watermark is not None:
-                final = [w for w in self._all_windows() if w[1][1] <= watermark]
-                self._emit(final, f"end <= watermark {format_clock(watermark)}: final (append mode emits a "
-                                  "window once, then removes it)")
-                self._evict(final, watermark, explain=False)
+                for key, window, _ in self._take_final(watermark):
+                    if self.ctx.tracing:
+                        self.ctx.explain("evict", f"window {describe_window(*window)} of key {key!r} removed "
+                                                  f"from state: end <= watermark {format_clock(watermark)}")
+        elif watermark is not None:
+            final = self._take_final(watermark)
+            rows = [self._make_row(key, window, accumulators) for key, window, accumulators in final]
+            if self.ctx.tracing:
+                for (key, window, _), row in zip(final, rows):
+                    self.ctx.explain("emit", f"window {describe_window(*window)} of key {key!r} emitted: end <= "
+                                             f"watermark {format_clock(watermark)}: final (append mode emits a "
+                                             "window once, then removes it)", row)
+            self.ctx.emit(rows)
         self.touched = {}
         self.evicted_with = batch.watermark
 
@@ -318,15 +324,36 @@ class WindowAggregate(Operator):
                 and self.evicted_with is not None and watermark > self.evicted_with)
 
     def _all_windows(self) -> list:
-        """Every (key, window) in state, in a stable order: key group, key, window start."""
+        """Every (key, window) in state, in a stable order: key group, then the order keys and windows came."""
         return [(key, window) for group in sorted(self.windows) for key in self.windows[group]
-                for window in sorted(self.windows[group][key])]
+                for window in self.windows[group][key]]
+
+    def _take_final(self, watermark: int) -> list[tuple]:
+        """Remove every window with ``end <= watermark`` from state in one walk over it, and return them as
+        ``(key, window, accumulators)``, in the stable order of ``_all_windows``."""
+        taken = []
+        for group in sorted(self.windows):
+            by_key = self.windows[group]
+            for key in list(by_key):
+                by_window = by_key[key]
+                for window in [window for window in by_window if window[1] <= watermark]:
+                    taken.append((key, window, by_window.pop(window)))
+                if not by_window:
+                    del by_key[key]
+            if not by_key:
+                del self.windows[group]
+        return taken
+
+    def _make_row(self, key, window, accumulators: list) -> dict:
+        """The output row of one window: key columns, ``window_start``, ``window_end``, the aggregates."""
+        row = {self.key_columns[0]: key} if len(self.key_columns) == 1 else key_columns_of(self.key_columns, key)
+        row["window_start"], row["window_end"] = window
+        for name, function, accumulator in zip(self.names, self.functions, accumulators):
+            row[name] = function.result(accumulator)
+        return row
 
     def _row(self, key, window) -> dict:
-        row = key_columns_of(self.key_columns, key)
-        row["window_start"], row["window_end"] = window
-        row.update(results(self.windows[key_group_of(key)][key][window], self.names, self.functions))
-        return row
+        return self._make_row(key, window, self.windows[key_group_of(key)][key][window])
 
     def _emit(self, windows: list, why: str) -> None:
         rows = [self._row(key, window) for key, window in windows]
