@@ -1,0 +1,272 @@
+"""Checks of the engine exercises: key groups, keyed state in update mode, timers, TTL, barrier alignment.
+
+- ``key_group(key)``: which key group a key belongs to, the same in every process;
+- ``update_batch(totals, rows)``: a running count and sum per key, and the rows update mode emits;
+- ``due_timers(timers, watermark)``: the event-time timers that fire at the end of a batch, in order;
+- ``ttl_expired(written_at, ttl, batch_timestamp)``: whether a state entry has outlived its time-to-live;
+- ``barrier_arrives(held_back, position, inputs)``: one step of aligning a checkpoint barrier.
+
+>>> def key_group(key):
+...     import zlib
+...     return zlib.crc32(repr(key).encode("utf-8")) % 128
+>>> check_key_group(key_group)
+✓ key_group: 8 keys in the same key group as ministream.keygroups, in this process and in a fresh one
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import subprocess
+import sys
+import zlib
+
+from ministream.keygroups import key_group_of
+from ministream.results import normalize_row
+from ministream.workshop.checks_windows import show_time
+from ministream.workshop.feedback import Case, ExerciseFailed, Passed, call, check_cases, fail
+from ministream.workshop.oracle import get_oracle
+
+KEYS = ["a", "b", "c", "alice", "bob", 1, "1", ("bob", 0)]
+
+SALTED = ("a key group must come from a hash that is the same in every process: Python's hash(str) is salted per "
+          "process (PYTHONHASHSEED), so after a restart key {key!r} would go to another subtask and find no state. "
+          "Use a stable hash such as zlib.crc32")
+RECIPE = ("a key group is a stable hash of the key modulo the maximum parallelism, 128: here "
+          "zlib.crc32(repr(key).encode('utf-8')) % 128")
+REPR = "hash repr(key), not str(key): 1 and '1' are different keys and must be free to land in different groups"
+
+
+def _in_another_process(fn, keys: list) -> list:
+    """``[fn(key) for key in keys]`` computed by a fresh Python process with another hash seed."""
+    from pyspark import cloudpickle
+
+    payload = base64.b64encode(cloudpickle.dumps((fn, keys))).decode()
+    program = ("import base64, pickle, sys; fn, keys = pickle.loads(base64.b64decode(sys.argv[1])); "
+               "print(repr([fn(key) for key in keys]))")
+    env = dict(os.environ, PYTHONHASHSEED="12345" if os.environ.get("PYTHONHASHSEED") != "12345" else "54321")
+    done = subprocess.run([sys.executable, "-c", program, payload], capture_output=True, text=True, env=env,
+                          timeout=120)
+    if done.returncode != 0:
+        last = done.stderr.strip().splitlines()[-1:] or ["no message"]
+        raise ExerciseFailed(f"key_group: your function failed in a fresh process: {last[0]}")
+    return eval(done.stdout.strip(), {})  # a list of ints printed by repr
+
+
+def check_key_group(key_group) -> Passed:
+    """Exercise: ``key_group(key)`` is the key's key group: ``crc32(repr(key)) % 128``, the same in every
+    process. Checked against ``ministream.keygroups`` (Spark partitions state by a Murmur3 hash instead, for
+    the same reason: it is the same in every process).
+
+    Args:
+        key_group: the learner's function.
+    """
+    here = [call("key_group", key_group, key) for key in KEYS]
+    there = _in_another_process(key_group, KEYS)
+    for key, mine, theirs in zip(KEYS, here, there):
+        if mine != theirs:
+            fail("key_group", f"key {key!r} in this process and in a fresh one", f"{mine} here and {theirs} there",
+                 "the same group in both", SALTED.format(key=key), "a stable hash")
+    with_str = [zlib.crc32(str(key).encode("utf-8")) % 128 for key in KEYS]
+    expected = [key_group_of(key) for key in KEYS]
+    if here == with_str and here != expected:
+        key = next(key for key, mine, want in zip(KEYS, here, expected) if mine != want)
+        fail("key_group", f"key {key!r}", str(here[KEYS.index(key)]), str(key_group_of(key)), REPR, "ministream")
+    cases = [Case((key,), RECIPE, f"key {key!r}") for key in KEYS]
+    check_cases("key_group", key_group, cases, lambda case: key_group_of(case.args[0]), against="ministream")
+    return Passed("key_group", f"{len(KEYS)} keys in the same key group as ministream.keygroups, in this process "
+                  "and in a fresh one")
+
+
+# -- running totals in update mode -------------------------------------------------------------------------
+
+ONLY_TOUCHED = ("update mode emits only the keys the batch touched; emitting every key, every batch, is complete "
+                "mode")
+CARRY_OVER = ("keyed state carries over from batch to batch: the row of a key is its count and sum over every "
+              "batch so far, not over this batch")
+ONE_PER_KEY = "one row per key the batch touched, with the key's totals after the whole batch (not one per event)"
+EVERY_TOUCHED = "every key the batch touched is emitted, with its new totals"
+
+
+def spark_update_batch(totals: dict, rows: list[dict]) -> list[dict]:
+    """The rule: add the batch's rows to ``totals`` (``{key: (count, sum)}``, updated in place), then emit one
+    row per key the batch touched.
+
+    >>> totals = {"a": (2, 4.0)}
+    >>> spark_update_batch(totals, [{"key": "a", "value": 5.0}, {"key": "c", "value": 1.0}]), totals["a"]
+    ([{'key': 'a', 'count': 3, 'sum': 9.0}, {'key': 'c', 'count': 1, 'sum': 1.0}], (3, 9.0))
+    """
+    touched = []
+    for row in rows:
+        count, total = totals.get(row["key"], (0, 0.0))
+        totals[row["key"]] = (count + 1, total + row["value"])
+        touched.append(row["key"])
+    return [{"key": key, "count": totals[key][0], "sum": totals[key][1]} for key in dict.fromkeys(touched)]
+
+
+def check_update_batch(update_batch, lesson: str = "running-aggregation", against: str = "spark") -> Passed:
+    """Exercise: ``update_batch(totals, rows)`` adds one batch's rows to the running totals (``{key: (count,
+    sum)}``, the keyed state, updated in place) and returns the rows update mode emits for the batch.
+
+    The lesson's batches are fed through it in order; each batch's rows must be the ones Spark's
+    ``groupBy("key").agg(count, sum)`` emitted in update mode.
+
+    >>> check_update_batch(spark_update_batch, against="ministream")
+    ✓ update_batch: the 3 batches of running-aggregation emit ministream's rows in update mode
+
+    Args:
+        update_batch: the learner's function.
+        lesson: the running-aggregation lesson.
+        against: ``"spark"`` or ``"ministream"``.
+    """
+    from ministream.lessons import get_lesson
+
+    oracle = get_oracle(against)
+    the_lesson = get_lesson(lesson)
+    batches = oracle.twin_output(lesson, {"mode": "update"})
+    totals: dict = {}  # {key: (count, sum)}
+    for batch in batches:
+        rows = the_lesson.default_script[batch.batch_id]
+        mine = call("update_batch", update_batch, totals, [dict(row) for row in rows])
+        try:
+            mine = [dict(key=row["key"], count=row["count"], sum=row["sum"]) for row in mine or []]
+        except (KeyError, TypeError):
+            raise ExerciseFailed(f"update_batch: return a list of rows like {{'key': 'a', 'count': 2, 'sum': 4.0}}, "
+                                 f"not {mine!r}") from None
+        ours = sorted(normalize_row(row) for row in mine)
+        theirs = sorted(normalize_row(row) for row in batch.rows)
+        if ours == theirs:
+            continue
+        touched = {row["key"] for row in rows}
+        keys = [row["key"] for row in mine]
+        spark_of = {row["key"]: row for row in batch.rows}
+        where = f"batch {batch.batch_id} (events {', '.join(row['key'] for row in rows)})"
+        if any(key not in touched for key in keys):
+            key = next(key for key in keys if key not in touched)
+            fail("update_batch", f"{where}, key {key}", "a row", "no row", ONLY_TOUCHED, oracle.name)
+        if len(keys) != len(set(keys)):
+            key = next(key for key in keys if keys.count(key) > 1)
+            fail("update_batch", f"{where}, key {key}", f"{keys.count(key)} rows", "one row", ONE_PER_KEY, oracle.name)
+        missing = [key for key in spark_of if key not in keys]
+        if missing:
+            fail("update_batch", f"{where}, key {missing[0]}", "no row", "a row", EVERY_TOUCHED, oracle.name)
+        row = next(row for row in mine if normalize_row(row) != normalize_row(spark_of[row["key"]]))
+        spark_row = spark_of[row["key"]]
+        fail("update_batch", f"{where}, key {row['key']}", f"count {row['count']}, sum {row['sum']}",
+             f"count {spark_row['count']}, sum {spark_row['sum']}", CARRY_OVER, oracle.name)
+    return Passed("update_batch", f"the {len(batches)} batches of {lesson} emit {oracle.name}'s rows in update mode")
+
+
+# -- timers and time-to-live ---------------------------------------------------------------------------------
+
+TIMER_DUE = ("an event-time timer fires at the end of the first batch whose watermark is at or past it: "
+             "expiry <= WM_k, inclusive")
+TIMER_ORDER = "due timers fire in expiry order (ties in key order), whatever order they were set in"
+TTL_RULE = ("an entry expires once the batch timestamp reaches its write time plus the TTL: batch_timestamp >= "
+            "written_at + ttl, inclusive (Spark's StateTTL.isExpired); the TTL counts processing time, not event time")
+
+
+def timer_cases() -> list[Case]:
+    """``due_timers(timers, watermark)`` cases; timers are ``(expiry, key)`` pairs."""
+    timers = [(30_000, "b"), (10_000, "a"), (20_000, "a"), (10_000, "c")]
+    raw = [(5_000, TIMER_DUE), (10_000, TIMER_DUE), (19_999, TIMER_ORDER), (30_000, TIMER_ORDER)]
+    return [Case((list(timers), watermark), rule, f"timers {sorted(timers)} (set in the order {timers}), watermark "
+                 f"{show_time(watermark)}") for watermark, rule in raw]
+
+
+def check_due_timers(due_timers) -> Passed:
+    """Exercise: ``due_timers(timers, watermark)`` returns the ``(expiry, key)`` timers that fire at the end of
+    a batch with this watermark, in firing order. Checked against ``ministream.timers`` (the rule of Spark's
+    ``transformWithState``, measured in tests/test_process_rules.py).
+
+    >>> check_due_timers(lambda timers, wm: sorted(t for t in timers if t[0] <= wm))
+    ✓ due_timers: 4 cases agree with ministream.timers
+
+    Args:
+        due_timers: the learner's function.
+    """
+    from ministream.timers import TimerService
+
+    def expected(case):
+        service = TimerService()
+        for expiry, key in case.args[0]:
+            service.register_event_time_timer(key, expiry)
+        return service.pop_expired_event_time(case.args[1])
+
+    def same(got, want):
+        try:
+            return [tuple(timer) for timer in got] == want
+        except TypeError:
+            return False
+
+    return check_cases("due_timers", lambda timers, watermark: due_timers(list(timers), watermark), timer_cases(),
+                       expected, against="ministream.timers", show=repr, same=same)
+
+
+def check_ttl_expired(ttl_expired) -> Passed:
+    """Exercise: ``ttl_expired(written_at, ttl, batch_timestamp)`` says whether a state entry written at
+    processing time ``written_at`` with time-to-live ``ttl`` has expired in a batch stamped ``batch_timestamp``.
+
+    >>> check_ttl_expired(lambda written_at, ttl, now: now >= written_at + ttl)
+    ✓ ttl_expired: 3 cases agree with ministream.ttl
+
+    Args:
+        ttl_expired: the learner's function.
+    """
+    from ministream.ttl import is_expired
+
+    raw = [(1_000, 2_000, 2_500), (1_000, 2_000, 3_000), (1_000, 2_000, 3_001)]
+    cases = [Case(args, TTL_RULE, f"written at {args[0]} ms, TTL {args[1]} ms, batch timestamp {args[2]} ms")
+             for args in raw]
+    return check_cases("ttl_expired", ttl_expired, cases, lambda case: is_expired(case.args[0] + case.args[1],
+                                                                                   case.args[2]),
+                       against="ministream.ttl", show=lambda answer: "expired" if answer else "alive")
+
+
+# -- barrier alignment ----------------------------------------------------------------------------------------
+
+HOLD = ("an input that delivered barrier n is held back: what it sends after the barrier belongs to the next "
+        "checkpoint, so it must wait until the snapshot is taken")
+SNAPSHOT_WHEN_ALL = ("an aligned checkpoint snapshots when barrier n has arrived on every input, not before "
+                     "(snapshotting earlier is the at-least-once or unaligned mode)")
+RELEASE = "once the snapshot is taken (and the barrier forwarded) every input is released: nothing is held back"
+
+
+def barrier_cases() -> list[tuple[int, list[int], list[tuple[set, bool]]]]:
+    """Arrival sequences: ``(inputs, positions in arrival order, [(held back after each, snapshot now)])``."""
+    return [(1, [0], [(set(), True)]),
+            (2, [1, 0], [({1}, False), (set(), True)]),
+            (3, [0, 2, 1], [({0}, False), ({0, 2}, False), (set(), True)]),
+            (2, [0, 1, 1, 0], [({0}, False), (set(), True), ({1}, False), (set(), True)])]
+
+
+def check_barrier_arrives(barrier_arrives) -> Passed:
+    """Exercise: ``barrier_arrives(held_back, position, inputs)``: barrier n arrives on input ``position`` of a
+    subtask with ``inputs`` inputs; update ``held_back`` (the set of held-back inputs, in place) and return
+    ``True`` when the subtask snapshots now. Checked against ``Subtask.align`` in ``ministream.runtime`` (Flink's
+    aligned checkpoints; Spark's micro-batches need no barriers).
+
+    >>> def barrier_arrives(held_back, position, inputs):
+    ...     held_back.add(position)
+    ...     if len(held_back) == inputs:
+    ...         held_back.clear()
+    ...         return True
+    ...     return False
+    >>> check_barrier_arrives(barrier_arrives)
+    ✓ barrier_arrives: 4 arrival sequences agree with ministream.runtime's alignment
+
+    Args:
+        barrier_arrives: the learner's function.
+    """
+    for inputs, arrivals, expected in barrier_cases():
+        held_back: set = set()
+        for step, (position, (want_held, want_snapshot)) in enumerate(zip(arrivals, expected)):
+            snapshot = call("barrier_arrives", barrier_arrives, held_back, position, inputs)
+            later = " (the next checkpoint's barrier after the first snapshot)" if step >= inputs else ""
+            where = f"{inputs} inputs, barriers arriving on inputs {arrivals[:step + 1]}{later}"
+            if bool(snapshot) != want_snapshot or set(held_back) != want_held:
+                rule = SNAPSHOT_WHEN_ALL if bool(snapshot) != want_snapshot else RELEASE if not want_held else HOLD
+                fail("barrier_arrives", where, f"held back {sorted(held_back)}, snapshot {bool(snapshot)}",
+                     f"held back {sorted(want_held)}, snapshot {want_snapshot}", rule, "ministream")
+    return Passed("barrier_arrives", f"{len(barrier_cases())} arrival sequences agree with ministream.runtime's "
+                  "alignment")

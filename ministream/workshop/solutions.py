@@ -1,0 +1,151 @@
+"""Solutions of the workshop's exercises, kept apart from the notebooks.
+
+Each function is written as a learner would write it in the exercise cell, and is self-contained (its imports
+inside it), because the test suite pastes its source into the notebook's exercise cell and runs the notebook:
+that is how every exercise is known to be solvable and every check to pass. Instructors: this file is the
+answer key; learners: try first.
+
+>>> window_of(-1, 10_000)
+(-10000, 0)
+>>> emit_batch(10_000, [0, 7_000, 10_000])
+2
+"""
+
+from __future__ import annotations
+
+
+def key_group(key):
+    """Notebook 01: the key group of a key, the same in every process."""
+    import zlib
+
+    return zlib.crc32(repr(key).encode("utf-8")) % 128
+
+
+def update_batch(totals, rows):
+    """Notebook 01: add a batch to the running totals, return what update mode emits."""
+    touched = []
+    for row in rows:
+        count, total = totals.get(row["key"], (0, 0.0))
+        totals[row["key"]] = (count + 1, total + row["value"])
+        if row["key"] not in touched:
+            touched.append(row["key"])
+    return [{"key": key, "count": totals[key][0], "sum": totals[key][1]} for key in touched]
+
+
+def window_of(ts, size, offset=0):
+    """Notebook 02: the tumbling window of an event, aligned as Spark aligns it."""
+    start = ts - (ts - offset) % size  # Python's % floors, also before the epoch
+    return start, start + size
+
+
+def next_watermark(watermark, event_times, delay):
+    """Notebook 02: the next batch's watermark of one input."""
+    if not event_times:
+        return watermark
+    return max(watermark, max(event_times) - delay)
+
+
+def emit_batch(window_end, watermarks):
+    """Notebook 02: the batch in which append mode emits a window, or None."""
+    for batch_id, watermark in enumerate(watermarks):
+        if window_end <= watermark:
+            return batch_id
+    return None
+
+
+def pipeline(script, params):
+    """Notebook 02: the tumbling-window lesson's pipeline."""
+    from ministream import CollectingSink, Count, Dataflow, ScriptedSource
+    from ministream.aggregation import Max, Sum
+    from ministream.windows import Tumbling
+
+    flow = Dataflow("my-tumbling-window")
+    events = flow.source("events", ScriptedSource(script)).with_watermark("watermark", "ts", params["delay"])
+    windows = events.key_by("key").window("per_window", Tumbling(params["size"]),
+                                          count=Count(), sum=Sum("value"), max=Max("value"))
+    windows.sink("output", CollectingSink())
+    return flow
+
+
+def windows_of(ts, size, slide, offset=0):
+    """Notebook 03: every sliding window that contains an event."""
+    windows = []
+    start = ts - (ts - offset) % slide  # the latest start at or before ts
+    while start > ts - size:  # [start, start + size) still contains ts
+        windows.append((start, start + size))
+        start -= slide
+    return windows
+
+
+def add_event(sessions, ts, gap):
+    """Notebook 04: one key's sessions after an event opens [ts, ts + gap)."""
+    merged = []
+    for start, end in sorted(sessions + [(ts, ts + gap)]):
+        if merged and start <= merged[-1][1]:  # touching sessions merge too
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def counts(window_end, batch_id, watermarks):
+    """Notebook 05: does a row of batch ``batch_id`` still count for a window ending at ``window_end``?"""
+    late_watermark = watermarks[batch_id - 1] if batch_id > 0 else 0
+    return window_end > late_watermark
+
+
+def emits(mode, window_end, touched, watermark):
+    """Notebook 06: is a window in state emitted at the end of the batch?"""
+    if mode == "append":
+        return window_end <= watermark
+    if mode == "update":
+        return touched
+    return True  # complete
+
+
+def join_batch(left_state, right_state, new_left, new_right, within):
+    """Notebook 07: the (impression, click) pairs one batch of the join emits."""
+    def match(impression, click):
+        return (impression["ad_id"] == click["ad_id"]
+                and impression["ts"] <= click["ts"] <= impression["ts"] + within)
+
+    pairs = [(impression, click) for impression in new_left for click in right_state if match(impression, click)]
+    for click in new_right:  # new clicks meet every impression, this batch's included
+        pairs += [(impression, click) for impression in left_state + new_left if match(impression, click)]
+    return pairs
+
+
+def state_watermark(watermark, upper, inclusive):
+    """Notebook 08: impressions at or before this time can match no future click."""
+    return watermark - upper - (1 if inclusive else 0)
+
+
+def global_watermark(watermark, proposals, policy):
+    """Notebook 09: the watermark of a query with several watermarked inputs."""
+    values = [0 if proposal is None else proposal for proposal in proposals.values()]
+    combined = min(values) if policy == "min" else max(values)
+    return max(watermark, combined)
+
+
+def forget(first_ts, delay, watermark):
+    """Notebook 10: does dropDuplicatesWithinWatermark forget the key at the end of this batch?"""
+    return watermark >= first_ts + delay
+
+
+def due_timers(timers, watermark):
+    """Process functions: the (expiry, key) timers that fire at this watermark, in order."""
+    return sorted(timer for timer in timers if timer[0] <= watermark)
+
+
+def ttl_expired(written_at, ttl, batch_timestamp):
+    """Process functions: has a state entry outlived its time-to-live?"""
+    return batch_timestamp >= written_at + ttl
+
+
+def barrier_arrives(held_back, position, inputs):
+    """Checkpoints: barrier n arrived on input ``position``; True when the subtask snapshots now."""
+    held_back.add(position)
+    if len(held_back) == inputs:
+        held_back.clear()  # snapshot, forward the barrier, release every input
+        return True
+    return False

@@ -1,0 +1,98 @@
+"""Timings: how long each notebook of the course takes to execute, measured, for the instructor's guide.
+
+Each notebook runs with its exercises solved (``build.with_solutions``) in a fresh Jupyter kernel, so its time
+includes starting Python, starting Spark and every Spark query the notebook and its checks run: what a learner
+who clicks "Run all" waits. The machine's load average is recorded before and after, because on a shared
+machine it can double the times. ``python -m ministream.workshop timings`` writes the table into
+``tutorials/instructor-guide.md`` between ``<!-- timings -->`` and ``<!-- /timings -->``.
+
+>>> print(timings_table([Timing("01-running-aggregation.ipynb", 41.5, (3.1, 2.0, 1.5), (3.9, 2.2, 1.6))],
+...                     when="2024-01-01 10:00 UTC"))
+Measured 2024-01-01 10:00 UTC on 2 cores, each notebook in a fresh kernel with its exercises solved (Spark start included).
+<BLANKLINE>
+| notebook | time to run | load average before / after |
+| --- | --- | --- |
+| `01-running-aggregation.ipynb` | 42 s | 3.1 / 3.9 |
+| total | 42 s (0.7 min) | |
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+
+import attrs
+import nbformat
+
+GUIDE = Path(__file__).resolve().parent.parent.parent / "tutorials" / "instructor-guide.md"
+TABLE = re.compile(r"(<!-- timings -->\n)(?P<body>.*?)(<!-- /timings -->)", re.S)
+
+
+@attrs.frozen
+class Timing:
+    """One notebook's execution: its name, the wall-clock seconds, and the 1/5/15-minute load averages
+    before and after."""
+
+    notebook: str
+    seconds: float
+    load_before: tuple[float, float, float]
+    load_after: tuple[float, float, float]
+
+
+def execute(path: Path, solutions: bool = True, timeout: int = 1800, kernel: str = "python3"):
+    """Run a notebook top to bottom in a fresh kernel (with the solutions filled in) and return it, executed.
+
+    A cell that raises stops the run with nbclient's ``CellExecutionError``, which names the cell.
+    """
+    from nbclient import NotebookClient
+
+    from ministream.workshop.build import with_solutions
+
+    notebook = nbformat.read(path, as_version=4)
+    if solutions:
+        notebook = with_solutions(notebook)
+    NotebookClient(notebook, timeout=timeout, kernel_name=kernel,
+                   resources={"metadata": {"path": str(Path(path).parent)}}).execute()
+    return notebook
+
+
+def time_notebook(path: Path) -> Timing:
+    """Execute one notebook (solutions filled in) and measure it."""
+    before = os.getloadavg()
+    start = time.perf_counter()
+    execute(path)
+    return Timing(Path(path).name, time.perf_counter() - start, before, os.getloadavg())
+
+
+def timings_table(timings: list[Timing], when: str) -> str:
+    """The Markdown table of the guide, with when it was measured."""
+    cores = os.cpu_count()
+    lines = [f"Measured {when} on {cores} cores, each notebook in a fresh kernel with its exercises solved (Spark "
+             "start included).", "", "| notebook | time to run | load average before / after |", "| --- | --- | --- |"]
+    for timing in timings:
+        lines.append(f"| `{timing.notebook}` | {timing.seconds:.0f} s | {timing.load_before[0]:.1f} / "
+                     f"{timing.load_after[0]:.1f} |")
+    total = sum(timing.seconds for timing in timings)
+    lines.append(f"| total | {total:.0f} s ({total / 60:.1f} min) | |")
+    return "\n".join(lines)
+
+
+def write_table(table: str, guide: Path = GUIDE) -> None:
+    """Replace the table between the guide's ``<!-- timings -->`` markers."""
+    text = guide.read_text()
+    if not TABLE.search(text):
+        raise ValueError(f"{guide} has no <!-- timings --> ... <!-- /timings --> block to fill")
+    guide.write_text(TABLE.sub(lambda m: m.group(1) + table + "\n" + m.group(3), text))
+
+
+def measure(paths: list[Path], log=print) -> list[Timing]:
+    """Time each notebook in turn (a failure is reported and stops the measurement)."""
+    timings = []
+    for path in paths:
+        timing = time_notebook(path)
+        log(f"{timing.notebook}: {timing.seconds:.0f} s (load {timing.load_before[0]:.1f} -> "
+            f"{timing.load_after[0]:.1f})")
+        timings.append(timing)
+    return timings
