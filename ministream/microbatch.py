@@ -133,7 +133,8 @@ def run_microbatch(flow: Dataflow, *, output_mode: str = "append", parallelism: 
                                                or (batch_id, watermark, late_watermark))
     while True:
         has_data = batch_id < script_length
-        if not has_data and not (watermark is not None and watermark != late_watermark and any(
+        rerun = checkpoints is not None and checkpoints.planned(batch_id)  # logged, never committed: runs again
+        if not has_data and not rerun and not (watermark is not None and watermark != late_watermark and any(
                 operator.should_run_another_batch(watermark) for operator in stateful)):
             break
         processing_time = None
