@@ -240,6 +240,11 @@ class MicroBatchCheckpoints:
             return batch_id, logged["watermark"], logged["late_watermark"]
         return batch_id, progress["watermark"], progress["late_watermark"]
 
+    def planned(self, batch_id: int) -> bool:
+        """Whether batch k is in the offsets log: then it started before a crash, and runs again even if it is
+        a no-data batch that the restored state alone would not ask for (Spark reruns every logged batch)."""
+        return self.storage.offsets(batch_id) is not None
+
     def begin_batch(self, batch) -> None:
         """Step 1: the offsets log entry of batch k (a rerun must find the same one there)."""
         entry = {"batch_id": batch.batch_id, "watermark": batch.watermark, "late_watermark": batch.late_watermark,

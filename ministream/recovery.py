@@ -254,11 +254,13 @@ def run_with_recovery(flow, *, model: str = "microbatch", output_mode: str = "ap
         interval, mode, idle_timeout, pictures: continuous model: rows between checkpoints, ``"aligned"``,
             ``"unaligned"`` or ``"at_least_once"``, the idle timeout, DOT pictures of held-back inputs.
         delivery: ``"exactly_once"`` (transactional sinks) or ``"at_least_once"``.
-        sink_crash: a ``sinks.SinkCrash``, to crash a sink while it writes a micro-batch.
+        sink_crash: a ``sinks.SinkCrash``, to crash one sink while it writes a micro-batch.
         trace: ``True`` (or a ``Trace``) to record every attempt, with the barriers and the restores.
     """
     storage = storage if storage is not None else MemoryStorage()
-    sinks = {step.name: DELIVERIES[delivery](step.sink, crash=sink_crash) for step in flow.sinks}
+    crashing = sink_crash and (sink_crash.sink or flow.sinks[0].name)
+    sinks = {step.name: DELIVERIES[delivery](step.sink, crash=sink_crash if step.name == crashing else None)
+             for step in flow.sinks}
     for sink in sinks.values():
         sink.reset()
     tracer = (trace if isinstance(trace, Trace) else Trace(model=model)) if trace else None

@@ -50,11 +50,13 @@ class SinkCrash:
     :func:`row_order` (the first time only).
 
     >>> SinkCrash(batch_id=2, after_rows=1)
-    SinkCrash(batch_id=2, after_rows=1)
+    SinkCrash(batch_id=2, after_rows=1, sink=None)
     """
 
     batch_id: int
     after_rows: int = 0
+    sink: str | None = None
+    """The sink step that crashes (``None``: the dataflow's first sink)."""
 
 
 class AtLeastOnceSink:
