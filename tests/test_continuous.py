@@ -37,6 +37,22 @@ class Union(Operator):
         super().on_watermark(watermark)
 
 
+class LateMarker(Operator):
+    """Test step with several inputs: passes each row on with ``late``: its ts is at or before the step's
+    watermark when it arrives."""
+
+    def open(self, ctx):
+        super().open(ctx)
+        self.watermark = None
+
+    def process(self, rows, input_index):
+        self.ctx.emit([{**row, "late": self.watermark is not None and row["ts"] <= self.watermark} for row in rows])
+
+    def on_watermark(self, watermark):
+        self.watermark = watermark
+        super().on_watermark(watermark)
+
+
 class EventTimeAlarm(Operator):
     """Test keyed step: one event-time timer per row at the row's ts; emits a row when a timer fires."""
 
@@ -208,6 +224,22 @@ def test_slower_input_holds_the_minimum_until_it_goes_idle():
         assert seen == sorted(set(seen))
         assert seen[-2:] == [s(100) - 1, MAX_WATERMARK]
         assert set(seen[:-2]) <= slow_watermarks
+
+
+def test_two_inputs_can_depend_on_the_interleaving():
+    """With two inputs, whether a row is late can depend on the seed (as in Flink): here a@5 s is late when the
+    other input's watermark got through while its own input was idle, and on time otherwise."""
+    outcomes = set()
+    for seed in range(20):
+        flow = Dataflow("two-inputs")
+        quiet = flow.source("quiet", ScriptedSource([[ClockStep("10 seconds"), {"key": "a", "ts": s(5)}]]))
+        busy = flow.source("busy", ScriptedSource([[{"key": "b", "ts": s(50)}, {"key": "b", "ts": s(51)}]]))
+        streams = [quiet.with_watermark("quiet_wm", "ts", 0), busy.with_watermark("busy_wm", "ts", 0)]
+        step = flow.add(Step("mark", "union", LateMarker, [Edge(x.step) for x in streams], parallelism="one"))
+        Stream(flow, step).sink("output", CollectingSink())
+        rows = run_continuous(flow, seed=seed, idle_timeout="5 seconds").output()[0].rows
+        outcomes.add(next(row["late"] for row in rows if row["key"] == "a"))
+    assert outcomes == {True, False}
 
 
 def test_idle_timeout_marks_a_silent_source_idle_until_it_delivers_again():
