@@ -231,6 +231,32 @@ def run_benchmarks(*, events: int = EVENTS, spark: bool = True, say=lambda text:
     return {"machine": machine(), "figures": figures}
 
 
+TARGETS = {
+    "tumbling_count_ratio_to_loop": ("at least 0.5", lambda value: value >= 0.5),
+    "checkpoint_snapshot_s_1m_keys": ("under 2 s", lambda value: value < 2),
+    "compare_cold_s": ("under 30 s", lambda value: value < 30),
+    "compare_warm_s_max": ("under 5 s", lambda value: value < 5),
+}
+"""The issue's targets, checked in the page (never in a test: timings are not test material)."""
+
+
+def markdown_page(report: dict, argv) -> str:
+    """The figures as a Markdown page: the machine, the command, a table, and the targets met or not."""
+    command = "ministream bench " + " ".join(argv or [])
+    lines = ["# Benchmark figures", "",
+             f"Produced by `{command.strip()}` (ministream/bench.py); re-run it to measure your machine.", "",
+             "Machine: " + ", ".join(f"{name} {value}" for name, value in report["machine"].items()), "",
+             "| figure | value | target |", "| --- | --- | --- |"]
+    for name, value in report["figures"].items():
+        target = ""
+        if name in TARGETS and isinstance(value, (int, float)):
+            wanted, met = TARGETS[name]
+            target = f"{wanted}: {'met' if met(value) else 'NOT met'}"
+        shown = f"{value:,}" if isinstance(value, (int, float)) else str(value)
+        lines.append(f"| `{name}` | {shown} | {target} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None, out=None) -> int:
     """``ministream bench [--json] [--events N] [--no-spark]``."""
     import argparse
@@ -240,9 +266,13 @@ def main(argv=None, out=None) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object of named figures")
     parser.add_argument("--events", type=int, default=EVENTS, help="events in the throughput workloads")
     parser.add_argument("--no-spark", action="store_true", help="skip the Spark figures")
+    parser.add_argument("--markdown", metavar="FILE", help="also write the figures as a Markdown page")
     args = parser.parse_args(argv)
     say = (lambda text: print(text, file=sys.stderr)) if args.json else (lambda text: print(text, file=out))
     report = run_benchmarks(events=args.events, spark=not args.no_spark, say=say)
+    if args.markdown:
+        with open(args.markdown, "w", encoding="utf-8") as page:
+            page.write(markdown_page(report, argv))
     if args.json:
         print(json.dumps(report, indent=2), file=out)
     else:
