@@ -106,10 +106,12 @@ def _timestamp(rng, latest: int, late_watermark: int, watermark: int, span: int,
 
 
 def random_script(lesson: Lesson, rng: random.Random, params: dict):
-    """A random script for ``lesson``: its own generator when it has one, else the generic one."""
+    """A random script for ``lesson``: its own generator when it has one, else the generic one (which sees only
+    the lesson's durations: other parameters, such as a batch number, say nothing about event time)."""
     if lesson.random_script is not None:
         return lesson.random_script(rng, params)
-    return generic_random_script(rng, params, lesson.fields, lesson.inputs)
+    durations = {param.name: params[param.name] for param in lesson.params if param.kind == "duration"}
+    return generic_random_script(rng, durations, lesson.fields, lesson.inputs)
 
 
 # -- running one script through both engines ----------------------------------------------------------------------
@@ -140,21 +142,41 @@ class Outcome:
 
 def check_script(lesson: Lesson, script, params: dict | None = None, parallelism: int = 1) -> Outcome:
     """Run ``script`` through ministream and Spark and compare them; a crash of either engine is an outcome
-    too (a pipeline the lesson's parameters make invalid is not: it raises ``PipelineError``)."""
+    too (a pipeline the lesson's parameters make invalid is not: it raises ``PipelineError``).
+
+    As ``compare_lesson`` does, a lesson that replays Spark's clock runs Spark first, then ministream on the
+    batch timestamps Spark recorded."""
     from ministream.spark import SparkQueryError
 
-    try:
-        ours = lesson.run(script, params, parallelism=parallelism).output()
-    except PipelineError:
-        raise
-    except Exception as error:  # a crash of ministream on these events is a finding, not a stop
+    def ours(timestamps=None):
+        extra = {"batch_timestamps": timestamps} if timestamps is not None else {}
+        return lesson.run(script, params, parallelism=parallelism, **extra).output()
+
+    def crash(error):
         return Outcome(error=f"ministream failed: {type(error).__name__}: {error}",
                        error_kind=f"ministream: {type(error).__name__}")
+
+    replay = getattr(lesson, "replay_spark_clock", False)
+    mine = None
+    if not replay:
+        try:
+            mine = ours()
+        except PipelineError:
+            raise
+        except Exception as error:  # a crash of ministream on these events is a finding, not a stop
+            return crash(error)
     try:
         theirs = lesson.run_twin(script, params)
     except SparkQueryError as error:
         return Outcome(error=str(error), error_kind=f"Spark: {error.error_class}")
-    return Outcome(compare_batches(ours, theirs))
+    if replay:
+        try:
+            mine = ours([batch.processing_time for batch in theirs])
+        except PipelineError:
+            raise
+        except Exception as error:
+            return crash(error)
+    return Outcome(compare_batches(mine, theirs))
 
 
 # -- shrinking ----------------------------------------------------------------------------------------------------
