@@ -44,57 +44,12 @@ when the step has one (``stream.side_output("late")``; Spark has no such thing, 
 
 from __future__ import annotations
 
-import attrs
-
 from ministream.aggregation import add_row, add_rows, key_columns_of, new_accumulators, results
 from ministream.keygroups import key_group_of
+from ministream.late_rows import LateRow, dropped_flags  # noqa: F401  (dropped_flags: for notebooks)
 from ministream.operators import BatchInfo, Operator, PipelineError
 from ministream.times import format_clock, format_duration, parse_duration
 from ministream.windows import describe_window
-
-
-@attrs.frozen
-class LateRow:
-    """A row the watermark kept out of a window: when, where, which window, and the rule, in words.
-
-    ``batch_id`` is ``None`` in the continuous model, which has no batches.
-
-    >>> late = LateRow(3, "per_window", {"key": "a", "ts": 9_000}, (0, 10_000), 10_000,
-    ...                "end 00:00:10 <= watermark 00:00:10 of the previous batch")
-    >>> late.batch_id, late.window
-    (3, (0, 10000))
-    """
-
-    batch_id: int | None
-    step: str
-    row: dict
-    window: tuple[int, int] | None
-    watermark: int
-    rule: str
-
-
-def dropped_flags(script, late_rows: list[LateRow]) -> list[bool]:
-    """For each row of a script, in arrival order, whether a window step dropped it from one of its windows
-    (the ``late`` marks of ``plots.event_time_plot``). Rows are matched by batch and by value.
-
-    >>> script = [[{"ts": 1}], [{"ts": 9}, {"ts": 2}]]
-    >>> dropped_flags(script, [LateRow(1, "w", {"ts": 2}, (0, 5), 5, "end <= watermark")])
-    [False, False, True]
-    """
-    counts = {}  # {(batch_id, repr(row), window): how many times}
-    for late in late_rows:
-        place = (late.batch_id, repr(late.row), late.window)
-        counts[place] = counts.get(place, 0) + 1
-    pending = {}  # {(batch_id, repr(row)): how many rows to flag}: a row late for two windows is one row
-    for (batch_id, row, _), count in counts.items():
-        pending[(batch_id, row)] = max(count, pending.get((batch_id, row), 0))
-    flags = []
-    for batch_id, batch in enumerate(script):
-        for row in batch:
-            left = pending.get((batch_id, repr(row)), 0)
-            flags.append(left > 0)
-            pending[(batch_id, repr(row))] = left - 1
-    return flags
 
 
 def watermarked_columns(step) -> set[str]:
