@@ -59,8 +59,8 @@ def generic_random_script(rng: random.Random, params: dict, fields: list[Field],
     delay = params.get("delay", 0) if isinstance(params.get("delay"), int) else 0
     latest = BASE_TIME + rng.randrange(0, 5) * step  # the largest event time so far
     watermarks = [0]  # watermarks[k] = WM_k, as the micro-batch model computes it
-    seen: list[dict] = []
-    scripts = {name: [] for name in inputs}
+    seen: list[dict] = []  # every row drawn so far, to copy as a duplicate
+    scripts = {name: [] for name in inputs}  # {input: [rows of batch 0, rows of batch 1, ...]}
     batches = rng.randint(2, 5)
     for batch_id in range(batches):
         late_watermark = watermarks[max(batch_id - 1, 0)]

@@ -93,7 +93,7 @@ def random_session_script(rng: _random.Random, params: dict, keys=("a", "b", "c"
     gap, delay = params["gap"], params["delay"]
     latest = BASE_TIME + rng.randrange(0, 5) * 1_000  # the largest event time so far
     watermarks = [0]  # watermarks[k] = WM_k, the watermark of batch k
-    seen: list[dict] = []
+    seen: list[dict] = []  # every row drawn so far, to copy as a duplicate or to aim a gap edge at
     script = []
     batches = rng.randint(3, 5)
     for batch_id in range(batches):
