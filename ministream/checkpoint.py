@@ -55,6 +55,13 @@ from ministream.runtime import PhysicalGraph, Subtask
 class Checkpoint:
     """Everything a run needs to go on from a cut: source offsets, every subtask's snapshot, in-flight data.
 
+    >>> checkpoint = Checkpoint(3, "microbatch", "aligned", 1, sources={"events": {"offset": 4}},
+    ...                         operators={"totals": {0: {"keyed": {38: {"aggregate": {"alice": [2, 5.0]}}}}}})
+    >>> sorted(checkpoint.files())
+    ['checkpoint.json', 'state/totals/0.json']
+    >>> Checkpoint.from_files(checkpoint.files()) == checkpoint
+    True
+
     Attributes:
         checkpoint_id: n (the batch id in the micro-batch model).
         model: ``"microbatch"`` or ``"continuous"``.
@@ -107,7 +114,13 @@ class Checkpoint:
 
 def load_latest(storage: CheckpointStorage) -> Checkpoint | None:
     """The newest complete checkpoint in ``storage`` (torn and corrupt ones skipped, see
-    ``storage.problems``), or ``None``."""
+    ``storage.problems``), or ``None``.
+
+    >>> from ministream.checkpoint_storage import MemoryStorage
+    >>> storage = MemoryStorage(); load_latest(storage) is None
+    True
+    >>> storage.save_files(3, Checkpoint(3, "microbatch", "aligned", 1).files()); load_latest(storage).checkpoint_id
+    3"""
     found = storage.latest_files()
     return None if found is None else Checkpoint.from_files(found[1])
 
@@ -118,6 +131,14 @@ def snapshot_subtask(subtask: Subtask) -> dict:
     The valve's state is ``{"watermark", "idle", "channels": {position: {"watermark", "active", "aligned"}}}``
     (``watermark.WatermarkValve``); ``inputs`` gives the input number of each channel position (a restore at
     another parallelism matches channels by input).
+
+    >>> from ministream.lessons import get_lesson
+    >>> lesson = get_lesson("running-aggregation")
+    >>> graph = PhysicalGraph(lesson.pipeline(lesson.default_script, {}), parallelism=1, output_mode="update")
+    >>> graph.by_step["events"][0].output.send([{"key": "a", "value": 2.0}])
+    >>> graph.by_step["totals"][0].run_one(0)
+    >>> snapshot_subtask(graph.by_step["totals"][0])
+    {'operator': {'keyed': {122: {'aggregate': {'a': [1, 2.0]}}}}, 'watermark': None, 'inputs': [0], 'valve': None}
     """
     valve = subtask.valve
     return {"operator": subtask.operator.snapshot(), "watermark": subtask.watermark,
@@ -129,6 +150,19 @@ def snapshot_subtask(subtask: Subtask) -> dict:
 class CheckpointCoordinator:
     """Triggers checkpoints, collects each subtask's acknowledgement with its snapshot, and completes a
     checkpoint when every subtask has acknowledged it: stores it, then tells the sinks to commit.
+
+    >>> from ministream.checkpoint_storage import MemoryStorage
+    >>> from ministream.lessons import get_lesson
+    >>> lesson = get_lesson("running-aggregation")
+    >>> graph = PhysicalGraph(lesson.pipeline(lesson.default_script, {}), parallelism=1, output_mode="update")
+    >>> coordinator = CheckpointCoordinator(graph, MemoryStorage(), {}, "continuous")
+    >>> n = coordinator.trigger({"events": {"offset": 0}}, {})
+    >>> coordinator.acknowledge(n, graph.by_step["totals"][0], snapshot_subtask(graph.by_step["totals"][0]))
+    >>> coordinator.in_progress(), coordinator.completed       # the sink has not acknowledged yet
+    (True, [])
+    >>> coordinator.acknowledge(n, graph.by_step["output"][0], snapshot_subtask(graph.by_step["output"][0]))
+    >>> coordinator.in_progress(), coordinator.completed
+    (False, [1])
 
     State: ``self.pending = {checkpoint_id: {"sources": ..., "progress": ..., "acks": {subtask: snapshot}}}``,
     the checkpoints in flight; ``self.completed`` (ids, in order) and ``self.next_id``.
@@ -205,6 +239,16 @@ class MicroBatchCheckpoints:
        store version k+1) and completing it is the *commit* (``commits/k``); then the sinks commit;
     3. after a crash: restore the last complete checkpoint c; if ``offsets/c+1`` exists, batch c+1 started
        and did not commit: run it again with the same id, watermarks and offsets; otherwise go on at c+1.
+
+    >>> from ministream.checkpoint_storage import MemoryStorage
+    >>> from ministream.lessons import get_lesson
+    >>> from ministream.microbatch import run_microbatch
+    >>> lesson = get_lesson("running-aggregation")
+    >>> storage = MemoryStorage()
+    >>> run = run_microbatch(lesson.pipeline(lesson.default_script, {}), output_mode="update",
+    ...                      checkpoints=MicroBatchCheckpoints(storage))
+    >>> storage.checkpoint_ids(), storage.offsets(2)
+    ([0, 1, 2], {'batch_id': 2, 'watermark': None, 'late_watermark': None, 'offsets': {'events': 3}})
 
     Args:
         storage: where checkpoints and the offsets log go.

@@ -113,10 +113,10 @@ def cmd_run(args, out) -> int:
 
 
 def _run_with_crash(lesson, args, params, out) -> int:
-    """``run --crash-at N``: crash after N rows, recover from the last complete checkpoint (``recovery.py``),
+    """``run --crash-at N``: crash after N rows, recover from the last complete checkpoint (``crash_checks.py``),
     print the recovered output and say whether it equals the output of the run without a crash."""
     from ministream.checkpoint_storage import DirectoryStorage, MemoryStorage
-    from ministream.recovery import check_recovery
+    from ministream.crash_checks import check_recovery
 
     storage = DirectoryStorage(args.checkpoint_dir) if args.checkpoint_dir else MemoryStorage()
     if storage.checkpoint_ids():

@@ -9,6 +9,9 @@ ministream injects a :class:`SimulatedCrash`, an exception that stands for "the 
 - a **sink** can be told to crash in the middle of writing a micro-batch (``sinks.SinkCrash``), after writing
   part of it, which is how Spark's ``foreachBatch`` fails in the tutorial.
 
+``crash_at(flow, n)`` picks the source that holds the script's row n (counted batch by batch) and makes it
+crash there: that is ``ministream run LESSON --crash-at N``.
+
 When a run crashes, everything it held in memory is gone: operators, channels, the scheduler. What survives
 is what lives outside the process: the checkpoint storage and what the sinks already made visible. That is
 why a recovering run (``recovery.run_with_recovery``) builds a new physical graph from the same dataflow and
@@ -64,3 +67,41 @@ def rows_before_crash(batches: list[list]) -> tuple[list[list[dict]], int | None
                 count += isinstance(entry, dict)  # rows count; clock steps (continuous model) do not
         clean.append(rows)
     return clean, crash_after
+
+
+def total_rows(flow) -> int:
+    """How many rows the flow's sources deliver, all together.
+
+    >>> from ministream.lessons import get_lesson
+    >>> lesson = get_lesson("barrier-alignment")
+    >>> total_rows(lesson.pipeline(lesson.default_script, {}))   # 8 web rows and 2 mobile rows
+    10"""
+    return sum(len(step.source.batch(k)) for step in flow.sources for k in range(len(step.source)))
+
+
+def crash_at(flow, rows: int) -> tuple[str, int]:
+    """Make the run crash after ``rows`` rows of the script, counted batch by batch (in each batch, the
+    sources in the order the flow declares them): the source that holds the next row crashes when asked for
+    it. Returns ``(source, its crash_after)``.
+
+    >>> from ministream.lessons import get_lesson
+    >>> lesson = get_lesson("barrier-alignment")   # batch 0: web has 4 rows, mobile 1; batch 1: web 2 rows
+    >>> crash_at(lesson.pipeline(lesson.default_script, {}), 6)
+    ('web', 5)"""
+    from ministream.operators import PipelineError
+
+    total = total_rows(flow)
+    if not 0 <= rows < total:
+        raise PipelineError(f"--crash-at {rows}: the script has {total} rows, so a crash can come after "
+                            f"0 to {total - 1} of them")
+    seen, length = 0, max(len(step.source) for step in flow.sources)
+    before = {step.name: 0 for step in flow.sources}
+    for k in range(length):
+        for step in flow.sources:
+            count = len(step.source.batch(k))
+            if seen + count > rows:
+                step.source.crash_after, step.source.crashed = before[step.name] + rows - seen, False
+                return step.name, step.source.crash_after
+            seen += count
+            before[step.name] += count
+    raise AssertionError("unreachable: rows < total")

@@ -18,6 +18,7 @@ taken with 2 subtasks can be restored into 1 or 4: each new subtask takes the ke
 group (a window step's last eviction watermark, say) must be the same in every old subtask to be restored
 elsewhere; otherwise the restore is refused, with the reason.
 
+>>> from ministream.faults import crash_at
 >>> from ministream.lessons import get_lesson
 >>> lesson = get_lesson("running-aggregation")
 >>> flow = lesson.pipeline(lesson.default_script, lesson.resolve_params())
@@ -51,7 +52,14 @@ KEY_GROUP_PARTS = ("keyed", "timers")
 
 
 def install_sinks(graph: PhysicalGraph, sinks: dict) -> None:
-    """Put the sink wrappers (``sinks.ExactlyOnceSink``...) in front of the sinks of a freshly built graph."""
+    """Put the sink wrappers (``sinks.ExactlyOnceSink``...) in front of the sinks of a freshly built graph.
+
+    >>> from ministream.lessons import get_lesson
+    >>> from ministream.sinks import ExactlyOnceSink
+    >>> lesson = get_lesson("running-aggregation")
+    >>> graph = PhysicalGraph(lesson.pipeline(lesson.default_script, {}), 1, output_mode="update")
+    >>> install_sinks(graph, {"output": ExactlyOnceSink()}); type(graph.by_step["output"][0].operator.sink).__name__
+    'ExactlyOnceSink'"""
     for step in graph.flow.sinks:
         if step.name in sinks:
             graph.by_step[step.name][0].operator.sink = sinks[step.name]
@@ -85,7 +93,17 @@ def merge_snapshots(step: str, snapshots: list[dict]) -> dict:
 
 def restore_graph(graph: PhysicalGraph, checkpoint) -> None:
     """Load a checkpoint into a freshly built graph: each operator's snapshot (split by key group when the
-    parallelism changed) and, in the continuous model, each subtask's watermark and valve."""
+    parallelism changed) and, in the continuous model, each subtask's watermark and valve.
+
+    >>> from ministream.checkpoint import Checkpoint
+    >>> from ministream.lessons import get_lesson
+    >>> lesson = get_lesson("running-aggregation")
+    >>> checkpoint = Checkpoint(0, "microbatch", "aligned", 1, operators={"totals": {0: {"keyed": {
+    ...     38: {"aggregate": {"alice": [1, 1.0]}}, 82: {"aggregate": {"bob": [2, 5.0]}}}}}})
+    >>> graph = PhysicalGraph(lesson.pipeline(lesson.default_script, {}), 2, output_mode="update")
+    >>> restore_graph(graph, checkpoint)   # taken with 1 subtask, restored into 2: bob's group 82 moves
+    >>> [subtask.operator.groups for subtask in graph.by_step["totals"]]
+    [{38: {'alice': [1, 1.0]}}, {82: {'bob': [2, 5.0]}}]"""
     if checkpoint.channels and checkpoint.parallelism != graph.parallelism:
         raise PipelineError(f"checkpoint {checkpoint.checkpoint_id} is unaligned: its in-flight data belongs to "
                             f"the channels of parallelism {checkpoint.parallelism}, and ministream restores it "
@@ -161,40 +179,15 @@ def _set_valve(subtask, state: dict, channel_state) -> None:
         valve.channels[position] = dict(channel_state(position, state["valve"]))
 
 
-# -- crash points -------------------------------------------------------------------------------------------
-
-def total_rows(flow) -> int:
-    """How many rows the flow's sources deliver, all together."""
-    return sum(len(step.source.batch(k)) for step in flow.sources for k in range(len(step.source)))
-
-
-def crash_at(flow, rows: int) -> tuple[str, int]:
-    """Make the run crash after ``rows`` rows of the script, counted batch by batch (in each batch, the
-    sources in the order the flow declares them): the source that holds the next row crashes when asked for
-    it. Returns ``(source, its crash_after)``."""
-    total = total_rows(flow)
-    if not 0 <= rows < total:
-        raise PipelineError(f"--crash-at {rows}: the script has {total} rows, so a crash can come after "
-                            f"0 to {total - 1} of them")
-    seen, length = 0, max(len(step.source) for step in flow.sources)
-    before = {step.name: 0 for step in flow.sources}
-    for k in range(length):
-        for step in flow.sources:
-            count = len(step.source.batch(k))
-            if seen + count > rows:
-                step.source.crash_after, step.source.crashed = before[step.name] + rows - seen, False
-                return step.name, step.source.crash_after
-            seen += count
-            before[step.name] += count
-    raise AssertionError("unreachable: rows < total")
-
-
 # -- a run that crashes and recovers ------------------------------------------------------------------------
 
 @attrs.frozen
 class Attempt:
     """One try of a recovering run: its parallelism, the checkpoint it started from (``None``: the
-    beginning), and the crash that ended it (``None``: it ran to the end)."""
+    beginning), and the crash that ended it (``None``: it ran to the end).
+
+    >>> Attempt(parallelism=2, restored_from=None, crash="the sink crashed while writing batch 3")
+    Attempt(parallelism=2, restored_from=None, crash='the sink crashed while writing batch 3')"""
 
     parallelism: int
     restored_from: int | None
@@ -204,7 +197,12 @@ class Attempt:
 @attrs.define
 class RecoveredRun:
     """What a recovering run produced: the visible output of every sink, each attempt, the checkpoints
-    skipped as torn or corrupt (with the file), the trace, and the last attempt's graph."""
+    skipped as torn or corrupt (with the file), the trace, and the last attempt's graph.
+
+    >>> run = RecoveredRun("microbatch", {"output": [BatchResult(0, None, [{"n": 1}]),
+    ...                                             BatchResult(0, None, [{"n": 1}])]}, [], [], None)
+    >>> run.output()   # an at-least-once sink wrote batch 0 twice
+    [BatchResult(batch_id=0, watermark=None, rows=[{'n': 1}, {'n': 1}])]"""
 
     model: str
     outputs: dict
@@ -244,7 +242,7 @@ def run_with_recovery(flow, *, model: str = "microbatch", output_mode: str = "ap
     """Run a dataflow with checkpoints; each time it crashes, recover from the last complete checkpoint.
 
     Args:
-        flow: the pipeline; make it crash with ``crash_at(flow, n)``, ``ScriptedSource(crash_after=...)``
+        flow: the pipeline; make it crash with ``faults.crash_at(flow, n)``, ``ScriptedSource(crash_after=...)``
             or ``sink_crash``.
         model: ``"microbatch"`` (a checkpoint at each batch end) or ``"continuous"`` (barriers).
         output_mode, watermark_policy, seed, batch_timestamps: as for ``run_microbatch``.
@@ -256,6 +254,16 @@ def run_with_recovery(flow, *, model: str = "microbatch", output_mode: str = "ap
         delivery: ``"exactly_once"`` (transactional sinks) or ``"at_least_once"``.
         sink_crash: a ``sinks.SinkCrash``, to crash one sink while it writes a micro-batch.
         trace: ``True`` (or a ``Trace``) to record every attempt, with the barriers and the restores.
+
+    >>> from ministream.faults import crash_at
+    >>> from ministream.lessons import get_lesson
+    >>> lesson = get_lesson("running-aggregation")
+    >>> flow = lesson.pipeline(lesson.default_script, lesson.resolve_params())
+    >>> crash_at(flow, 2)
+    ('events', 2)
+    >>> run = run_with_recovery(flow, output_mode="update")
+    >>> run.crashes, run.output() == lesson.run().output()
+    (1, True)
     """
     storage = storage if storage is not None else MemoryStorage()
     crashing = sink_crash and (sink_crash.sink or flow.sinks[0].name)
@@ -349,65 +357,3 @@ def _explain_restore(tracer, checkpoint, storage, what_next) -> None:
         offsets = ", ".join(f"{name} at {saved['offset']}" for name, saved in checkpoint.sources.items())
         tracer.record("recovery", 0, "restore", f"restored checkpoint {checkpoint.checkpoint_id} "
                       f"(sources: {offsets}); {what_next}")
-
-
-def run_lesson_with_recovery(lesson, script=None, params: dict | None = None, *, crash_after_rows: int | None,
-                             model: str = "microbatch", **settings) -> RecoveredRun:
-    """A lesson's pipeline, crashed after ``crash_after_rows`` rows of its script (``None``: no crash) and
-    recovered: ``ministream run LESSON --crash-at N``. ``settings`` go to :func:`run_with_recovery`."""
-    values = lesson.resolve_params(params)
-    script = lesson.default_script if script is None else script
-    flow = lesson.pipeline(script, values)
-    if crash_after_rows is not None:
-        crash_at(flow, crash_after_rows)
-    if model == "microbatch":
-        settings.setdefault("output_mode", lesson.mode(values))
-        settings.setdefault("watermark_policy", lesson.policy(values))
-        timestamps = getattr(lesson, "batch_timestamps", None)
-        if timestamps is not None and settings.get("batch_timestamps") is None:
-            settings["batch_timestamps"] = timestamps(script, values)
-    return run_with_recovery(flow, model=model, **settings)
-
-
-def same_output(model: str, ours: list[BatchResult], expected: list[BatchResult]) -> bool:
-    """Whether a recovered run's output is the failure-free one: batch for batch, row multisets and
-    watermarks (micro-batch); the same multiset of rows (continuous: their order depends on the interleaving)."""
-    from collections import Counter
-
-    from ministream.compare import compare_batches
-    from ministream.results import normalize_row
-
-    if model == "microbatch":
-        return compare_batches(ours, expected).matches
-    return (Counter(normalize_row(row) for batch in ours for row in batch.rows)
-            == Counter(normalize_row(row) for batch in expected for row in batch.rows))
-
-
-def failure_free_outputs(lesson, script=None, params: dict | None = None, *, model: str = "microbatch",
-                         parallelism: int = 1, seed: int = 0) -> list[list[BatchResult]]:
-    """What a lesson outputs without a crash: one output; but in the continuous model with several sources
-    the output depends on the interleaving (``continuous.py``), so then every output of seeds 0 to 7 at
-    parallelism 1, 2 and 4 (a recovered run interleaves differently and may give any of them)."""
-    flow = lesson.pipeline(lesson.default_script if script is None else script, lesson.resolve_params(params))
-    runs = [(parallelism, seed)]
-    if model == "continuous" and len(flow.sources) > 1:
-        runs += [(p, s) for p in (1, 2, 4) for s in range(8)]
-    outputs = []
-    for p, s in runs:
-        output = lesson.run(script, params, parallelism=p, seed=s, model=model).output()
-        if not any(same_output(model, output, known) for known in outputs):
-            outputs.append(output)
-    return outputs
-
-
-def check_recovery(lesson, script=None, params: dict | None = None, *, crash_after_rows: int,
-                   model: str = "microbatch", parallelism: int = 1, seed: int = 0,
-                   **settings) -> tuple[RecoveredRun, list[BatchResult], bool]:
-    """Run a lesson crashed after ``crash_after_rows`` rows and recovered, and without a crash: returns the
-    recovered run, the failure-free output it equals (or the first one), and whether it equals one
-    (:func:`same_output`, :func:`failure_free_outputs`)."""
-    expected = failure_free_outputs(lesson, script, params, model=model, parallelism=parallelism, seed=seed)
-    run = run_lesson_with_recovery(lesson, script, params, crash_after_rows=crash_after_rows, model=model,
-                                   parallelism=parallelism, seed=seed, **settings)
-    matching = [output for output in expected if same_output(model, run.output(), output)]
-    return run, (matching or expected)[0], bool(matching)

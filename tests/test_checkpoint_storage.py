@@ -7,7 +7,8 @@ from ministream.checkpoint import load_latest
 from ministream.checkpoint_storage import (DirectoryStorage, MemoryStorage, decode_json, encode_json, file_tree,
                                            from_plain, to_plain)
 from ministream.lessons import get_lesson
-from ministream.recovery import crash_at, run_with_recovery
+from ministream.faults import crash_at
+from ministream.recovery import run_with_recovery
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=5),
                     st.floats(allow_nan=False, allow_infinity=False))

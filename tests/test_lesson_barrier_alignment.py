@@ -9,7 +9,8 @@ from ministream.compare import compare_batches
 from ministream.lessons import get_lesson
 from ministream.lessons.barrier_alignment import (ALIGNMENT_SEED, AT_LEAST_ONCE_CRASH, barrier_lines,
                                                   checkpointed_run, counts)
-from ministream.recovery import same_output, total_rows
+from ministream.crash_checks import same_output
+from ministream.faults import total_rows
 
 LESSON = get_lesson("barrier-alignment")
 FAILURE_FREE = {"a": 6, "b": 4}

@@ -8,7 +8,7 @@ from ministream.cli import main
 from ministream.compare import compare_batches
 from ministream.lessons import get_lesson
 from ministream.microbatch import run_microbatch
-from ministream.recovery import same_output
+from ministream.crash_checks import same_output
 from ministream.sinks import row_order
 
 LESSON = get_lesson("checkpoint-recovery")

@@ -6,7 +6,7 @@ from ministream.compare import compare_batches
 from ministream.lessons import get_lesson
 from ministream.lessons.rescale import keys_by_subtask, spark_state_partitions
 from ministream.microbatch import run_microbatch
-from ministream.recovery import same_output
+from ministream.crash_checks import same_output
 
 LESSON = get_lesson("rescale")
 

@@ -19,8 +19,9 @@ from ministream.cli import main
 from ministream.keygroups import subtask_of_key
 from ministream.lessons import all_lessons, get_lesson
 from ministream.operators import PipelineError
-from ministream.recovery import (check_recovery, crash_at, restore_graph, run_lesson_with_recovery,
-                                 run_with_recovery, same_output, total_rows)
+from ministream.crash_checks import check_recovery, run_lesson_with_recovery, same_output
+from ministream.faults import crash_at, total_rows
+from ministream.recovery import restore_graph, run_with_recovery
 from ministream.runtime import PhysicalGraph
 from ministream.sinks import SinkCrash
 

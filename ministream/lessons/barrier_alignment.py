@@ -90,7 +90,8 @@ def checkpointed_run(params: dict | None = None, *, seed: int = 0, crash_after_r
                      parallelism: int = 1, pictures: bool = False, storage=None):
     """The continuous model with checkpoints in the lesson's ``mode`` every ``interval`` rows, traced; with
     ``crash_after_rows``, crashed there and recovered (``recovery.RecoveredRun``)."""
-    from ministream.recovery import crash_at, run_with_recovery
+    from ministream.faults import crash_at
+    from ministream.recovery import run_with_recovery
 
     values = LESSON.resolve_params(params)
     flow = pipeline(LESSON.default_script, values)

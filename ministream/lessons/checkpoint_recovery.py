@@ -60,7 +60,8 @@ def twin(inputs, params):
 def crash_and_recover(flow, values: dict, *, model: str = "microbatch", output_mode: str = "append", **settings):
     """ministream: run with checkpoints, crash the sink in batch ``crash_batch`` after ``after_rows`` rows
     (continuous model, which has no batches: crash the source when it reaches that batch), recover."""
-    from ministream.recovery import crash_at, run_with_recovery
+    from ministream.faults import crash_at
+    from ministream.recovery import run_with_recovery
     from ministream.sinks import SinkCrash
 
     sink_crash = None
