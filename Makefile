@@ -3,7 +3,8 @@
 #   make test        the test suite (pass options with PYTEST_ARGS="-k events -x")
 #   make demo        every lesson run by ministream and by Spark, side by side
 #   make diagrams    regenerate diagrams/*.svg
-#   make notebooks   JupyterLab on notebooks/ (extra options with JUPYTER_ARGS)
+#   make notebooks   JupyterLab on notebooks/, opening 00-start-here (extra options with JUPYTER_ARGS)
+#   make workshop-check  every notebook run headless with its exercises solved (as the tests run them)
 #   make docs        refresh the source code included in tutorials/*.md and the README lessons table
 #   make cluster-start   a Spark standalone master and worker on 127.0.0.1 (spark://127.0.0.1:7077)
 #   make cluster-stop    stop them (see tutorials/cluster.md)
@@ -31,7 +32,7 @@ export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(PY)
 export SPARK_LOCAL_IP := 127.0.0.1
 export TZ := UTC
 
-.PHONY: help setup java graphviz demo test diagrams notebooks docs cluster-start cluster-stop
+.PHONY: help setup java graphviz demo test diagrams notebooks workshop-check docs cluster-start cluster-stop
 
 help:
 	@sed -n 's/^#   make /make /p' $(firstword $(MAKEFILE_LIST))
@@ -77,7 +78,10 @@ diagrams: setup
 	$(VENV)/bin/ministream diagrams
 
 notebooks: setup
-	cd notebooks && ../$(VENV)/bin/jupyter lab $(JUPYTER_ARGS)
+	cd notebooks && ../$(VENV)/bin/jupyter lab $(JUPYTER_ARGS) 00-start-here.ipynb
+
+workshop-check: setup
+	$(PY) -m ministream.workshop check
 
 # Refresh the code included in tutorials/*.md and the README's lessons table from the source.
 docs: setup
