@@ -10,7 +10,7 @@ from ministream.session_windows import merge_sessions
 from ministream.workshop import solutions
 from ministream.workshop.build import insert_exercises, stale_notebooks, start_here, with_solutions
 from ministream.workshop.checks_engine import (check_barrier_arrives, check_due_timers, check_key_group,
-                                               check_ttl_expired, check_update_batch)
+                                               check_restart_at, check_ttl_expired, check_update_batch)
 from ministream.workshop.checks_join import check_join_batch
 from ministream.workshop.checks_output import check_emit_batch, check_emits
 from ministream.workshop.checks_pipeline import check_pipeline
@@ -42,6 +42,7 @@ CHECKS = {
     "due_timers": lambda fn: check_due_timers(fn),
     "ttl_expired": lambda fn: check_ttl_expired(fn),
     "barrier_arrives": lambda fn: check_barrier_arrives(fn),
+    "restart_at": lambda fn: check_restart_at(fn),
 }
 """Each exercise's check, against ministream's rules (the notebooks run them against Spark)."""
 
@@ -253,6 +254,9 @@ WRONG = [
     ("due_timers", unsorted_due_timers, "expiry order"),
     ("ttl_expired", lambda written, ttl, now: now > written + ttl, "inclusive"),
     ("ttl_expired", lambda written, ttl, now: now >= ttl, "write time plus the TTL"),
+    ("restart_at", lambda offsets, commits: (max(offsets, default=-1) + 1, False), "runs it again"),
+    ("restart_at", lambda offsets, commits: (max(commits), False) if commits else (0, False), "the next batch id"),
+    ("restart_at", lambda offsets, commits: (max(offsets), True) if offsets else (0, False), "goes on with the next"),
     ("barrier_arrives", unaligned_barrier, "not before"),
     ("barrier_arrives", never_holds_barrier, "is held back"),
     ("barrier_arrives", never_releases_barrier, "every input is released"),

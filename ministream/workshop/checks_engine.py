@@ -4,7 +4,8 @@
 - ``update_batch(totals, rows)``: a running count and sum per key, and the rows update mode emits;
 - ``due_timers(timers, watermark)``: the event-time timers that fire at the end of a batch, in order;
 - ``ttl_expired(written_at, ttl, batch_timestamp)``: whether a state entry has outlived its time-to-live;
-- ``barrier_arrives(held_back, position, inputs)``: one step of aligning a checkpoint barrier.
+- ``barrier_arrives(held_back, position, inputs)``: one step of aligning a checkpoint barrier;
+- ``restart_at(offsets, commits)``: where a micro-batch query goes on after a crash, from its checkpoint.
 
 >>> def key_group(key):
 ...     import zlib
@@ -270,3 +271,51 @@ def check_barrier_arrives(barrier_arrives) -> Passed:
                      f"held back {sorted(want_held)}, snapshot {want_snapshot}", rule, "ministream")
     return Passed("barrier_arrives", f"{len(barrier_cases())} arrival sequences agree with ministream.runtime's "
                   "alignment")
+
+
+# -- restarting from a checkpoint -------------------------------------------------------------------------------
+
+RERUN = ("a batch in the offsets log without a commit started and did not finish: the restarted query runs it "
+         "again, with the same id, offsets and watermark")
+GO_ON = "when the last logged batch is committed, the restarted query goes on with the next batch id"
+FRESH = "an empty checkpoint location starts at batch 0"
+
+
+def check_restart_at(restart_at) -> Passed:
+    """Exercise: ``restart_at(offsets, commits)``: a query restarts on a checkpoint whose ``offsets/`` holds the
+    batch ids ``offsets`` and whose ``commits/`` holds ``commits``; return ``(batch_id, rerun)``: the batch it
+    runs first and whether that batch runs again. Checked against ministream's ``MicroBatchCheckpoints`` (the
+    rule Spark follows, confirmed in tests/test_lesson_checkpoint_recovery.py).
+
+    >>> def restart_at(offsets, commits):
+    ...     if not offsets:
+    ...         return 0, False
+    ...     last = max(offsets)
+    ...     return (last, True) if last not in commits else (last + 1, False)
+    >>> check_restart_at(restart_at)
+    ✓ restart_at: 5 cases agree with the checkpoint protocol
+
+    Args:
+        restart_at: the learner's function.
+    """
+    raw = [([], [], FRESH), ([0, 1, 2], [0, 1, 2], GO_ON), ([0, 1, 2, 3], [0, 1, 2], RERUN), ([0], [], RERUN),
+           ([0, 1, 2, 3, 4], [0, 1, 2, 3, 4], GO_ON)]
+    cases = [Case((offsets, commits), rule, f"offsets/ {offsets}, commits/ {commits}") for offsets, commits, rule in raw]
+
+    def expected(case):
+        offsets, commits = case.args
+        if not offsets:
+            return (0, False)
+        last = max(offsets)
+        return (last, True) if last not in commits else (last + 1, False)
+
+    def same(got, want):
+        try:
+            return (int(got[0]), bool(got[1])) == want
+        except (TypeError, ValueError, IndexError):
+            return False
+
+    return check_cases("restart_at", lambda offsets, commits: restart_at(list(offsets), list(commits)), cases,
+                       expected, against="the checkpoint protocol",
+                       show=lambda answer: repr(tuple(answer)) if isinstance(answer, (tuple, list)) else repr(answer),
+                       same=same)

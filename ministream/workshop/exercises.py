@@ -165,6 +165,14 @@ Write `ttl_expired(written_at, ttl, batch_timestamp)`: has a state entry written
 `written_at` (ms) with time-to-live `ttl` (ms) expired in a batch stamped `batch_timestamp`?""",
              _starter("ttl_expired(written_at, ttl, batch_timestamp)", "Whether the entry has outlived its TTL."),
              "checks_engine:check_ttl_expired"),
+    Exercise("restart_at", "checkpoint-recovery", "where a query goes on after a crash", """\
+A micro-batch query's checkpoint location holds `offsets/k` (written before batch k reads anything) and
+`commits/k` (written when it ended). Write `restart_at(offsets, commits)`: given the batch ids found in each
+folder, return `(batch_id, rerun)`: the batch the restarted query runs first, and whether that batch runs again
+(a batch that started before the crash).""",
+             _starter("restart_at(offsets, commits)", "(batch id the restarted query runs first, whether it is a "
+                      "rerun)."),
+             "checks_engine:check_restart_at"),
     Exercise("barrier_arrives", "barrier-alignment", "one step of barrier alignment", """\
 A subtask with `inputs` inputs takes an aligned checkpoint. Write `barrier_arrives(held_back, position,
 inputs)`: barrier n has just arrived on input `position`. Update `held_back`, the set of inputs the subtask does

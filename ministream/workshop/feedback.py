@@ -122,7 +122,7 @@ def check_cases(exercise: str, fn: Callable, cases: list[Case], expected: Callab
         except NotWrittenYet:
             raise
         except ExerciseFailed as error:  # the learner's function raised: say on what, and what rule applies
-            raise ExerciseFailed(f"{case.where}: {error}\nThe rule here: {case.rule}") from None
+            raise ExerciseFailed(f"{exercise}: {case.where}: {error}\nThe rule here: {case.rule}") from None
         want = expected(case)
         if not same(got, want):
             fail(exercise, case.where, show(got), show(want), case.rule, against)

@@ -149,3 +149,13 @@ def barrier_arrives(held_back, position, inputs):
         held_back.clear()  # snapshot, forward the barrier, release every input
         return True
     return False
+
+
+def restart_at(offsets, commits):
+    """Checkpoints: the batch a restarted query runs first, and whether it is a rerun."""
+    if not offsets:
+        return 0, False
+    last = max(offsets)
+    if last not in commits:
+        return last, True  # planned, not committed: run it again, as logged
+    return last + 1, False
