@@ -84,7 +84,10 @@ def to_plain(value):
 
 
 def from_plain(data):
-    """The value that :func:`to_plain` made ``data`` from."""
+    """The value that :func:`to_plain` made ``data`` from.
+
+    >>> from_plain({"__dict__": [[{"__tuple__": [0, 10]}, [1, 2.0]]]})
+    {(0, 10): [1, 2.0]}"""
     if isinstance(data, list):
         return [from_plain(item) for item in data]
     if not isinstance(data, dict):
@@ -107,17 +110,28 @@ def _hashable(value):
 
 
 def encode_json(value) -> bytes:
-    """A value as the bytes of a JSON file (indented: checkpoint files are meant to be read by people)."""
+    """A value as the bytes of a JSON file (indented: checkpoint files are meant to be read by people).
+
+    >>> print(encode_json({"offset": 3}).decode())
+    {
+     "offset": 3
+    }"""
     return json.dumps(to_plain(value), indent=1).encode("utf-8")
 
 
 def decode_json(data: bytes):
-    """The value stored by :func:`encode_json`."""
+    """The value stored by :func:`encode_json`.
+
+    >>> decode_json(encode_json({38: ("a", 1)}))
+    {38: ('a', 1)}"""
     return from_plain(json.loads(data.decode("utf-8")))
 
 
 def sha256(data: bytes) -> str:
-    """The hex sha256 of some bytes: what the manifest records for each file."""
+    """The hex sha256 of some bytes: what the manifest records for each file.
+
+    >>> sha256(b"{}")[:12]
+    '44136fa355b3'"""
     return hashlib.sha256(data).hexdigest()
 
 
@@ -125,7 +139,10 @@ def sha256(data: bytes) -> str:
 
 @attrs.frozen
 class CheckpointProblem:
-    """A checkpoint that recovery skipped, and why, naming the file."""
+    """A checkpoint that recovery skipped, and why, naming the file.
+
+    >>> print(CheckpointProblem(4, "chk-4/checkpoint.json", "is missing: the checkpoint is torn"))
+    checkpoint 4 skipped: chk-4/checkpoint.json is missing: the checkpoint is torn"""
 
     checkpoint_id: int
     path: str
@@ -140,6 +157,12 @@ class CheckpointStorage:
     and keep the micro-batch offsets log. Subclasses say where bytes go (``_put``, ``_get``, ``_ids``...).
 
     State: ``self.problems``, every :class:`CheckpointProblem` found by the last :meth:`latest_files`.
+
+    >>> storage = MemoryStorage()
+    >>> storage.save_files(1, {"a.json": b"{}"}); storage.save_files(2, {"a.json": b"{}"})
+    >>> del storage.files[2]["manifest.json"]      # the run died while storing checkpoint 2
+    >>> storage.checkpoint_ids(), storage.latest_files()[0], len(storage.problems)
+    ([1, 2], 1, 1)
 
     Args:
         retain: how many complete checkpoints to keep (older ones are deleted); ``None`` keeps them all.

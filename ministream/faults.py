@@ -36,7 +36,12 @@ import attrs
 
 class SimulatedCrash(RuntimeError):
     """The process died here (an injected failure): its memory is lost; the checkpoint storage and what the
-    sinks made visible survive."""
+    sinks made visible survive.
+
+    >>> raise SimulatedCrash("the sink crashed while writing batch 3")
+    Traceback (most recent call last):
+    ...
+    ministream.faults.SimulatedCrash: the sink crashed while writing batch 3"""
 
 
 @attrs.frozen

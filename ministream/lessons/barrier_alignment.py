@@ -57,7 +57,11 @@ its barrier comes on ``mobile``, after ``totals`` counted ``web`` rows from afte
 
 def union_aggregate(flow: Dataflow, name: str, inputs: list[KeyedStream], **aggregates) -> Stream:
     """A running aggregate per key over several keyed inputs: Spark's ``a.union(b).groupBy(key).agg(...)``.
-    Its step has one input per stream, so its subtasks align barriers across them."""
+    Its step has one input per stream, so its subtasks align barriers across them.
+
+    >>> flow = pipeline(DEFAULT_SCRIPT, {})
+    >>> [edge.upstream.name for edge in flow.step("totals").inputs]
+    ['web', 'mobile']"""
     key_columns = inputs[0].key_columns
     step = Step(name, "aggregate", lambda: RunningAggregate(key_columns, aggregates),
                 [keyed.edge() for keyed in inputs], "keyed",
@@ -89,7 +93,11 @@ def twin(inputs, params):
 def checkpointed_run(params: dict | None = None, *, seed: int = 0, crash_after_rows: int | None = None,
                      parallelism: int = 1, pictures: bool = False, storage=None):
     """The continuous model with checkpoints in the lesson's ``mode`` every ``interval`` rows, traced; with
-    ``crash_after_rows``, crashed there and recovered (``recovery.RecoveredRun``)."""
+    ``crash_after_rows``, crashed there and recovered (``recovery.RecoveredRun``).
+
+    >>> run = checkpointed_run({"mode": "unaligned"}, seed=2, crash_after_rows=7)
+    >>> [attempt.restored_from for attempt in run.attempts], counts(run.output())
+    ([None, 1], {'a': 6, 'b': 4})"""
     from ministream.faults import crash_at
     from ministream.recovery import run_with_recovery
 
@@ -102,13 +110,19 @@ def checkpointed_run(params: dict | None = None, *, seed: int = 0, crash_after_r
 
 
 def barrier_lines(run) -> list[str]:
-    """The trace lines about barriers, each as ``step[subtask]: text`` (sources without a subtask)."""
+    """The trace lines about barriers, each as ``step[subtask]: text`` (sources without a subtask).
+
+    >>> barrier_lines(checkpointed_run(seed=ALIGNMENT_SEED))[0]
+    'web: barrier 1 injected after 0 rows (offset 0)'"""
     return [f"{line.step}{'' if line.step in LESSON.inputs else f'[{line.subtask}]'}: {line.text}"
             for line in run.trace.lines if line.kind == "barrier"]
 
 
 def counts(output) -> dict:
-    """The final count of each key in a continuous run's output (its last row for the key)."""
+    """The final count of each key in a continuous run's output (its last row for the key).
+
+    >>> counts(LESSON.run(model="continuous").output())
+    {'a': 6, 'b': 4}"""
     last = {}
     for row in output[0].rows:
         last[row["key"]] = row["count"]
@@ -133,7 +147,10 @@ LESSON = Lesson(
 
 def write_barrier_diagram(directory="diagrams"):
     """Render the first held-back moment of the ``ALIGNMENT_SEED`` run to
-    ``diagrams/barrier-alignment.barriers.svg`` (``diagram.render_svg``); returns the path."""
+    ``diagrams/barrier-alignment.barriers.svg`` (``diagram.render_svg``); returns the path.
+
+    >>> write_barrier_diagram("diagrams").name      # doctest: +SKIP
+    'barrier-alignment.barriers.svg'"""
     from pathlib import Path
 
     from ministream.diagram import render_svg

@@ -59,7 +59,12 @@ def twin(inputs, params):
 
 def crash_and_recover(flow, values: dict, *, model: str = "microbatch", output_mode: str = "append", **settings):
     """ministream: run with checkpoints, crash the sink in batch ``crash_batch`` after ``after_rows`` rows
-    (continuous model, which has no batches: crash the source when it reaches that batch), recover."""
+    (continuous model, which has no batches: crash the source when it reaches that batch), recover.
+
+    >>> values = LESSON.resolve_params({"crash_batch": "4"})
+    >>> run = crash_and_recover(pipeline(DEFAULT_SCRIPT, values), values)
+    >>> run.attempts[0].crash, run.attempts[1].restored_from
+    ('the sink crashed while writing batch 4, after 1 of its 1 rows', 3)"""
     from ministream.faults import crash_at
     from ministream.recovery import run_with_recovery
     from ministream.sinks import SinkCrash
@@ -77,7 +82,10 @@ def crash_and_recover(flow, values: dict, *, model: str = "microbatch", output_m
 
 def spark_crash_and_restart(df, values: dict, output_mode: str = "append", **settings):
     """PySpark: the same query with a checkpoint location; ``foreachBatch`` crashes in batch ``crash_batch``
-    after ``after_rows`` rows; the query restarts on the checkpoint (``ministream.spark.checkpoint``)."""
+    after ``after_rows`` rows; the query restarts on the checkpoint (``ministream.spark.checkpoint``).
+
+    >>> spark_crash_and_restart(twin_df, LESSON.resolve_params()).batch_ids   # doctest: +SKIP
+    [[0, 1, 2, 3], [3, 4]]"""
     from ministream.spark.checkpoint import run_query_with_crash
 
     return run_query_with_crash(df, output_mode, crash_batch=values["crash_batch"],
@@ -87,7 +95,11 @@ def spark_crash_and_restart(df, values: dict, output_mode: str = "append", **set
 
 class RecoveryLesson(Lesson):
     """A lesson whose runs crash in batch ``crash_batch`` and recover: ``run`` in ministream (a
-    ``recovery.RecoveredRun``), ``run_twin`` in Spark (restarted on its checkpoint)."""
+    ``recovery.RecoveredRun``), ``run_twin`` in Spark (restarted on its checkpoint).
+
+    >>> run = LESSON.run(parallelism=2, restore_parallelism=4)
+    >>> [(attempt.parallelism, attempt.restored_from) for attempt in run.attempts]
+    [(2, None), (4, 2)]"""
 
     def recovery_settings(self, values: dict, parallelism: int) -> dict:
         """Settings for ``recovery.run_with_recovery`` (the rescale lesson changes the parallelism)."""

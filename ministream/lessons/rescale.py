@@ -33,7 +33,10 @@ from ministream.testing import CollectingSink, ScriptedSource
 
 
 def visit(second: float, user: str, value: float = 1.0) -> dict:
-    """A visit of ``user``, ``second`` seconds after 10:00:00 on 2024-01-01 (UTC)."""
+    """A visit of ``user``, ``second`` seconds after 10:00:00 on 2024-01-01 (UTC).
+
+    >>> visit(5, "alice")
+    {'ts': 1704103205000, 'value': 1.0, 'user': 'alice'}"""
     row = event(second, "", value)
     del row["key"]
     return {**row, "user": user}
@@ -90,7 +93,10 @@ def spark_state_partitions(checkpoint_dir) -> dict:
 
 class RescaleLesson(RecoveryLesson):
     """The recovery lesson with another parallelism after the crash: ``before`` then ``after`` subtasks in
-    ministream; in Spark, ``before`` shuffle partitions, then a restart that asks for ``after``."""
+    ministream; in Spark, ``before`` shuffle partitions, then a restart that asks for ``after``.
+
+    >>> LESSON.recovery_settings(LESSON.resolve_params(), 1), LESSON.spark_settings(LESSON.resolve_params())
+    ({'parallelism': 2, 'restore_parallelism': 4}, {'conf': {'spark.sql.shuffle.partitions': 2}, 'restart_conf': {'spark.sql.shuffle.partitions': 4}})"""
 
     def recovery_settings(self, values, parallelism):
         return {"parallelism": values["before"], "restore_parallelism": values["after"]}

@@ -37,12 +37,18 @@ from ministream.spark.session import session_conf
 
 
 class SimulatedSparkCrash(RuntimeError):
-    """The crash a ``foreachBatch`` function raises on purpose, in the middle of writing a batch."""
+    """The crash a ``foreachBatch`` function raises on purpose, in the middle of writing a batch.
+
+    >>> SimulatedSparkCrash("foreachBatch crashed in batch 3 after writing 1 of its 3 rows")
+    SimulatedSparkCrash('foreachBatch crashed in batch 3 after writing 1 of its 3 rows')"""
 
 
 @attrs.frozen
 class SparkRecoveryRun:
     """What a crashed and restarted query left in its sink, and what each of its two runs saw.
+
+    >>> SparkRecoveryRun([BatchResult(0, 0, [])], [[0], [0]], "crashed").batch_ids
+    [[0], [0]]
 
     Attributes:
         batches: the sink's content at the end, one ``BatchResult`` per batch id, with the watermark Spark
@@ -74,6 +80,10 @@ def run_query_with_crash(df, output_mode: str, *, crash_batch: int, after_rows: 
         query_name, conf: as for ``ministream.spark.run_query``.
         restart_conf: settings added for the restart only (the rescale lesson asks for other shuffle
             partitions there, and Spark keeps the checkpoint's).
+
+    >>> run = run_query_with_crash(twin_df, "append", crash_batch=3, after_rows=1)   # doctest: +SKIP
+    >>> run.batch_ids, len(run.batches[3].rows)                                     # doctest: +SKIP
+    ([[0, 1, 2, 3], [3, 4]], 3)
     """
     from pyspark.errors import PySparkException
 
@@ -141,7 +151,12 @@ def _start(df, sink, output_mode: str, location: str, query_name: str | None, co
 @attrs.frozen
 class CheckpointFolders:
     """Both engines' checkpoint folders after the same crashed and recovered run, in outline
-    (``checkpoint_storage.folder_outline``), with the two runs."""
+    (``checkpoint_storage.folder_outline``), with the two runs.
+
+    >>> print(checkpoint_folders(get_lesson("checkpoint-recovery")).text)   # doctest: +SKIP
+    ministream: run_with_recovery(..., storage=DirectoryStorage(folder))
+      chk-{0..4}/checkpoint.json
+    ..."""
 
     text: str
     ministream: object
@@ -155,7 +170,10 @@ FOLDERS_BLOCK = re.compile(r"(<!-- checkpoint folders -->\n```text\n)(?P<body>.*
 
 def checkpoint_folders(lesson, params: dict | None = None, *, master: str | None = None) -> CheckpointFolders:
     """Run a recovery lesson (``lessons.checkpoint_recovery.RecoveryLesson``) in both engines with their
-    checkpoints in folders, and outline the two folders one after the other: what tutorial 15 shows."""
+    checkpoints in folders, and outline the two folders one after the other: what tutorial 15 shows.
+
+    >>> checkpoint_folders(get_lesson("checkpoint-recovery")).spark.batch_ids   # doctest: +SKIP
+    [[0, 1, 2, 3], [3, 4]]"""
     from ministream.checkpoint_storage import DirectoryStorage, folder_outline
 
     with tempfile.TemporaryDirectory() as ours, tempfile.TemporaryDirectory() as theirs:
@@ -172,7 +190,10 @@ def _indent(text: str) -> str:
 
 
 def refresh_page(path, text: str) -> bool:
-    """Put ``text`` in the checkpoint-folders block of a page; ``True`` when the page changed."""
+    """Put ``text`` in the checkpoint-folders block of a page; ``True`` when the page changed.
+
+    >>> refresh_page("tutorials/15-checkpoint-recovery.md", folders.text)   # doctest: +SKIP
+    False"""
     from pathlib import Path
 
     page = Path(path)
