@@ -59,9 +59,10 @@ def union_aggregate(flow: Dataflow, name: str, inputs: list[KeyedStream], **aggr
     """A running aggregate per key over several keyed inputs: Spark's ``a.union(b).groupBy(key).agg(...)``.
     Its step has one input per stream, so its subtasks align barriers across them.
 
-    >>> flow = pipeline(DEFAULT_SCRIPT, {})
-    >>> [edge.upstream.name for edge in flow.step("totals").inputs]
-    ['web', 'mobile']"""
+    >>> [edge.upstream.name for edge in pipeline(DEFAULT_SCRIPT, {}).step("totals").inputs]
+    ['web', 'mobile']
+
+    """
     key_columns = inputs[0].key_columns
     step = Step(name, "aggregate", lambda: RunningAggregate(key_columns, aggregates),
                 [keyed.edge() for keyed in inputs], "keyed",
