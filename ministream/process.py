@@ -290,11 +290,13 @@ class ProcessOperator(Operator):
         return self.ctx.state.size() + self.timers.size()
 
     def snapshot(self) -> dict:
-        return {"keyed": self.ctx.state.snapshot(), "timers": self.timers.snapshot()}
+        """Keyed state, timers, and the watermark the processor sees (continuous model) for a checkpoint."""
+        return {"keyed": self.ctx.state.snapshot(), "timers": self.timers.snapshot(), "watermark": self.watermark}
 
     def restore(self, snapshot, key_groups=None) -> None:
         super().restore(snapshot, key_groups)
         self.timers.restore(snapshot.get("timers", {}), key_groups)
+        self.watermark = snapshot.get("watermark")
 
 
 def _watermark_column(step) -> str | None:
