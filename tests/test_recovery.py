@@ -179,3 +179,29 @@ def test_too_many_crash_rows_is_refused_with_the_range():
     with pytest.raises(PipelineError, match=r"--crash-at 7: the script has 7 rows, so a crash can come after 0 to 6"):
         lesson = get_lesson("running-aggregation")
         crash_at(lesson.pipeline(lesson.default_script, {}), 7)
+
+
+def test_a_process_function_sees_the_same_watermark_after_a_restore():
+    """A continuous-model process step's watermark is in its snapshot: a processor that reports the watermark
+    it sees with every row reports the same values after a crash and a restore."""
+    from ministream import CollectingSink, Dataflow, ScriptedSource
+    from ministream.continuous import run_continuous
+    from ministream.process import Processor
+
+    class Seen(Processor):
+        def handle_input_rows(self, key, rows, timer_values):
+            return [{"key": key, "ts": row["ts"], "watermark_seen": timer_values.watermark} for row in rows]
+
+    def flow():
+        built = Dataflow("seen")
+        rows = [{"key": key, "ts": ts} for key, ts in (("a", 1_000), ("a", 5_000), ("b", 9_000), ("a", 12_000))]
+        built.source("events", ScriptedSource([rows])).with_watermark("wm", "ts", "1 second").key_by("key").process(
+            "seen", Seen(), time_mode="event_time").sink("output", CollectingSink())
+        return built
+
+    expected = run_continuous(flow()).output()
+    for rows in range(4):
+        crashing = flow()
+        crash_at(crashing, rows)
+        run = run_with_recovery(crashing, model="continuous", interval=1)
+        assert same_output("continuous", run.output(), expected)
