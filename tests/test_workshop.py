@@ -12,7 +12,7 @@ from ministream.workshop.build import insert_exercises, stale_notebooks, start_h
 from ministream.workshop.checks_engine import (check_barrier_arrives, check_due_timers, check_key_group,
                                                check_restart_at, check_ttl_expired, check_update_batch)
 from ministream.workshop.checks_join import check_join_batch
-from ministream.workshop.checks_output import check_emit_batch, check_emits
+from ministream.workshop.checks_output import check_emit_batch, check_emits, check_fires_after
 from ministream.workshop.checks_pipeline import check_pipeline
 from ministream.workshop.checks_sessions import check_add_event
 from ministream.workshop.checks_time import (check_forget, check_global_watermark, check_next_watermark,
@@ -39,6 +39,7 @@ CHECKS = {
     "global_watermark": lambda fn: check_global_watermark(fn, against="ministream"),
     "forget": lambda fn: check_forget(fn, against="ministream"),
     "emit_batch": lambda fn: check_emit_batch(fn, against="ministream"),
+    "fires_after": lambda fn: check_fires_after(fn),
     "due_timers": lambda fn: check_due_timers(fn),
     "ttl_expired": lambda fn: check_ttl_expired(fn),
     "barrier_arrives": lambda fn: check_barrier_arrives(fn),
@@ -250,6 +251,10 @@ WRONG = [
     ("emit_batch", lambda end, wms: next((k for k, w in enumerate(wms) if end < w), None), "inclusive"),
     ("emit_batch", lambda end, wms: next((k + 1 for k, w in enumerate(wms) if end <= w), None), "own watermark"),
     ("emit_batch", lambda end, wms: next((k for k, w in enumerate(wms) if end <= w), -1), "never emitted"),
+    ("fires_after", lambda end, times, delay: next((i for i, t in enumerate(times, 1)
+                                                    if max(times[:i]) - delay >= end - 1), None), "- delay - 1 ms"),
+    ("fires_after", lambda end, times, delay: next((i for i, t in enumerate(times, 1)
+                                                    if max(times[:i]) - delay - 1 >= end), None), "end - 1"),
     ("due_timers", lambda timers, wm: sorted(t for t in timers if t[0] < wm), "expiry <= WM_k"),
     ("due_timers", unsorted_due_timers, "expiry order"),
     ("ttl_expired", lambda written, ttl, now: now > written + ttl, "inclusive"),

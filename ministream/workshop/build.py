@@ -198,9 +198,17 @@ def busy(path: Path, minutes: int = 15) -> str | None:
             == strip_workshop_cells(nbformat.read(path, as_version=4)).cells
         if not ours_only:  # changes other than the workshop's own cells
             return "uncommitted changes"
-    committed = git("log", "-1", "--format=%ct", "--", path.name)
-    if committed and time.time() - int(committed) < minutes * 60:
-        return f"committed {int((time.time() - int(committed)) // 60)} minutes ago"
+    def authors_cells(commit):
+        text = git("show", f"{commit}:./{path.name}")
+        return None if text is None else strip_workshop_cells(nbformat.reads(text, as_version=4)).cells
+
+    for line in (git("log", "-5", "--format=%H %ct", "--", path.name) or "").splitlines():
+        commit, when = line.split()
+        if authors_cells(commit) == authors_cells(f"{commit}^"):
+            continue  # a commit of the workshop's own cells: not the author's work
+        if time.time() - int(when) < minutes * 60:
+            return f"committed {int((time.time() - int(when)) // 60)} minutes ago"
+        return None
     return None
 
 

@@ -206,3 +206,71 @@ def check_emits(emits, lesson: str = "output-modes", against: str = "spark") -> 
                      oracle.name)
     return Passed("emits", f"{len(cases)} cases, then append, update and complete give {oracle.name}'s rows in all "
                   f"{total} batches of {lesson}")
+
+
+# -- the continuous model --------------------------------------------------------------------------------------
+
+CONTINUOUS_WATERMARK = ("the continuous model's watermark follows every row: largest event time so far - delay - 1 ms "
+                        "(Flink's bounded out-of-orderness), not max - delay")
+FIRES = ("a window fires in the continuous model right after the row that lifts the watermark to end - 1 ms or beyond "
+         "(watermark >= end - 1), with no batch to wait for")
+NEVER_FIRES = "a window whose end - 1 no watermark reached does not fire before the end of input (return None)"
+
+
+def continuous_fire_row(window_end: int, event_times: list[int], delay: int) -> int | None:
+    """The rule: the 1-based number of the row after which a window fires, or ``None``.
+
+    >>> continuous_fire_row(10_000, [1_000, 14_999, 15_000], delay=5_000)
+    3
+    """
+    top = None
+    for number, ts in enumerate(event_times, start=1):
+        top = ts if top is None else max(top, ts)
+        if top - delay - 1 >= window_end - 1:
+            return number
+    return None
+
+
+def fire_cases() -> list[Case]:
+    """``fires_after(window_end, event_times, delay)`` cases, each with the rule it tests."""
+    at = lambda second: BASE_TIME + round(second * SECOND)  # noqa: E731
+    edge = (f"{CONTINUOUS_WATERMARK}; and {FIRES}: here the row at 10:00:15 lifts the watermark to 10:00:09.999, "
+            "which is end - 1 ms, and the row at 10:00:14.999 does not")
+    raw = [(10, [1, 3, 16], FIRES), (10, [1, 14.999, 15], edge), (10, [1, 15, 2], edge),
+           (10, [1, 16, 4], FIRES), (20, [1, 16, 4], NEVER_FIRES)]
+    return [Case((at(end), [at(t) for t in times], 5 * SECOND), rule, f"window ending {show_time(at(end))}, rows at "
+                 f"{', '.join(show_time(at(t)) for t in times)}, delay 5 seconds") for end, times, rule in raw]
+
+
+def check_fires_after(fires_after, lesson: str = "microbatch-vs-continuous") -> Passed:
+    """Exercise: ``fires_after(window_end, event_times, delay)``: in the continuous model, the number (from 1)
+    of the row after which a window ending at ``window_end`` fires, rows arriving with ``event_times`` in this
+    order; ``None`` if none makes it fire. Checked against ministream's continuous model (Flink's rules; Spark's
+    continuous mode runs no aggregation, so there is no twin to ask), on cases and on the lesson's windows.
+
+    >>> check_fires_after(continuous_fire_row)
+    ✓ fires_after: 5 cases, then the 4 windows of microbatch-vs-continuous fire after the same row as in ministream
+
+    Args:
+        fires_after: the learner's function.
+        lesson: a tumbling-window lesson that runs in the continuous model.
+    """
+    from ministream.lessons import get_lesson
+
+    cases = fire_cases()
+    check_cases("fires_after", fires_after, cases, lambda case: continuous_fire_row(*case.args),
+                against="ministream's continuous model",
+                show=lambda answer: "never" if answer is None else f"after row {answer}")
+    the_lesson = get_lesson(lesson)
+    params = the_lesson.resolve_params()
+    times = [row["ts"] for batch in the_lesson.default_script for row in batch]
+    windows = sorted({tumbling(ts, params["size"]) for ts in times})
+    for start, end in windows:
+        mine = call("fires_after", fires_after, end, list(times), params["delay"])
+        theirs = continuous_fire_row(end, times, params["delay"])
+        if mine != theirs:
+            fail("fires_after", f"window {show_window((start, end))} of {lesson}, rows at "
+                 f"{', '.join(show_time(ts) for ts in times)}", "never" if mine is None else f"after row {mine}",
+                 "never" if theirs is None else f"after row {theirs}", FIRES, "ministream's continuous model")
+    return Passed("fires_after", f"{len(cases)} cases, then the {len(windows)} windows of {lesson} fire after the same "
+                  "row as in ministream")

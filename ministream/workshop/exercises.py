@@ -155,6 +155,14 @@ ends at `window_end`, where `watermarks[k]` is WM_k, the watermark batch k ran w
 The check compares every window of this lesson's events with the batch Spark emitted it in.""",
              _starter("emit_batch(window_end, watermarks)", "The batch that emits the window, or None."),
              "checks_output:check_emit_batch"),
+    Exercise("fires_after", "microbatch-vs-continuous", "when the continuous model fires a window", """\
+The continuous model has no batches: its watermark moves after every row. Write
+`fires_after(window_end, event_times, delay)`: rows arrive with `event_times`, in this order; after which row
+(numbered from 1) does a tumbling window ending at `window_end` fire? `None` if no row makes it fire before the
+end of input. Then compare with your `emit_batch`: how many rows later does micro-batch emit the same window?""",
+             _starter("fires_after(window_end, event_times, delay)", "The number (from 1) of the row after which the "
+                      "window fires, or None."),
+             "checks_output:check_fires_after"),
     Exercise("due_timers", "device-sessions", "which timers fire", """\
 Write `due_timers(timers, watermark)`: of the event-time timers `timers`, a list of `(expiry, key)` in the
 order they were set, the ones that fire at the end of a batch with this watermark, in the order they fire.""",

@@ -132,6 +132,16 @@ def forget(first_ts, delay, watermark):
     return watermark >= first_ts + delay
 
 
+def fires_after(window_end, event_times, delay):
+    """Notebook 11: the row (from 1) after which the continuous model fires a window, or None."""
+    largest = None
+    for number, ts in enumerate(event_times, start=1):
+        largest = ts if largest is None else max(largest, ts)
+        if largest - delay - 1 >= window_end - 1:  # Flink: watermark = max - delay - 1; fire at end - 1
+            return number
+    return None
+
+
 def due_timers(timers, watermark):
     """Process functions: the (expiry, key) timers that fire at this watermark, in order."""
     return sorted(timer for timer in timers if timer[0] <= watermark)
