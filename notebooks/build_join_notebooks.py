@@ -1,7 +1,9 @@
 """Write notebooks 07 to 10 (joins, idle input, deduplication) with nbformat: ``python notebooks/build_join_notebooks.py``.
 
 The notebooks only call the package; this script only lays out their cells, so they can be rebuilt after an
-edit here instead of by hand in Jupyter. tests/test_notebooks.py executes them under a real kernel.
+edit here instead of by hand in Jupyter. It writes the authors' cells only: run
+``python -m ministream.workshop build`` afterwards to put the workshop's exercise cells back in.
+tests/test_notebooks.py executes them under a real kernel.
 """
 
 from pathlib import Path
