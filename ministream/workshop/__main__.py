@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     print(table)
     if not args.notebooks:
         write_table(table)
-    return 0
+    return 1 if any(timing.error for timing in timings) else 0
 
 
 if __name__ == "__main__":

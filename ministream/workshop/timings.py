@@ -39,6 +39,8 @@ class Timing:
     seconds: float
     load_before: tuple[float, float, float]
     load_after: tuple[float, float, float]
+    error: str | None = None
+    """Why the notebook did not run to its end (``None``: it did)."""
 
 
 def execute(path: Path, solutions: bool = True, timeout: int = 1800, kernel: str = "python3"):
@@ -59,11 +61,16 @@ def execute(path: Path, solutions: bool = True, timeout: int = 1800, kernel: str
 
 
 def time_notebook(path: Path) -> Timing:
-    """Execute one notebook (solutions filled in) and measure it."""
+    """Execute one notebook (solutions filled in) and measure it; a failure is recorded, not raised."""
     before = os.getloadavg()
     start = time.perf_counter()
-    execute(path)
-    return Timing(Path(path).name, time.perf_counter() - start, before, os.getloadavg())
+    error = None
+    try:
+        execute(path)
+    except Exception as failure:  # the table says which notebook failed, and the others are still measured
+        lines = [line for line in str(failure).strip().splitlines() if line.strip()]
+        error = lines[-1] if lines else type(failure).__name__
+    return Timing(Path(path).name, time.perf_counter() - start, before, os.getloadavg(), error)
 
 
 def timings_table(timings: list[Timing], when: str) -> str:
@@ -72,7 +79,8 @@ def timings_table(timings: list[Timing], when: str) -> str:
     lines = [f"Measured {when} on {cores} cores, each notebook in a fresh kernel with its exercises solved (Spark "
              "start included).", "", "| notebook | time to run | load average before / after |", "| --- | --- | --- |"]
     for timing in timings:
-        lines.append(f"| `{timing.notebook}` | {timing.seconds:.0f} s | {timing.load_before[0]:.1f} / "
+        failed = f" (FAILED: {timing.error})" if timing.error else ""
+        lines.append(f"| `{timing.notebook}` | {timing.seconds:.0f} s{failed} | {timing.load_before[0]:.1f} / "
                      f"{timing.load_after[0]:.1f} |")
     total = sum(timing.seconds for timing in timings)
     lines.append(f"| total | {total:.0f} s ({total / 60:.1f} min) | |")
@@ -88,11 +96,11 @@ def write_table(table: str, guide: Path = GUIDE) -> None:
 
 
 def measure(paths: list[Path], log=print) -> list[Timing]:
-    """Time each notebook in turn (a failure is reported and stops the measurement)."""
+    """Time each notebook in turn (a failure is reported in the table)."""
     timings = []
     for path in paths:
         timing = time_notebook(path)
         log(f"{timing.notebook}: {timing.seconds:.0f} s (load {timing.load_before[0]:.1f} -> "
-            f"{timing.load_after[0]:.1f})")
+            f"{timing.load_after[0]:.1f}){' FAILED: ' + timing.error if timing.error else ''}", flush=True)
         timings.append(timing)
     return timings
