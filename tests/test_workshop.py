@@ -7,6 +7,7 @@ import nbformat
 import pytest
 
 from ministream.session_windows import merge_sessions
+from ministream.windows import sliding
 from ministream.workshop import solutions
 from ministream.workshop.build import insert_exercises, stale_notebooks, start_here, with_solutions
 from ministream.workshop.checks_engine import (check_barrier_arrives, check_due_timers, check_key_group,
@@ -14,11 +15,11 @@ from ministream.workshop.checks_engine import (check_barrier_arrives, check_due_
 from ministream.workshop.checks_join import check_join_batch
 from ministream.workshop.checks_output import check_emit_batch, check_emits, check_fires_after
 from ministream.workshop.checks_pipeline import check_pipeline
-from ministream.workshop.checks_sessions import check_add_event
+from ministream.workshop.checks_sessions import check_add_event, check_is_late
 from ministream.workshop.checks_time import (check_forget, check_global_watermark, check_next_watermark,
                                              check_state_watermark)
-from ministream.workshop.checks_windows import check_counts, check_window_of, check_windows_of, sliding_cases, \
-    tumbling_cases
+from ministream.workshop.checks_windows import check_counting_windows, check_counts, check_window_of, \
+    check_windows_of, sliding_cases, tumbling_cases
 from ministream.workshop.course import NOTEBOOKS, START_HERE, course
 from ministream.workshop.exercises import EXERCISES
 from ministream.workshop.feedback import ExerciseFailed, NotWrittenYet
@@ -32,7 +33,9 @@ CHECKS = {
     "pipeline": lambda fn: check_pipeline(fn, against="ministream"),
     "windows_of": lambda fn: check_windows_of(fn, against="ministream"),
     "add_event": lambda fn: check_add_event(fn, against="ministream"),
+    "is_late": lambda fn: check_is_late(fn, against="ministream"),
     "counts": lambda fn: check_counts(fn, against="ministream"),
+    "counting_windows": lambda fn: check_counting_windows(fn, against="ministream"),
     "emits": lambda fn: check_emits(fn, against="ministream"),
     "join_batch": lambda fn: check_join_batch(fn, against="ministream"),
     "state_watermark": lambda fn: check_state_watermark(fn, against="ministream"),
@@ -223,6 +226,14 @@ WRONG = [
     ("add_event", no_bridge_add_event, "bridge two sessions"),
     ("add_event", last_end_add_event, "not the last ts + gap"),
     ("add_event", lambda sessions, ts, gap: merge_sessions(sessions + [(ts, ts + gap - 1)]), "opens the session"),
+    ("is_late", lambda ts, gap, wm: ts <= wm, "not by its own time"),
+    ("is_late", lambda ts, gap, wm: ts + gap < wm, "inclusive"),
+    ("counting_windows", lambda ts, k, wms, size, slide: [w for w in sliding(
+        ts, size, slide) if ts > wms[max(k - 1, 0)]], "late is decided per window"),
+    ("counting_windows", lambda ts, k, wms, size, slide: sliding(ts, size, slide),
+     "dropped from the windows that ended"),
+    ("counting_windows", lambda ts, k, wms, size, slide: [w for w in sliding(
+        ts, size, slide) if w[1] >= wms[max(k - 1, 0)]], "inclusive"),
     ("counts", lambda end, k, wms: end > wms[k], "previous batch's watermark"),
     ("counts", lambda end, k, wms: end >= wms[max(k - 1, 0)], "inclusive"),
     ("counts", lambda end, k, wms: end > wms[k - 1], "watermarks[-1]"),

@@ -72,6 +72,40 @@ def _sorted_spans(answer) -> list[tuple] | None:
         return None
 
 
+def spark_is_late(ts: int, gap: int, late_watermark: int) -> bool:
+    """The rule: a session-window row is late when the session it opens ends at or before WM_{k-1}.
+
+    >>> spark_is_late(4_000, 10_000, late_watermark=14_000), spark_is_late(5_000, 10_000, late_watermark=14_000)
+    (True, False)
+    """
+    return ts + gap <= late_watermark
+
+
+def replay_sessions(exercise: str, script: list, batches: list, gap: int, add_event, is_late, rule: str,
+                    against: str) -> None:
+    """Replay a session-window lesson in append mode with ``add_event`` (merge) and ``is_late`` (the late
+    filter) and the watermarks of ``batches``; fail at the first session emitted in another batch than there."""
+    watermarks = [batch.watermark for batch in batches]
+    sessions: dict[str, list[tuple]] = {}  # {key: [(start, end), ...]} the open sessions
+    for batch in batches:
+        late_watermark = watermarks[max(batch.batch_id - 1, 0)]
+        for row in script[batch.batch_id] if batch.batch_id < len(script) else []:
+            if not call(exercise, is_late, row["ts"], gap, late_watermark):
+                spans = call(exercise, add_event, list(sessions.get(row["key"], [])), row["ts"], gap)
+                sessions[row["key"]] = _sorted_spans(spans) or []
+        mine = sorted((key, start, end) for key, spans in sessions.items() for start, end in spans
+                      if end <= batch.watermark)
+        theirs = sorted((row["key"], row["window_start"], row["window_end"]) for row in batch.rows)
+        if mine != theirs:
+            key, start, end = sorted(set(mine) ^ set(theirs))[0]
+            fail(exercise, f"batch {batch.batch_id} (watermark {show_time(batch.watermark)}, late rows: session end "
+                 f"at or before {show_time(late_watermark)}), session {show_window((start, end))} of key {key}",
+                 "emitted" if (key, start, end) in mine else "not emitted",
+                 "emitted" if (key, start, end) in theirs else "not emitted", rule, against)
+        for key in sessions:
+            sessions[key] = [(start, end) for start, end in sessions[key] if end > batch.watermark]
+
+
 def check_add_event(add_event, lesson: str = "session-window", against: str = "spark") -> Passed:
     """Exercise: ``add_event(sessions, ts, gap)`` returns one key's sessions after an event at ``ts``.
 
@@ -90,26 +124,43 @@ def check_add_event(add_event, lesson: str = "session-window", against: str = "s
     the_lesson = get_lesson(lesson)
     gap = the_lesson.resolve_params()["gap"]
     batches = oracle.twin_output(lesson)
-    watermarks = [batch.watermark for batch in batches]
-    sessions: dict[str, list[tuple]] = {}  # {key: [(start, end), ...]} open sessions
-    for batch in batches:
-        late_watermark = watermarks[max(batch.batch_id - 1, 0)]
-        script = the_lesson.default_script
-        for row in script[batch.batch_id] if batch.batch_id < len(script) else []:
-            if row["ts"] + gap > late_watermark:
-                spans = call("add_event", add_event, list(sessions.get(row["key"], [])), row["ts"], gap)
-                sessions[row["key"]] = _sorted_spans(spans) or []
-        mine = sorted((key, start, end) for key, spans in sessions.items() for start, end in spans
-                      if end <= batch.watermark)
-        theirs = sorted((row["key"], row["window_start"], row["window_end"]) for row in batch.rows)
-        if mine != theirs:
-            key, start, end = sorted(set(mine) ^ set(theirs))[0]
-            fail("add_event", f"batch {batch.batch_id} (watermark {show_time(batch.watermark)}), session "
-                 f"{show_window((start, end))} of key {key}",
-                 "emitted" if (key, start, end) in mine else "not emitted",
-                 "emitted" if (key, start, end) in theirs else "not emitted", EMITTED, oracle.name)
-        for key in sessions:
-            sessions[key] = [(start, end) for start, end in sessions[key] if end > batch.watermark]
+    replay_sessions("add_event", the_lesson.default_script, batches, gap, add_event, spark_is_late, EMITTED,
+                    oracle.name)
     emitted = sum(len(batch.rows) for batch in batches)
     return Passed("add_event", f"{len(cases)} cases, then the {emitted} sessions {lesson} emits in {oracle.name}, "
+                  "each in the same batch")
+
+
+LATE_BY_END = ("a session-window row is late by the end of the session it opens, not by its own time: late when "
+               "ts + gap <= WM_{k-1}, inclusive; a row older than the watermark can still open or extend a session")
+
+
+def check_is_late(is_late, lesson: str = "session-window", against: str = "spark") -> Passed:
+    """Exercise: ``is_late(ts, gap, late_watermark)``: is a row of a session-window query, with event time
+    ``ts`` and gap ``gap``, dropped as late in a batch whose previous watermark is ``late_watermark``?
+
+    >>> check_is_late(spark_is_late, against="ministream")
+    ✓ is_late: 4 cases, then the 5 sessions session-window emits in ministream, each in the same batch
+
+    Args:
+        is_late: the learner's function.
+        lesson: the session-window lesson (fixed gap, append mode).
+        against: ``"spark"`` or ``"ministream"``.
+    """
+    from ministream.lessons import get_lesson
+
+    oracle = get_oracle(against)
+    gap = 10 * SECOND
+    raw = [(4, 15, LATE_BY_END), (6, 15, LATE_BY_END), (5, 15, LATE_BY_END), (1, 20, LATE_BY_END)]
+    cases = [Case((_at(ts), gap, _at(wm)), rule, f"row at {show_time(_at(ts))}, gap {format_duration(gap)}, "
+                  f"WM_(k-1) {show_time(_at(wm))}") for ts, wm, rule in raw]
+    check_cases("is_late", is_late, cases, lambda case: spark_is_late(*case.args), against="the rule",
+                show=lambda answer: "late" if answer else "not late")
+    the_lesson = get_lesson(lesson)
+    batches = oracle.twin_output(lesson)
+    replay_sessions("is_late", the_lesson.default_script, batches, the_lesson.resolve_params()["gap"],
+                    lambda spans, ts, gap: merge_sessions(spans + [(ts, ts + gap)]), is_late, LATE_BY_END,
+                    oracle.name)
+    emitted = sum(len(batch.rows) for batch in batches)
+    return Passed("is_late", f"{len(cases)} cases, then the {emitted} sessions {lesson} emits in {oracle.name}, "
                   "each in the same batch")

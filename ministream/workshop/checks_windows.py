@@ -288,3 +288,76 @@ def check_counts(counts, lesson: str = "late-data", against: str = "spark") -> P
         assert count == row["count"] and total == row.get("sum", total), (key, start, count, total, row)
     return Passed("counts", f"{len(cases)} cases, then {decisions} rows and windows of {lesson}: every window "
                   f"{oracle.name} emitted has the count and sum your rule gives")
+
+
+PER_WINDOW = ("late is decided per window: an old row is dropped from the windows that ended at or before WM_{k-1} "
+              "and still counts in its other, open windows")
+
+
+def counting_windows_cases() -> list[Case]:
+    """``counting_windows(ts, batch_id, watermarks, size, slide)`` cases, each with the rule it tests."""
+    at = lambda second: BASE_TIME + round(second * SECOND)  # noqa: E731
+    wms = [0, 0, at(7), at(13), at(13), at(10)]
+    shown = "watermarks per batch 0, 0, 10:00:07, 10:00:13, 10:00:13"
+    raw = [(12, 1, PER_WINDOW), (8, 3, PER_WINDOW), (8, 4, PER_WINDOW), (3, 4, PER_WINDOW)]
+    cases = [Case((at(ts), batch_id, wms[:5], 10 * SECOND, 5 * SECOND), rule,
+                  f"a row at {show_time(at(ts))} in batch {batch_id}, 10 s windows every 5 s, {shown}")
+             for ts, batch_id, rule in raw]
+    return cases + [Case((at(8), 1, [at(10), at(10)], 10 * SECOND, 5 * SECOND), INCLUSIVE,
+                         f"a row at {show_time(at(8))} in batch 1, 10 s windows every 5 s, WM_0 = 10:00:10")]
+
+
+def spark_counting_windows(ts: int, batch_id: int, watermarks: list, size: int, slide: int) -> list[tuple]:
+    """The rule: the sliding windows of ``ts`` whose end is after WM_{k-1}.
+
+    >>> spark_counting_windows(8_000, 1, [10_000, 10_000], 10_000, 5_000)
+    [(5000, 15000)]
+    """
+    from ministream.windows import sliding
+
+    return [window for window in sliding(ts, size, slide) if still_counts(window[1], batch_id, watermarks)]
+
+
+def check_counting_windows(counting_windows, lesson: str = "sliding-window", against: str = "spark") -> Passed:
+    """Exercise: ``counting_windows(ts, batch_id, watermarks, size, slide)``: the sliding windows a row of batch
+    ``batch_id`` counts in (``watermarks[k]`` = WM_k). The lesson's rows, replayed with it, must give the count and
+    the average of every window Spark emitted.
+
+    >>> check_counting_windows(spark_counting_windows, against="ministream")
+    ✓ counting_windows: 5 cases, then every window sliding-window emits in ministream has your count and average
+
+    Args:
+        counting_windows: the learner's function.
+        lesson: a sliding-window lesson (``size``, ``slide``, no offset) with ``count`` and ``avg`` of ``value``.
+        against: ``"spark"`` or ``"ministream"``.
+    """
+    from ministream.lessons import get_lesson
+
+    oracle = get_oracle(against)
+    cases = counting_windows_cases()
+    check_cases("counting_windows", counting_windows, cases, lambda case: spark_counting_windows(*case.args),
+                against="the rule", show=show_windows, same=lambda got, want: _as_windows(got) == want)
+    the_lesson = get_lesson(lesson)
+    params = the_lesson.resolve_params()
+    batches = oracle.twin_output(lesson)
+    watermarks = [batch.watermark for batch in batches]
+    totals: dict[tuple, list] = {}  # {(key, window_start): [count, sum]} from the learner's windows
+    for batch_id, rows in enumerate(the_lesson.default_script):
+        for row in rows:
+            mine = _as_windows(call("counting_windows", counting_windows, row["ts"], batch_id, watermarks,
+                                    params["size"], params["slide"])) or []
+            want = spark_counting_windows(row["ts"], batch_id, watermarks, params["size"], params["slide"])
+            if mine != want:
+                fail("counting_windows", f"batch {batch_id}, row {row['key']}@{show_time(row['ts'])} (WM_"
+                     f"{max(batch_id - 1, 0)} = {show_time(watermarks[max(batch_id - 1, 0)])})", show_windows(mine),
+                     show_windows(want), PER_WINDOW, oracle.name)
+            for start, _ in mine:
+                total = totals.setdefault((row["key"], start), [0, 0])
+                total[0] += 1
+                total[1] += row["value"]
+    for batch in batches:  # the rule above is Spark's: so are the counts and averages
+        for row in batch.rows:
+            count, total = totals[(row["key"], row["window_start"])]
+            assert count == row["count"] and abs(total / count - row["avg"]) < 1e-9, (row, count, total)
+    return Passed("counting_windows", f"{len(cases)} cases, then every window {lesson} emits in {oracle.name} has your "
+                  "count and average")

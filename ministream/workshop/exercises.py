@@ -100,6 +100,13 @@ session exactly, bridge two sessions or fall inside one, then replays the lesson
 the sessions with the ones Spark emitted, batch by batch.""",
              _starter("add_event(sessions, ts, gap)", "The sessions after an event at ``ts`` opens [ts, ts + gap)."),
              "checks_sessions:check_add_event"),
+    Exercise("is_late", "session-window", "when a session row is late", """\
+Write `is_late(ts, gap, late_watermark)`: in a batch whose previous batch's watermark is `late_watermark`, is a
+row of a session-window query with event time `ts` and gap `gap` dropped as late? Careful: a row older than the
+watermark is not always late here. The check replays the lesson with your rule and compares the sessions with
+Spark's.""",
+             _starter("is_late(ts, gap, late_watermark)", "Whether the row is dropped as late."),
+             "checks_sessions:check_is_late"),
     Exercise("counts", "late-data", "is this row late for this window?", """\
 Write `counts(window_end, batch_id, watermarks)`: does a row that arrives in batch `batch_id` still count for
 its window ending at `window_end`? `watermarks[k]` is WM_k, the watermark batch k ran with. The check replays
@@ -107,6 +114,15 @@ the lesson's rows with your rule and Spark's watermarks; the counts and sums mus
              _starter("counts(window_end, batch_id, watermarks)", "Whether a row of batch ``batch_id`` counts for "
                       "the window ending at ``window_end``."),
              "checks_windows:check_counts"),
+    Exercise("counting_windows", "late-data", "an old row in sliding windows", """\
+With sliding windows an old row can be late for one of its windows and count in another. Write
+`counting_windows(ts, batch_id, watermarks, size, slide)`: the windows `(start, end)` that a row of batch
+`batch_id` with event time `ts` counts in. Use `ministream.windows.sliding(ts, size, slide)` for its windows (you
+wrote the same in notebook 3) and your rule from the exercise above. The check replays the sliding-window lesson:
+every window's count and average must be Spark's.""",
+             _starter("counting_windows(ts, batch_id, watermarks, size, slide)", "The sliding windows the row counts "
+                      "in."),
+             "checks_windows:check_counting_windows"),
     Exercise("emits", "output-modes", "what each output mode emits", """\
 Write `emits(mode, window_end, touched, watermark)`: at the end of a batch whose watermark is `watermark`, is a
 window that is in state emitted, in `mode` (`"append"`, `"update"` or `"complete"`)? `touched` says whether the

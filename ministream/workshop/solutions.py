@@ -88,10 +88,23 @@ def add_event(sessions, ts, gap):
     return merged
 
 
+def is_late(ts, gap, late_watermark):
+    """Notebook 04: a session row is late when the session it opens ends at or before WM_{k-1}."""
+    return ts + gap <= late_watermark
+
+
 def counts(window_end, batch_id, watermarks):
     """Notebook 05: does a row of batch ``batch_id`` still count for a window ending at ``window_end``?"""
     late_watermark = watermarks[batch_id - 1] if batch_id > 0 else 0
     return window_end > late_watermark
+
+
+def counting_windows(ts, batch_id, watermarks, size, slide):
+    """Notebook 05: the sliding windows a row of batch ``batch_id`` still counts in."""
+    from ministream.windows import sliding
+
+    late_watermark = watermarks[batch_id - 1] if batch_id > 0 else 0
+    return [(start, end) for start, end in sliding(ts, size, slide) if end > late_watermark]
 
 
 def emits(mode, window_end, touched, watermark):
