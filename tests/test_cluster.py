@@ -15,6 +15,8 @@ from ministream.cluster import ClusterError, cluster_processes, cluster_status, 
 from ministream.lessons import all_lessons
 from ministream.spark import spark_session, stop_session
 
+ROOT = Path(__file__).resolve().parent.parent
+TUTORIAL = ROOT / "tutorials" / "cluster.md"
 FREE_PORTS = ["--port", "0", "--web-ui-port", "0", "--worker-web-ui-port", "0"]
 
 
@@ -188,3 +190,30 @@ def test_a_start_that_times_out_shows_the_log_and_leaves_nothing(tmp_path):
     master = int((tmp_path / "master.pid").read_text())
     assert not alive(master)
     assert cluster_processes(tmp_path) == []
+
+
+# --- the tutorial's recorded claims ---------------------------------------------------------------------------
+
+RECORDED = re.compile(r"<!-- recorded: (?P<name>[\w-]+) -->\n```\w*\n(?P<body>.*?)```", re.S)
+
+
+def recorded_blocks() -> dict[str, str]:
+    return {match["name"]: match["body"] for match in RECORDED.finditer(TUTORIAL.read_text())}
+
+
+def test_tutorial_records_the_same_summary_locally_and_on_the_cluster():
+    """tutorials/cluster.md shows `compare --all` run locally and on the cluster (recorded by
+    tutorials/record_cluster.py): the two summaries are the same, every lesson matches, and they list exactly
+    today's lessons (when a lesson is added, re-record the page)."""
+    blocks = recorded_blocks()
+    local, remote = blocks["compare-local"].splitlines(), blocks["compare-cluster"].splitlines()
+    assert local[0] == "$ ministream compare --all"
+    assert remote[0] == "$ ministream compare --all --master spark://127.0.0.1:7077"
+    assert local[1:] == remote[1:]
+    table = [line.split() for line in local[2:-1]]
+    assert sorted(row[0] for row in table) == sorted(lesson.name for lesson in all_lessons()), \
+        "the recorded lessons are not today's: run .venv/bin/python tutorials/record_cluster.py"
+    assert all(row[-1] == "match" for row in table)
+    count = len(all_lessons())
+    assert local[-1] == f"{count} of {count} lessons match Spark batch for batch"
+    assert "spark://127.0.0.1:7077" in blocks["cluster-start"] and "stopped pids" in blocks["cluster-stop"]
