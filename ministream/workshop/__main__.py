@@ -39,7 +39,12 @@ def main(argv: list[str] | None = None) -> int:
 
     paths = _paths(args.notebooks)
     if args.command == "check":
-        failed = []
+        from ministream.workshop.build import stale_notebooks
+
+        failed = [f"{name} (exercises missing or out of date: run python -m ministream.workshop build)"
+                  for name in stale_notebooks()]
+        for problem in failed:
+            print(f"STALE   {problem}")
         for path in paths:
             try:
                 execute(path)
@@ -47,7 +52,8 @@ def main(argv: list[str] | None = None) -> int:
             except Exception as error:  # report every notebook, then fail
                 failed.append(path.name)
                 print(f"FAILED  {path.name}: {str(error).strip().splitlines()[-1] if str(error).strip() else error}")
-        print(f"{len(paths) - len(failed)} of {len(paths)} notebooks ran with their solutions")
+        ran = len(paths) - len([name for name in failed if not name.endswith("build)")])
+        print(f"{ran} of {len(paths)} notebooks ran with their solutions")
         return 1 if failed else 0
     timings = measure(paths)
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
