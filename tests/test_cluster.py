@@ -203,14 +203,20 @@ def recorded_blocks() -> dict[str, str]:
 
 def test_tutorial_records_the_same_summary_locally_and_on_the_cluster():
     """tutorials/cluster.md shows `compare --all` run locally and on the cluster (recorded by
-    tutorials/record_cluster.py): the two summaries are the same, every lesson matches, and they list exactly
-    today's lessons (when a lesson is added, re-record the page)."""
+    tutorials/record_cluster.py): the two summaries are the same (but for the row count of a lesson on the wall
+    clock, which changes from run to run), every lesson matches, and they list exactly today's lessons (when a
+    lesson is added, re-record the page)."""
     blocks = recorded_blocks()
     local, remote = blocks["compare-local"].splitlines(), blocks["compare-cluster"].splitlines()
     assert local[0] == "$ ministream compare --all"
     assert remote[0] == "$ ministream compare --all --master spark://127.0.0.1:7077"
-    assert local[1:] == remote[1:]
+    assert (local[1], local[-1]) == (remote[1], remote[-1])
+    on_the_clock = {lesson.name for lesson in all_lessons() if lesson.replay_spark_clock}
     table = [line.split() for line in local[2:-1]]
+    for mine, theirs in zip(table, [line.split() for line in remote[2:-1]], strict=True):
+        if mine[0] in on_the_clock:  # lesson, batches matched, result
+            mine, theirs = mine[:2] + mine[3:], theirs[:2] + theirs[3:]
+        assert mine == theirs
     assert sorted(row[0] for row in table) == sorted(lesson.name for lesson in all_lessons()), \
         "the recorded lessons are not today's: run .venv/bin/python tutorials/record_cluster.py"
     assert all(row[-1] == "match" for row in table)
