@@ -158,6 +158,29 @@ def add_row(accumulators: list, functions: list[AggregateFunction], row: dict) -
                 accumulators[i] = function.add(accumulators[i], value)
 
 
+def row_folder(functions: list[AggregateFunction]) -> Callable[[list, dict], None]:
+    """A function ``fold(accumulators, row)`` that does what ``add_row`` does, made once per step: with a
+    single aggregate it calls that aggregate's ``add`` directly, which is what a hot loop wants.
+
+    >>> fold = row_folder([Count()])
+    >>> accumulators = new_accumulators([Count()])
+    >>> fold(accumulators, {"value": 1}); fold(accumulators, {"value": 2}); accumulators
+    [2]
+    """
+    if len(functions) != 1:
+        return lambda accumulators, row: add_row(accumulators, functions, row)
+    add, column = functions[0].add, functions[0].column
+    if column is None:
+        def fold(accumulators, row):
+            accumulators[0] = add(accumulators[0], row)
+    else:
+        def fold(accumulators, row):
+            value = row.get(column)
+            if value is not None:
+                accumulators[0] = add(accumulators[0], value)
+    return fold
+
+
 def results(accumulators: list, names: list[str], functions: list[AggregateFunction]) -> dict:
     """The output columns of one group: ``{name: result}``."""
     return {name: function.result(acc) for name, function, acc in zip(names, functions, accumulators)}

@@ -54,10 +54,10 @@ from typing import Callable
 import attrs
 
 from ministream.aggregation import add_row, new_accumulators
-from ministream.keygroups import key_group_of
 from ministream.operators import PipelineError
 from ministream.times import TimeFormatError, format_clock, format_duration, parse_duration
 from ministream.window_aggregation import WindowAggregate
+from ministream.window_state import WindowsByKey
 from ministream.windows import describe_window
 
 SPARK_UPDATE_MODE_ERROR = ("Invalid streaming output mode: update. This output mode is not supported for "
@@ -169,12 +169,15 @@ class SessionWindowAggregate(WindowAggregate):
     emitting, evicting, firing, the no-data batch rule and the state table are the same; what differs is how a
     row finds its window (here: merge ``[ts, ts + gap)`` with the sessions it touches) and which rows are late.
 
-    State: ``self.windows[key_group][key][(start, end)] = [accumulator per aggregate]`` (the keyed state table
-    ``"windows"``), where the sessions of one key never overlap or touch; ``self.late_rows`` and
+    State: ``self.windows``, the accumulators of each (key, session), laid out by key (a
+    :class:`~ministream.window_state.WindowsByKey`: a row looks for the sessions of its key), where the
+    sessions of one key never overlap or touch; ``self.late_rows`` and
     ``self.dropped_rows``: the rows the watermark or a non-positive gap kept out.
 
     Args: those of :class:`~ministream.window_aggregation.WindowAggregate`; ``assigner`` is a :class:`Session`.
     """
+
+    state_layout = WindowsByKey
 
     def __init__(self, key_columns, assigner, aggregates, **settings):
         if not key_columns:
@@ -219,19 +222,17 @@ class SessionWindowAggregate(WindowAggregate):
 
     def _touching(self, key, window) -> list[tuple[int, int]]:
         """The key's stored sessions that ``window`` overlaps or touches."""
-        stored = self.windows.get(key_group_of(key), {}).get(key, {})
-        return [session for session in stored if touches(session, window)]
+        return [session for session in self.windows.windows_of(key) if touches(session, window)]
 
     def _merge(self, key, window, touching: list) -> tuple[tuple[int, int], list]:
         """Replace ``touching`` sessions by one that spans them and ``window``; return it and its
         accumulators (the merged accumulators of the sessions it replaced)."""
-        by_window = self.windows.setdefault(key_group_of(key), {}).setdefault(key, {})
         merged = (min([window[0]] + [s[0] for s in touching]), max([window[1]] + [s[1] for s in touching]))
         accumulators = new_accumulators(self.functions)
         for session in touching:
-            for i, (function, other) in enumerate(zip(self.functions, by_window.pop(session))):
+            for i, (function, other) in enumerate(zip(self.functions, self.windows.pop(key, session))):
                 accumulators[i] = function.merge(accumulators[i], other)
-        by_window[merged] = accumulators
+        self.windows.put(key, merged, accumulators)
         if touching and self.ctx.tracing:
             joined = ", ".join(describe_window(*s) for s in sorted(touching))
             self.ctx.explain("merge", f"session {describe_window(*window)} of key {key!r} merged with {joined} "

@@ -44,11 +44,11 @@ when the step has one (``stream.side_output("late")``; Spark has no such thing, 
 
 from __future__ import annotations
 
-from ministream.aggregation import add_row, add_rows, key_columns_of, new_accumulators, results
-from ministream.keygroups import key_group_of
+from ministream.aggregation import add_row, key_columns_of, new_accumulators, row_folder
 from ministream.late_rows import LateRow, dropped_flags  # noqa: F401  (dropped_flags: for notebooks)
 from ministream.operators import BatchInfo, Operator, PipelineError
 from ministream.times import format_clock, format_duration, parse_duration
+from ministream.window_state import WindowsByWindow
 from ministream.windows import describe_window
 
 
@@ -123,8 +123,9 @@ class WindowAggregate(Operator):
     """Per key and per window, an aggregate over the rows whose event time the window contains: Spark's
     ``groupBy(key, window(ts, ...)).agg(...)`` and Flink's ``keyBy(key).window(...).aggregate(...)``.
 
-    State: ``self.windows[key_group][key][(start, end)] = [accumulator per aggregate]`` (the keyed state
-    table ``"windows"``); ``self.touched``: the (key, window) pairs this batch added to (update mode);
+    State: ``self.windows``, one accumulator per aggregate for each (key, window), laid out by window (a
+    :class:`~ministream.window_state.WindowsByWindow`: the watermark closes whole windows) and split by key
+    group only for a checkpoint; ``self.touched``: the (key, window) pairs this batch added to (update mode);
     ``self.late_rows``: every :class:`LateRow` so far.
 
     Args:
@@ -137,6 +138,8 @@ class WindowAggregate(Operator):
     """
 
     keyed = True
+    state_layout = WindowsByWindow
+    """How the (key, window) accumulators are laid out (``window_state``)."""
     column_has_watermark = True
     """False when no ``with_watermark`` upstream tracks the window's column: then no row is ever late, no
     window is ever final, and append mode is refused (see :class:`WindowAggregateWithoutWatermark`)."""
@@ -150,6 +153,7 @@ class WindowAggregate(Operator):
         self.column = column
         self.allowed_lateness = allowed_lateness
         self.late_output = late_rows
+        self._fold = row_folder(self.functions)  # fold(accumulators, row): aggregation.add_row, made once
 
     @classmethod
     def check_output_mode(cls, step_name: str, output_mode: str, has_watermark: bool) -> None:
@@ -165,7 +169,7 @@ class WindowAggregate(Operator):
 
     def open(self, ctx):
         super().open(ctx)
-        self.windows = ctx.state.table("windows")  # {key_group: {key: {(start, end): [accumulator, ...]}}}
+        self.windows = self.state_layout()
         self.touched = {}  # {(key, (start, end)): None}: what this batch added to, in first-touched order
         self.late_rows: list[LateRow] = []
         self.batch = BatchInfo(0)
@@ -186,27 +190,43 @@ class WindowAggregate(Operator):
             self._add_batch(pairs)
 
     def _add_batch(self, pairs) -> None:
-        """Micro-batch: gather the chunk's rows by (key, window) first, then fold each group into its
-        accumulators at once: a batch at a time, as Spark's partial aggregation does."""
-        groups = {}  # {(key, (start, end)): [row, ...]}
-        assign, column, late_watermark = self.assigner.assign, self.column, self._late_watermark()
+        """Micro-batch: fold each row into the accumulators of its windows that are not late (rule 1).
+
+        Rows mostly come in event-time order, so consecutive rows mostly fall in the same *pane*: the stretch
+        of time whose instants all belong to the same windows, between two consecutive window boundaries
+        (starts or ends): a whole window when windows tumble. The row's windows, which of them are late, and
+        their tables in state are worked out once per pane."""
+        column, assign, fold, create = self.column, self.assigner.assign, self._fold, self._new_accumulators
+        slide = self.assigner.slide
+        late_watermark = self._late_watermark()
+        touched = self.touched if self.ctx.output_mode == "update" else None
+        pane_start, pane_end = 1, 0  # the pane of the previous row, [start, end): none yet
         for key, row in pairs:
             ts = row.get(column)
             if ts is None:
                 self.ctx.explain("drop", f"row dropped: no event time in column {column!r}", row)
                 continue
-            windows = assign(ts)
-            if late_watermark is not None and windows[0][1] <= late_watermark:  # windows come in start order
-                windows = self._windows_in_time(row, windows, late_watermark)
-            for window in windows:
-                group = groups.get((key, window))
-                if group is None:
-                    groups[(key, window)] = [row]
-                else:
-                    group.append(row)
-        for (key, window), rows in groups.items():
-            add_rows(self._accumulators(key, window), self.functions, rows)
-            self.touched[(key, window)] = None
+            if not pane_start <= ts < pane_end:  # a new pane: its windows, late ones first (start order)
+                windows = assign(ts)
+                latest_start, earliest_end = windows[-1][0], windows[0][1]
+                pane_start = max(latest_start, earliest_end - slide)  # the next boundary back from ts
+                pane_end = min(earliest_end, latest_start + slide)  # and the next one on
+                late = [] if late_watermark is None else [w for w in windows if w[1] <= late_watermark]
+                in_time = windows[len(late):]
+                tables = [self.windows.keys_of(window) for window in in_time]
+            if late:
+                self._late_for(row, late, in_time, late_watermark)
+            for table in tables:
+                accumulators = table.get(key)
+                if accumulators is None:
+                    accumulators = table[key] = create()
+                fold(accumulators, row)
+            if touched is not None:
+                for window in in_time:
+                    touched[(key, window)] = None
+
+    def _new_accumulators(self) -> list:
+        return new_accumulators(self.functions)
 
     def _late_watermark(self) -> int | None:
         """Micro-batch: the watermark rows are late against (WM_{k-1}); None when nothing is ever late."""
@@ -214,27 +234,15 @@ class WindowAggregate(Operator):
             return None  # complete mode keeps every window, so it drops nothing
         return self.batch.late_watermark
 
-    def _windows_in_time(self, row: dict, windows: list, late_watermark: int) -> list:
-        """Micro-batch: those of the row's windows that are not late (rule 1, per window); the late ones are
-        recorded, and a row late for all its windows goes to the side output."""
-        in_time = []
-        for window in windows:
-            if window[1] <= late_watermark:
-                self._late(row, window, late_watermark,
-                           f"end {format_clock(window[1])} <= watermark {format_clock(late_watermark)} "
-                           "of the previous batch")
-            else:
-                in_time.append(window)
+    def _late_for(self, row: dict, late: list, in_time: list, late_watermark: int) -> None:
+        """Micro-batch: record the row as late for each window of ``late`` (rule 1, per window); a row late
+        for all its windows also goes to the side output."""
+        for window in late:
+            self._late(row, window, late_watermark,
+                       f"end {format_clock(window[1])} <= watermark {format_clock(late_watermark)} "
+                       "of the previous batch")
         if not in_time and self.late_output is not None:
             self.ctx.emit_side(self.late_output, [row])
-        return in_time
-
-    def _accumulators(self, key, window) -> list:
-        by_window = self.windows.setdefault(key_group_of(key), {}).setdefault(key, {})
-        accumulators = by_window.get(window)
-        if accumulators is None:
-            accumulators = by_window[window] = new_accumulators(self.functions)
-        return accumulators
 
     def _late(self, row: dict, window, watermark: int, rule: str) -> None:
         batch_id = None if self.ctx.model == "continuous" else self.batch.batch_id
@@ -256,12 +264,12 @@ class WindowAggregate(Operator):
             self._emit(list(self.touched), "updated in this batch (update mode emits every window a batch "
                                            "touched)")
             if watermark is not None:
-                for key, window, _ in self._take_final(watermark):
+                for key, window, _ in self.windows.take_final(watermark):
                     if self.ctx.tracing:
                         self.ctx.explain("evict", f"window {describe_window(*window)} of key {key!r} removed "
                                                   f"from state: end <= watermark {format_clock(watermark)}")
         elif watermark is not None:
-            final = self._take_final(watermark)
+            final = self.windows.take_final(watermark)
             rows = [self._make_row(key, window, accumulators) for key, window, accumulators in final]
             if self.ctx.tracing:
                 for (key, window, _), row in zip(final, rows):
@@ -279,25 +287,8 @@ class WindowAggregate(Operator):
                 and self.evicted_with is not None and watermark > self.evicted_with)
 
     def _all_windows(self) -> list:
-        """Every (key, window) in state, in a stable order: key group, then the order keys and windows came."""
-        return [(key, window) for group in sorted(self.windows) for key in self.windows[group]
-                for window in self.windows[group][key]]
-
-    def _take_final(self, watermark: int) -> list[tuple]:
-        """Remove every window with ``end <= watermark`` from state in one walk over it, and return them as
-        ``(key, window, accumulators)``, in the stable order of ``_all_windows``."""
-        taken = []
-        for group in sorted(self.windows):
-            by_key = self.windows[group]
-            for key in list(by_key):
-                by_window = by_key[key]
-                for window in [window for window in by_window if window[1] <= watermark]:
-                    taken.append((key, window, by_window.pop(window)))
-                if not by_window:
-                    del by_key[key]
-            if not by_key:
-                del self.windows[group]
-        return taken
+        """Every (key, window) in state, in a stable order (that of ``self.windows.entries()``)."""
+        return [(key, window) for key, window, _ in self.windows.entries()]
 
     def _make_row(self, key, window, accumulators: list) -> dict:
         """The output row of one window: key columns, ``window_start``, ``window_end``, the aggregates."""
@@ -308,7 +299,7 @@ class WindowAggregate(Operator):
         return row
 
     def _row(self, key, window) -> dict:
-        return self._make_row(key, window, self.windows[key_group_of(key)][key][window])
+        return self._make_row(key, window, self.windows.get(key, window))
 
     def _emit(self, windows: list, why: str) -> None:
         rows = [self._row(key, window) for key, window in windows]
@@ -317,17 +308,6 @@ class WindowAggregate(Operator):
                 self.ctx.explain("emit", f"window {describe_window(*window)} of key {key!r} emitted: {why}", row)
         self.ctx.emit(rows)
 
-    def _evict(self, windows: list, watermark: int, explain: bool = True) -> None:
-        for key, window in windows:
-            group = key_group_of(key)
-            if explain and self.ctx.tracing:
-                self.ctx.explain("evict", f"window {describe_window(*window)} of key {key!r} removed from state: "
-                                          f"end <= watermark {format_clock(watermark)}")
-            del self.windows[group][key][window]
-            if not self.windows[group][key]:
-                del self.windows[group][key]
-                if not self.windows[group]:
-                    del self.windows[group]
 
     # -- continuous: rows and watermarks one at a time -------------------------------------------------------
 
@@ -337,7 +317,7 @@ class WindowAggregate(Operator):
         for window in self.assigner.assign(ts):
             if watermark is not None and window[1] - 1 + lateness <= watermark:
                 continue  # Flink's isWindowLate: this window's state is gone
-            add_row(self._accumulators(key, window), self.functions, row)
+            add_row(self.windows.accumulators(key, window, self._new_accumulators), self.functions, row)
             added = True
             if watermark is not None and window[1] - 1 <= watermark:  # it already fired: fire it again
                 self._emit([(key, window)], f"late firing: end - 1 <= watermark {format_clock(watermark)}, "
@@ -356,11 +336,9 @@ class WindowAggregate(Operator):
                if window[1] - 1 <= watermark and (previous is None or window[1] - 1 > previous)]
         due.sort(key=lambda item: item[1][1])  # fire in end order, as Flink's timers fire
         self._emit(due, f"end - 1 <= watermark {format_clock(watermark)}")
-        gone = [(key, window) for key, window in self._all_windows()
-                if window[1] - 1 + self.allowed_lateness <= watermark]
-        self._evict(gone, watermark, explain=False)
+        gone = self.windows.take_final(watermark + 1, self.allowed_lateness)  # end - 1 + lateness <= watermark
         if self.ctx.tracing:
-            for key, window in gone:
+            for key, window, _ in gone:
                 self.ctx.explain("evict", f"window {describe_window(*window)} of key {key!r} removed from state: "
                                           f"end - 1 + allowed lateness <= watermark {format_clock(watermark)}")
         self.ctx.emit_watermark(watermark)
@@ -369,14 +347,21 @@ class WindowAggregate(Operator):
 
     def state_size(self) -> int:
         """How many (key, window) accumulators the step holds."""
-        return sum(len(by_window) for group in self.windows.values() for by_window in group.values())
+        return self.windows.size()
 
     def snapshot(self):
-        return {**super().snapshot(), "evicted_with": self.evicted_with, "watermark": self.watermark}
+        """The keyed state table ``"windows"`` by key group (``{key_group: {key: {window: accumulators}}}``),
+        made from the working layout at the moment of the checkpoint, plus the watermarks the step went by."""
+        self.ctx.state.tables["windows"] = self.windows.by_key_group()
+        try:
+            return {**super().snapshot(), "evicted_with": self.evicted_with, "watermark": self.watermark}
+        finally:
+            del self.ctx.state.tables["windows"]
 
     def restore(self, snapshot, key_groups=None):
         super().restore(snapshot, key_groups)
-        self.windows = self.ctx.state.table("windows")
+        self.windows = self.state_layout()
+        self.windows.load(self.ctx.state.tables.pop("windows", {}))
         self.evicted_with, self.watermark = snapshot.get("evicted_with"), snapshot.get("watermark")
 
 

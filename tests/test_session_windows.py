@@ -11,6 +11,7 @@ from ministream.aggregation import Avg, Count, Custom, Max, Min, Sum
 from ministream.dataflow import Dataflow
 from ministream.microbatch import run_microbatch
 from ministream.operators import BatchInfo, PipelineError, StepContext
+from ministream.keygroups import key_group_of
 from ministream.session_windows import Session, SessionWindowAggregate, merge_sessions, touches
 from ministream.testing import CollectingSink, ScriptedSource
 
@@ -352,11 +353,13 @@ def test_merge_sessions_matches_a_brute_force_union_on_random_windows():
 
 
 def test_the_operator_doctest_shape_is_one_accumulator_list_per_session():
-    """State is {key_group: {key: {(start, end): [accumulators]}}}, one entry per session."""
+    """State is {key: {(start, end): [accumulators]}}, one entry per session; a checkpoint splits it by key
+    group."""
     sessions = SessionWindowAggregate(("key",), Session(10_000), {"count": Count()})
     ctx = StepContext.for_testing(output_mode="append")
     sessions.open(ctx)
     sessions.on_batch_start(BatchInfo(0, watermark=0, late_watermark=0))
     sessions.process([("a", ev(0)), ("a", ev(30)), ("a", ev(5))], 0)
-    [(group, by_key)] = sessions.windows.items()
-    assert by_key == {"a": {(0, 15_000): [2], (30_000, 40_000): [1]}}
+    assert sessions.windows.keys == {"a": {(0, 15_000): [2], (30_000, 40_000): [1]}}
+    [(group, by_key)] = sessions.windows.by_key_group().items()
+    assert group == key_group_of("a") and by_key == {"a": {(0, 15_000): [2], (30_000, 40_000): [1]}}
