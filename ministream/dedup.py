@@ -107,7 +107,7 @@ class Deduplicate(Operator):
         for key, row in pairs:
             group = self.seen.setdefault(key_group_of(key), {})
             if key in group:
-                self.ctx.explain("drop", f"duplicate of key {key!r}: dropped", row)
+                self.ctx.drop("duplicate", row, text=f"duplicate of key {key!r}: dropped")
                 continue
             group[key] = self._expires(row)
             out.append(row)

@@ -81,6 +81,7 @@ class IntervalJoin:
                 ctx.explain("late", rule, row)
                 continue
             self.state[side].setdefault(key_group_of(key), {}).setdefault(key, []).append(row)
+            ctx.count("stored in state")
             for other in self.state[1 - side].get(key_group_of(key), {}).get(key, []):
                 left, right = (row, other) if side == 0 else (other, row)
                 gap = right[self.columns[1]] - left[self.columns[0]]
@@ -158,6 +159,7 @@ class WindowJoin:
                 ctx.explain("late", rule, row)
                 continue
             self.state.setdefault(key_group_of(key), {}).setdefault(key, ([], []))[side].append(row)
+            ctx.count("stored in state")
 
     def on_watermark(self, watermark: int, ctx) -> None:
         """Fire every window whose last millisecond the watermark has reached: pair its rows, drop them."""

@@ -86,6 +86,7 @@ class StreamJoin(Operator):
 
     keyed = True
     output_modes = ("append",)
+    counts_rows = True  # each row that is not late is "stored in state", or "matched once, not stored" (semi)
 
     def __init__(self, how: str, time_range: TimeRange | None, left: JoinSide, right: JoinSide,
                  key_time: tuple[str, str] | None = None):
@@ -193,9 +194,11 @@ class StreamJoin(Operator):
             else:
                 out.append(_combine(left, right))
         if semi and side == 0 and out:
+            self.ctx.count("matched once, not stored (left semi)")
             self._explain_emit(out, "left semi: the left row matched, emitted once and not stored")
             return out
         self.state[side].setdefault(key_group_of(key), {}).setdefault(key, []).append([row, bool(out)])
+        self.ctx.count("stored in state")
         if out:
             self._explain_emit(out, f"a new {self.sides[side].name} row matched a stored "
                                     f"{self.sides[1 - side].name} row")

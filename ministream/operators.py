@@ -22,6 +22,11 @@ The hooks an operator may implement, and when the engine calls them:
 ``snapshot()`` / ``restore()``  checkpoints: the operator's state as plain data, and back
 ==============================  =====================================================================
 
+An operator also says what became of the rows it did not pass on, so that a run can account for every row
+(``accounting.py``): ``ctx.drop(reason)`` for a row dropped on purpose (filtered out, a duplicate),
+``ctx.count(outcome)`` for a row kept in another way (aggregated, stored in state); late rows go to the
+operator's ``late_rows`` list (``late_rows.py``).
+
 >>> double = MapOperator(lambda row: {**row, "value": row["value"] * 2})
 >>> ctx = StepContext.for_testing(); double.open(ctx)
 >>> double.process([{"value": 1}, {"value": 5}], 0)
@@ -79,6 +84,9 @@ class StepContext:
     emit_side: Callable[[str, list], None] = None
     """Send rows to the side output with this name (``Stream.side_output``), not to the main output."""
     emitted: list = attrs.field(factory=list)
+    outcomes: dict = attrs.field(factory=dict)
+    """``{outcome: rows}``: what the operator reported of the rows it received (:meth:`count`, :meth:`drop`),
+    for the run's accounting (``accounting.py``)."""
 
     @classmethod
     def for_testing(cls, step_name: str = "step", **settings) -> "StepContext":
@@ -99,9 +107,38 @@ class StepContext:
         return self.trace is not None
 
     def explain(self, kind: str, text: str, row: dict | None = None) -> None:
-        """Record one line in the trace: what happened to a row or a piece of state, and why."""
-        if self.trace is not None:
+        """Record one line in the trace: what happened to a row or a piece of state, and why.
+
+        A ``"drop"`` line is a row dropped on purpose: it is counted, as :meth:`drop` counts it, under its text
+        (without a leading ``"row dropped: "``), whether a trace is kept or not.
+        """
+        if kind == "drop":
+            self.drop(text.removeprefix("row dropped: "), row, text=text)
+        elif self.trace is not None:
             self.trace.record(self.step_name, self.subtask, kind, text, row)
+
+    def count(self, outcome: str, rows: int = 1) -> None:
+        """Report what became of ``rows`` of the rows this step received: ``"aggregated"``, ``"stored in
+        state"``... (``accounting.py`` adds the reports of every subtask up).
+
+        >>> ctx = StepContext.for_testing()
+        >>> ctx.count("stored in state", 2); ctx.count("stored in state"); ctx.outcomes
+        {'stored in state': 3}
+        """
+        self.outcomes[outcome] = self.outcomes.get(outcome, 0) + rows
+
+    def drop(self, reason: str, row: dict | None = None, *, rows: int = 1, text: str | None = None) -> None:
+        """Report rows dropped on purpose (not late: a filter said no, a duplicate, no event time), counted as
+        ``"dropped: <reason>"``; with a trace, ``row`` gets a ``drop`` line (``text``, or ``row dropped:
+        <reason>``). ``reason`` is short and the same for every such row, so that the rows add up under it.
+
+        >>> ctx = StepContext.for_testing()
+        >>> ctx.drop("duplicate", {"id": "e1"}); ctx.drop("filtered out", rows=2); ctx.outcomes
+        {'dropped: duplicate': 1, 'dropped: filtered out': 2}
+        """
+        self.count(f"dropped: {reason}", rows)
+        if self.trace is not None and (row is not None or text is not None):
+            self.trace.record(self.step_name, self.subtask, "drop", text or f"row dropped: {reason}", row)
 
 
 class Operator:
@@ -109,6 +146,12 @@ class Operator:
 
     keyed = False
     """Keyed operators receive ``(key, row)`` pairs, routed by key group; others receive plain rows."""
+
+    counts_rows = False
+    """Whether the operator reports, with ``ctx.count``, every row it keeps (aggregated, stored...); the
+    accounting (``accounting.py``) takes the rows out of an operator that passes rows on (a map, a filter),
+    and derives the kept rows of any other operator that does not count them as the rows neither late nor
+    dropped."""
 
     def open(self, ctx: StepContext) -> None:
         self.ctx = ctx
@@ -155,12 +198,21 @@ class FlatMapOperator(Operator):
     [{'word': 'to'}, {'word': 'be'}]
     """
 
+    counts_rows = True
+
     def __init__(self, fn: Callable[[dict], Iterable[dict]]):
         self.fn = fn
 
     def process(self, records, input_index):
-        fn = self.fn
-        self.ctx.emit([out for record in records for out in fn(record)])
+        fn, out, none = self.fn, [], 0
+        for record in records:
+            produced = list(fn(record))
+            out += produced
+            none += not produced
+        if none:
+            self.ctx.drop("flat_map returned no rows", rows=none)
+        self.ctx.count("turned into rows", len(records) - none)
+        self.ctx.emit(out)
 
 
 class MapOperator(Operator):
@@ -186,4 +238,7 @@ class FilterOperator(Operator):
         self.predicate = predicate
 
     def process(self, records, input_index):
-        self.ctx.emit(list(filter(self.predicate, records)))
+        kept = list(filter(self.predicate, records))
+        if len(kept) < len(records):
+            self.ctx.drop("filtered out", rows=len(records) - len(kept))
+        self.ctx.emit(kept)

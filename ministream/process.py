@@ -135,6 +135,7 @@ class ProcessOperator(Operator):
     """
 
     keyed = True
+    counts_rows = True  # each row that is not late is "handed to the processor" (what it does is its business)
 
     def __init__(self, processor: Processor, time_mode: str, event_time_column: str | None = None,
                  output_mode: str | None = None):
@@ -205,6 +206,7 @@ class ProcessOperator(Operator):
     def on_batch_end(self, batch):
         values = self.timer_values(batch.watermark)
         for key, rows in self.rows_by_key.items():
+            self.ctx.count("handed to the processor", len(rows))
             self._call(key, "input", lambda: self.processor.handle_input_rows(key, rows, values),
                        f"{len(rows)} row{'s' if len(rows) != 1 else ''} of this batch")
         self.rows_by_key = {}
@@ -260,6 +262,7 @@ class ProcessOperator(Operator):
         self.processing_time = self.ctx.clock.now() if self.ctx.clock is not None else None
         for key, row in pairs:
             values = self.timer_values(self.watermark)
+            self.ctx.count("handed to the processor")
             self._call(key, "input", lambda: self.processor.handle_input_rows(key, [row], values), "one record")
 
     def on_watermark(self, watermark):

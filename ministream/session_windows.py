@@ -178,6 +178,7 @@ class SessionWindowAggregate(WindowAggregate):
     """
 
     state_layout = WindowsByKey
+    counts_rows = True  # each row that is neither late nor dropped is "aggregated" (accounting.py)
 
     def __init__(self, key_columns, assigner, aggregates, **settings):
         if not key_columns:
@@ -217,7 +218,7 @@ class SessionWindowAggregate(WindowAggregate):
         rule = f"its session gap is {shown}: the row opens no session (Spark filters such rows out)"
         batch_id = None if self.ctx.model == "continuous" else self.batch.batch_id
         self.dropped_rows.append(DroppedRow(batch_id, self.ctx.step_name, row, gap, rule))
-        self.ctx.explain("drop", f"row dropped: {rule}", row)
+        self.ctx.drop("no session gap longer than zero", row, text=f"row dropped: {rule}")
         return None
 
     def _touching(self, key, window) -> list[tuple[int, int]]:
@@ -266,6 +267,7 @@ class SessionWindowAggregate(WindowAggregate):
             return
         session, accumulators = self._merge(key, window, self._touching(key, window))
         add_row(accumulators, self.functions, row)
+        self.ctx.count("aggregated")
 
     # -- continuous ------------------------------------------------------------------------------------------
 
@@ -285,6 +287,7 @@ class SessionWindowAggregate(WindowAggregate):
             return
         session, accumulators = self._merge(key, window, touching)
         add_row(accumulators, self.functions, row)
+        self.ctx.count("aggregated")
         if watermark is not None and session[1] - 1 <= watermark:  # it had fired: fire it again
             self._emit([(key, session)], f"late firing: end - 1 <= watermark {format_clock(watermark)}, "
                                          f"within the allowed lateness of {format_duration(lateness)}")

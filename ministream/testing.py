@@ -101,6 +101,8 @@ class CollectingSink:
 class SinkOperator(Operator):
     """The operator of a sink step: buffers a batch's rows, hands them to the sink when the batch ends."""
 
+    counts_rows = True  # each row is "written to the sink" when its batch ends
+
     def __init__(self, sink):
         self.sink = sink
         self.buffer: list[dict] = []
@@ -113,4 +115,5 @@ class SinkOperator(Operator):
             self.sink.write(batch.batch_id, batch.watermark, self.buffer)
         else:
             self.sink.write(batch.batch_id, batch.watermark, self.buffer, batch.processing_time)
+        self.ctx.count("written to the sink", len(self.buffer))
         self.buffer = []
