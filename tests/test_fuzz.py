@@ -142,3 +142,68 @@ def test_a_disagreement_is_shrunk_to_an_events_file_that_compare_replays(tmp_pat
     assert "only in ministream" in capsys.readouterr().out
     monkeypatch.undo()
     assert main(["compare", "session-window", "--events", str(failure.events_file), "--param", "mode=complete"]) == 0
+
+
+GENERIC_FITS = {"running-aggregation": "no event time and no crash: only keys and values matter",
+                "barrier-alignment": "a running count over two inputs, which the generic generator fills both"}
+"""The lessons whose random scripts come from ``generic_random_script``, and why it fits them."""
+
+NOT_IN_OTHER_FUZZ_TESTS = [("running-aggregation", {}), ("state-ttl", {}), ("processing-time", {}),
+                           ("microbatch-vs-continuous", {}), ("checkpoint-recovery", {}),
+                           ("checkpoint-recovery", {"delivery": "at_least_once"}), ("barrier-alignment", {}),
+                           ("rescale", {})]
+"""Lessons whose random scripts no other test compares with Spark (test_window_fuzz, test_join_fuzz,
+test_lesson_session_window and test_lesson_device_sessions cover the other ten)."""
+
+CI_FUZZ_SEED = 2
+"""The seed of the scripts CI fuzzes (each of them has output rows, and the recovery lessons' crash batch too);
+a longer run of any lesson: ``ministream fuzz LESSON --runs 20`` (tutorials/differential-testing.md)."""
+
+
+def test_every_lesson_has_a_random_script_that_fits_it():
+    """Every lesson with a twin has its own random_script, unless the generic generator fits it (GENERIC_FITS)."""
+    from ministream.lessons import all_lessons
+    lacking = {lesson.name for lesson in all_lessons() if lesson.twin is not None and lesson.random_script is None}
+    assert lacking == set(GENERIC_FITS)
+
+
+@pytest.mark.parametrize("name,params", [("checkpoint-recovery", {}), ("checkpoint-recovery", {"crash_batch": "6"}),
+                                         ("rescale", {}), ("rescale", {"crash_batch": "3"})])
+def test_recovery_scripts_reach_the_crash_batch_and_end_with_a_row(name, params):
+    """A recovery lesson's random scripts have more batches than crash_batch and a last batch with rows, so that
+    both engines crash there (Spark's twin fails when its query never gets there) and an events file keeps
+    every batch; ministream's run crashes once and restores the checkpoint of the batch before."""
+    lesson = get_lesson(name)
+    values = lesson.resolve_params(params)
+    for index in range(20):
+        script = random_script(lesson, random.Random(f"{name}:0:{index}"), values)
+        assert len(script) > values["crash_batch"] and script[-1]
+        run = lesson.run(script, params)
+        assert [attempt.restored_from for attempt in run.attempts] == [None, values["crash_batch"] - 1]
+
+
+@pytest.mark.parametrize("name", ["state-ttl", "processing-time"])
+def test_processing_time_scripts_leave_keys_silent(name):
+    """The processing-time lessons' random scripts have runs of empty batches, in which state expires and timers
+    fire: over a few seeds ministream's output shows a forgotten user or a silent sensor."""
+    lesson = get_lesson(name)
+    values = lesson.resolve_params()
+    forgotten = 0  # alerts of silent sensors, or users seen before and no longer remembered
+    for index in range(10):
+        script = random_script(lesson, random.Random(f"{name}:0:{index}"), values)
+        assert any(not batch for batch in script)
+        seen = set()
+        for row in (row for batch in lesson.run(script).output() for row in batch.rows):
+            forgotten += "alert_time" in row or (row["key"] in seen and row["remembered"] == 0)
+            seen.add(row["key"])
+    assert forgotten > 0
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("name,params", NOT_IN_OTHER_FUZZ_TESTS,
+                         ids=[f"{n}-{'-'.join(p.values()) or 'default'}" for n, p in NOT_IN_OTHER_FUZZ_TESTS])
+def test_fuzzing_finds_no_difference(name, params):
+    """On a fixed-seed random script, the lessons no other fuzz test covers give the same batches as Spark
+    (what ``ministream fuzz LESSON --runs 1 --seed 2`` checks)."""
+    report = fuzz_lesson(get_lesson(name), runs=1, seed=CI_FUZZ_SEED, params=params, shrink_budget=0)
+    assert report.matches, "\n".join(outcome.describe() for outcome in report.outcomes)

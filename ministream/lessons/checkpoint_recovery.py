@@ -30,8 +30,9 @@ from __future__ import annotations
 from ministream.aggregation import Count, Sum
 from ministream.dataflow import Dataflow
 from ministream.events import Field
-from ministream.lessons.lesson import Lesson, Param
+from ministream.lessons.lesson import BASE_TIME, Lesson, Param
 from ministream.lessons.tumbling_window import DEFAULT_SCRIPT
+from ministream.lessons.window_scripts import KEYS, random_window_script
 from ministream.testing import CollectingSink, ScriptedSource
 from ministream.times import format_duration
 from ministream.windows import Tumbling
@@ -55,6 +56,24 @@ def twin(inputs, params):
         F.count("*").alias("count"), F.sum("value").alias("sum"))
     return windows.select("key", F.col("window.start").alias("window_start"),
                           F.col("window.end").alias("window_end"), "count", "sum")
+
+
+def random_script(rng, params) -> list:
+    """Random window events (``window_scripts.py``: late rows, rows on window edges and on the watermark) in
+    at least ``crash_batch + 1`` batches, the last one not empty: both engines reach the batch whose sink
+    crashes (Spark's twin fails when its query never gets there), and an events file keeps every batch.
+
+    >>> import random
+    >>> script = random_script(random.Random(2), LESSON.resolve_params({"crash_batch": "6"}))
+    >>> len(script) >= 7 and script[-1] != []
+    True
+    """
+    script = random_window_script(rng, params, min_batches=params["crash_batch"] + 1)
+    if not script[-1]:
+        latest = max((row["ts"] for batch in script for row in batch), default=BASE_TIME)
+        script[-1] = [{"ts": latest + rng.randrange(0, 2 * params["size"], 1_000), "key": rng.choice(KEYS),
+                       "value": float(rng.randint(1, 9))}]
+    return script
 
 
 def crash_and_recover(flow, values: dict, *, model: str = "microbatch", output_mode: str = "append", **settings):
@@ -152,4 +171,5 @@ LESSON = RecoveryLesson(
             Param("delay", 5_000, "how far the watermark trails the largest event time seen")],
     output_mode="append",
     doc=__doc__,
+    random_script=random_script,
 )

@@ -38,6 +38,7 @@ from ministream.aggregation import Count
 from ministream.dataflow import Dataflow
 from ministream.events import Field
 from ministream.lessons.lesson import Lesson, Param, event
+from ministream.lessons.window_scripts import random_window_script
 from ministream.testing import CollectingSink, ScriptedSource
 from ministream.times import format_clock, format_duration
 from ministream.windows import Tumbling, describe_window
@@ -190,4 +191,5 @@ LESSON = Lesson(
                                  "allowed lateness)")],
     output_mode="append",
     doc=__doc__,
+    random_script=random_window_script,
 )

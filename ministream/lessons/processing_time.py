@@ -40,7 +40,7 @@ import sys
 from ministream.dataflow import Dataflow
 from ministream.events import Field
 from ministream.lessons.lesson import Lesson, Param, event
-from ministream.lessons.state_ttl import SPARK_CONF, batch_timestamps
+from ministream.lessons.state_ttl import SPARK_CONF, batch_timestamps, random_quiet_script
 from ministream.process import Processor
 from ministream.testing import CollectingSink, ScriptedSource
 from ministream.times import format_clock  # noqa: F401  (used by the examples)
@@ -58,6 +58,16 @@ DEFAULT_SCRIPT = [
 processing time passes (in ministream: one second per batch)."""
 
 OUTPUT_SCHEMA = "key STRING, last_reading_time TIMESTAMP, alert_time TIMESTAMP"
+
+
+def random_script(rng, params) -> list:
+    """Random readings of sensors s1 to s3 (for ``ministream fuzz``), with silences: ``state_ttl.random_quiet_script``.
+
+    >>> import random
+    >>> {row["key"] for batch in random_script(random.Random(3), {}) for row in batch} <= {"s1", "s2", "s3"}
+    True
+    """
+    return random_quiet_script(rng, params, keys=("s1", "s2", "s3"))
 
 
 class Watchdog(Processor):
@@ -149,4 +159,5 @@ LESSON = Lesson(
     doc=__doc__,
     batch_timestamps=batch_timestamps,
     replay_spark_clock=True,
+    random_script=random_script,
 )

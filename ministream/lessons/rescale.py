@@ -28,7 +28,7 @@ from ministream.aggregation import Count, Sum
 from ministream.dataflow import Dataflow
 from ministream.events import Field
 from ministream.lessons.checkpoint_recovery import RecoveryLesson
-from ministream.lessons.lesson import Param, event
+from ministream.lessons.lesson import BASE_TIME, Param, event
 from ministream.testing import CollectingSink, ScriptedSource
 
 
@@ -48,6 +48,33 @@ DEFAULT_SCRIPT = [
     [visit(8, "erin"), visit(9, "alice"), visit(10, "bob")],
 ]
 """Four users whose key groups (38, 82, 106, 22) fall in four different subtasks at parallelism 4."""
+
+
+USERS = ("alice", "bob", "carol", "erin", "heidi", "judy")
+"""Users for random scripts: their key groups (38, 82, 47, 106, 22, 71) fall in both subtasks at parallelism
+2 and in all four at parallelism 4, so a restore moves some of them and leaves others where they were."""
+
+
+def random_script(rng, params) -> list:
+    """Random visits (for ``ministream fuzz``): a few users in 2 to 4 batches more than ``crash_batch``, so
+    that both engines reach the batch whose sink crashes and run on after the restore; some batches are
+    empty, the last one is not (an events file keeps every batch).
+
+    >>> import random
+    >>> script = random_script(random.Random(1), LESSON.resolve_params())
+    >>> len(script) >= 3 and script[-1] != [] and {row["user"] for batch in script for row in batch} <= set(USERS)
+    True
+    """
+    script, now = [], BASE_TIME
+    length = rng.randint(params["crash_batch"] + 2, params["crash_batch"] + 4)
+    for batch_id in range(length):
+        rows = []
+        if batch_id == length - 1 or rng.random() >= 0.15:  # else an empty batch
+            for _ in range(rng.randint(1, 4)):
+                now += rng.choice([0, 1_000, 2_000])
+                rows.append({"ts": now, "value": float(rng.randint(1, 9)), "user": rng.choice(USERS)})
+        script.append(rows)
+    return script
 
 
 def pipeline(script, params) -> Dataflow:
@@ -118,4 +145,5 @@ LESSON = RescaleLesson(
             Param("crash_batch", 1, "the micro-batch in which the sink crashes", kind="int")],
     output_mode="update",
     doc=__doc__,
+    random_script=random_script,
 )

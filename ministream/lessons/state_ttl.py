@@ -68,6 +68,30 @@ def batch_timestamps(script, params) -> list[int]:
     return [BASE_TIME + k * PROCESSING_TIME_STEP for k in range(len(script))]
 
 
+def random_quiet_script(rng, params, keys=("a", "b", "c")) -> list:
+    """Random events for the processing-time lessons (for ``ministream fuzz``): a few keys, each batch brings
+    some of them, and runs of empty batches let processing time pass with no write, so that state outlives
+    its time-to-live and timers come due; the script often ends with such a run. (An events file cannot hold
+    trailing empty batches: a failure replayed from one has them cut.)
+
+    >>> import random
+    >>> script = random_quiet_script(random.Random(3), LESSON.resolve_params())
+    >>> 4 <= len(script) <= 12 and {row["key"] for batch in script for row in batch} <= {"a", "b", "c"}
+    True
+    """
+    script = []
+    for batch_id in range(rng.randint(4, 8)):
+        rows = []
+        if rng.random() >= 0.35:  # else an empty batch: only processing time moves
+            for key in keys:
+                for _ in range(rng.choice([0, 0, 1, 1, 2])):
+                    rows.append({"ts": BASE_TIME + batch_id * PROCESSING_TIME_STEP, "key": key,
+                                 "value": float(rng.randint(1, 9))})
+        script.append(rows)
+    script += [[] for _ in range(rng.choice([0, 2, 3, 4]))]  # silence at the end: state expires, timers fire
+    return script
+
+
 class VisitMemory(Processor):
     """Per user: ``visits`` (a value state) and ``recent`` values (a list state), both with a time-to-live."""
 
@@ -145,4 +169,5 @@ LESSON = Lesson(
     doc=__doc__,
     batch_timestamps=batch_timestamps,
     replay_spark_clock=True,
+    random_script=random_quiet_script,
 )

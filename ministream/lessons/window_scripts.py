@@ -29,9 +29,9 @@ from ministream.windows import last_start
 KEYS = ("a", "b", "c")
 
 
-def random_window_script(rng: _random.Random, params: dict, keys=KEYS) -> list[list[dict]]:
-    """A random script of 3 to 5 short batches for a windowed lesson with these parameters (``size``,
-    ``delay``, and ``slide`` and ``offset`` when the lesson has them).
+def random_window_script(rng: _random.Random, params: dict, keys=KEYS, min_batches: int = 3) -> list[list[dict]]:
+    """A random script of 3 to 5 short batches (at least ``min_batches``) for a windowed lesson with these
+    parameters (``size``, ``delay``, and ``slide`` and ``offset`` when the lesson has them).
 
     >>> import random
     >>> random_window_script(random.Random(7), {"size": 10_000, "delay": 0}, keys=("a",))[0]
@@ -44,7 +44,7 @@ def random_window_script(rng: _random.Random, params: dict, keys=KEYS) -> list[l
     watermarks = [0]  # watermarks[k] = WM_k, the watermark of batch k
     seen: list[dict] = []
     script = []
-    for batch_id in range(rng.randint(3, 5)):
+    for batch_id in range(max(rng.randint(3, 5), min_batches)):
         late_watermark = watermarks[max(batch_id - 1, 0)]
         rows = []
         if rng.random() >= 0.15:  # else an empty batch
