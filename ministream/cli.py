@@ -2,6 +2,7 @@
 
     ministream lessons                         one line per lesson
     ministream run LESSON [--trace]            ministream's output, batch by batch
+    ministream run LESSON --accounting         the same, then where every input row went (accounting.py)
     ministream run LESSON --crash-at N         crash after N rows, recover from the last checkpoint
     ministream compare LESSON | --all          ministream against the PySpark twin, batch by batch
     ministream fuzz LESSON | --all [--runs N]  ministream against Spark on random events, failures shrunk
@@ -37,14 +38,14 @@ def _params(pairs: list[str]) -> dict:
     return params
 
 
-def _script(lesson, args, out):
+def _script(lesson, args, out, dead_letters: list | None = None):
     """The script of ``--events FILE`` (``None``: the lesson's own), with bad lines written to
-    ``--dead-letters FILE`` when it is given instead of stopping the run."""
+    ``--dead-letters FILE`` when it is given instead of stopping the run (and kept in ``dead_letters``)."""
     if args.events is None:
         return None
     if not args.dead_letters:
         return lesson.read_script(args.events)
-    dead_letters = []
+    dead_letters = [] if dead_letters is None else dead_letters
     script = lesson.read_script(args.events, dead_letters)
     with open(args.dead_letters, "w", encoding="utf-8") as out_file:
         for letter in dead_letters:
@@ -95,8 +96,9 @@ def cmd_run(args, out) -> int:
     params = _params(args.param)
     if args.crash_at is not None:
         return _run_with_crash(lesson, args, params, out)
-    run = lesson.run(_script(lesson, args, out), params, parallelism=args.parallelism, seed=args.seed,
-                     trace=args.trace, model=args.model)
+    dead_letters = []
+    run = lesson.run(_script(lesson, args, out, dead_letters), params, parallelism=args.parallelism,
+                     seed=args.seed, trace=args.trace, model=args.model)
     values = lesson.resolve_params(params)
     print(f"{lesson.name}: {lesson.title}", file=out)
     shown = ", ".join(f"{p.name}={p.show(values[p.name])}" for p in lesson.params)
@@ -109,7 +111,18 @@ def cmd_run(args, out) -> int:
         print_arrivals(run, out)
     else:
         print_batches(run.output(), out)
+    if args.accounting:
+        print_accounting(run, args.events, dead_letters, out)
     return EXIT_OK
+
+
+def print_accounting(run, events_file, dead_letters: list, out) -> None:
+    """Where every input row went (``accounting.py``): read, dead-lettered, and step by step."""
+    if not hasattr(run, "accounting"):  # a recovered run: its attempts read some rows twice
+        print("accounting: not available for a run that crashes and recovers (each attempt reads the rows "
+              "after its checkpoint again)", file=out)
+        return
+    print(f"accounting: {run.accounting(events_file, dead_letters).format()}", file=out)
 
 
 def _run_with_crash(lesson, args, params, out) -> int:
@@ -240,6 +253,8 @@ def build_parser() -> argparse.ArgumentParser:
     lesson_options(run)
     run.add_argument("--seed", type=int, default=0, help="the scheduler's seed")
     run.add_argument("--trace", action="store_true", help="explain every row emitted or dropped")
+    run.add_argument("--accounting", action="store_true", help="then say where every input row went: "
+                     "dead-lettered, and per step kept, late or dropped")
     run.add_argument("--model", choices=("microbatch", "continuous"), default="microbatch")
     run.add_argument("--crash-at", type=int, metavar="N", help="crash after N rows of the script, recover from "
                      "the last complete checkpoint, and check the output against a run without a crash")

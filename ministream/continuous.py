@@ -50,6 +50,7 @@ import random
 
 import attrs
 
+from ministream.accounting import count_rows
 from ministream.clock import ClockStep, ManualClock
 from ministream.dataflow import Dataflow
 from ministream.microbatch import Run
@@ -163,6 +164,7 @@ class ContinuousDriver:
         self.sinks = {step.name: graph.by_step[step.name][0] for step in graph.flow.sinks}
         self.arrivals: dict[str, list[Arrival]] = {name: [] for name in self.sinks}  # {sink: [Arrival]}
         self.pending_clock_step: ClockStep | None = None
+        self.row_counts = count_rows(graph)  # what each step received and emitted (accounting.py)
 
     def run(self) -> None:
         """Run until every source has read its script and every message has been taken."""
@@ -207,6 +209,7 @@ class ContinuousDriver:
                 self._explain(reader.name, "active", "delivers a row again: active, it rejoins the minimum")
             reader.last_active = self.clock.now()
             self._explain(reader.name, "read", f"row {reader.position} of the script", entry)
+            self.row_counts.sent(reader.name, 1)
             reader.subtask.output.send([entry])
         if not reader.has_next():
             self._finished(reader)
@@ -341,4 +344,5 @@ def run_continuous(flow: Dataflow, *, parallelism: int = 1, seed: int = 0, trace
                           for step in flow.steps if step.parallelism == "keyed"})
     outputs = {step.name: step.sink.batches for step in flow.sinks}
     watermarks = [final[flow.sinks[0].name]]  # one "batch": the first sink's final watermark
-    return ContinuousRun(outputs, watermarks, tracer, graph, arrivals=driver.arrivals, clock=clock)
+    return ContinuousRun(outputs, watermarks, tracer, graph, driver.row_counts, arrivals=driver.arrivals,
+                         clock=clock)

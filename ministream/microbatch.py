@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import attrs
 
+from ministream.accounting import RowCounts, count_rows
 from ministream.clock import ManualClock
 from ministream.dataflow import Dataflow
 from ministream.operators import BatchInfo, PipelineError
@@ -43,12 +44,13 @@ OUTPUT_MODES = ("append", "update", "complete")
 @attrs.define
 class Run:
     """What a run produced: each sink's batches, the watermark of every batch, the trace if one was kept,
-    and the physical graph (to look at state after the run)."""
+    the physical graph (to look at state after the run), and the rows each step received and emitted."""
 
     outputs: dict[str, list[BatchResult]]
     watermarks: list[int | None]
     trace: Trace | None
     graph: PhysicalGraph
+    row_counts: RowCounts | None = None
 
     def output(self, sink: str = "output") -> list[BatchResult]:
         """The batches one sink received."""
@@ -61,6 +63,15 @@ class Run:
         found = [late for name, subtasks in self.graph.by_step.items() if step in (None, name)
                  for subtask in subtasks for late in getattr(subtask.operator, "late_rows", ())]
         return sorted(found, key=lambda late: -1 if late.batch_id is None else late.batch_id)
+
+    def accounting(self, events_file=None, dead_letters=None):
+        """Where every row went, step by step, with a check that nothing is unexplained (``accounting.py``);
+        give the events file and its dead letters to account for the file's lines too."""
+        from ministream.accounting import account
+
+        if self.row_counts is None:
+            raise ValueError("this run did not count its rows (only run_microbatch and run_continuous do)")
+        return account(self, events_file, dead_letters)
 
 
 def check_pipeline(flow: Dataflow, output_mode: str) -> None:
@@ -107,6 +118,7 @@ def run_microbatch(flow: Dataflow, *, output_mode: str = "append", parallelism: 
     clock = ManualClock(batch_timestamps[0]) if batch_timestamps else None
     graph = PhysicalGraph(flow, parallelism, output_mode=output_mode, model="microbatch", trace=tracer,
                           clock=clock)
+    counts = count_rows(graph)
     scheduler = Scheduler(graph, seed)
     delays = {step.name: step.options["delay"] for step in flow.steps if step.kind == "watermark"}
     watermarks = MicroBatchWatermarks(delays, watermark_policy) if delays else None
@@ -150,7 +162,9 @@ def run_microbatch(flow: Dataflow, *, output_mode: str = "append", parallelism: 
         if checkpoints is not None:
             checkpoints.begin_batch(batch)  # the offsets log: batch k is planned before it reads
         for source, subtask in sources:
-            subtask.output.send(source.read(batch_id))
+            rows = source.read(batch_id)
+            counts.sent(subtask.step.name, len(rows))
+            subtask.output.send(rows)
             subtask.output.broadcast(EndOfBatch(batch_id))
         scheduler.run_until_idle()
         if tracer:
@@ -163,7 +177,7 @@ def run_microbatch(flow: Dataflow, *, output_mode: str = "append", parallelism: 
             checkpoints.commit_batch(batch, graph, watermarks, watermark, late_watermark)
         batch_id += 1
     outputs = {step.name: step.sink.batches for step in flow.sinks}
-    return Run(outputs, history, tracer, graph)
+    return Run(outputs, history, tracer, graph, counts)
 
 
 def _end_batch(subtask, batch: BatchInfo) -> None:
