@@ -158,6 +158,18 @@ def add_row(accumulators: list, functions: list[AggregateFunction], row: dict) -
                 accumulators[i] = function.add(accumulators[i], value)
 
 
+def accumulators_maker(functions: list[AggregateFunction]) -> Callable[[], list]:
+    """A function that makes what ``new_accumulators(functions)`` makes, with one call fewer per use.
+
+    >>> accumulators_maker([Count(), Sum("value")])()
+    [0, None]
+    """
+    if len(functions) == 1:
+        create = functions[0].create
+        return lambda: [create()]
+    return lambda: new_accumulators(functions)
+
+
 def row_folder(functions: list[AggregateFunction]) -> Callable[[list, dict], None]:
     """A function ``fold(accumulators, row)`` that does what ``add_row`` does, made once per step: with a
     single aggregate it calls that aggregate's ``add`` directly, which is what a hot loop wants.

@@ -23,6 +23,8 @@ How records move along an edge:
 
 from __future__ import annotations
 
+import operator
+
 from typing import Callable
 
 import attrs
@@ -100,7 +102,7 @@ def _key_function(key) -> tuple[Callable, tuple[str, ...]]:
     """A key selector and the output column names of the key, from a column name, a list of names or a
     function."""
     if isinstance(key, str):
-        return (lambda row: row[key]), (key,)
+        return operator.itemgetter(key), (key,)  # row[key], as a function
     if isinstance(key, (list, tuple)):
         names = tuple(key)
         return (lambda row: tuple(row[name] for name in names)), names

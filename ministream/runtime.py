@@ -96,16 +96,18 @@ class Output:
             if edge.output != output:
                 continue
             if partition == "hash":
-                key_fn, parallelism = edge.key_fn, len(channels)
+                keys = list(map(edge.key_fn, records))
+                if len(channels) == 1:  # one receiver owns every key group
+                    channels[0].messages.append(list(zip(keys, records)))
+                    continue
                 owners = self.owners.setdefault(number, {})
                 if len(owners) > 1 << 16:
                     owners.clear()  # a bounded memory of keys seen, not a second copy of the key space
                 chunks = [[] for _ in channels]
-                for row in records:
-                    key = key_fn(row)
+                for key, row in zip(keys, records):
                     owner = owners.get(key)
                     if owner is None:
-                        owner = owners[key] = subtask_of_key_group(key_group_of(key), parallelism)
+                        owner = owners[key] = subtask_of_key_group(key_group_of(key), len(channels))
                     chunks[owner].append((key, row))
                 for channel, chunk in zip(channels, chunks):
                     if chunk:

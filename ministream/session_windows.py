@@ -289,8 +289,8 @@ class SessionWindowAggregate(WindowAggregate):
         add_row(accumulators, self.functions, row)
         self.ctx.count("aggregated")
         if watermark is not None and session[1] - 1 <= watermark:  # it had fired: fire it again
-            self._emit([(key, session)], f"late firing: end - 1 <= watermark {format_clock(watermark)}, "
-                                         f"within the allowed lateness of {format_duration(lateness)}")
+            self._emit([(key, session, accumulators)], f"late firing: end - 1 <= watermark "
+                       f"{format_clock(watermark)}, within the allowed lateness of {format_duration(lateness)}")
 
 
 class SessionWindowAggregateWithoutWatermark(SessionWindowAggregate):

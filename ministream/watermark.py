@@ -94,7 +94,9 @@ class WatermarkOperator(Operator):
     def process(self, rows, input_index):
         column = self.column
         if self.ctx.model == "microbatch":
-            times = [row[column] for row in rows if row.get(column) is not None]
+            times = [row.get(column) for row in rows]
+            if None in times:  # rows without event time do not move the watermark
+                times = [time for time in times if time is not None]
             if times:
                 top = max(times)
                 self.batch_max = top if self.batch_max is None else max(self.batch_max, top)

@@ -44,7 +44,7 @@ when the step has one (``stream.side_output("late")``; Spark has no such thing, 
 
 from __future__ import annotations
 
-from ministream.aggregation import add_row, key_columns_of, new_accumulators, row_folder
+from ministream.aggregation import accumulators_maker, add_row, key_columns_of, row_folder
 from ministream.late_rows import LateRow, dropped_flags  # noqa: F401  (dropped_flags: for notebooks)
 from ministream.operators import BatchInfo, Operator, PipelineError
 from ministream.times import format_clock, format_duration, parse_duration
@@ -138,6 +138,7 @@ class WindowAggregate(Operator):
     """
 
     keyed = True
+    counts_rows = True  # reports the rows it aggregates (accounting.py)
     state_layout = WindowsByWindow
     """How the (key, window) accumulators are laid out (``window_state``)."""
     column_has_watermark = True
@@ -154,6 +155,7 @@ class WindowAggregate(Operator):
         self.allowed_lateness = allowed_lateness
         self.late_output = late_rows
         self._fold = row_folder(self.functions)  # fold(accumulators, row): aggregation.add_row, made once
+        self._new_accumulators = accumulators_maker(self.functions)
 
     @classmethod
     def check_output_mode(cls, step_name: str, output_mode: str, has_watermark: bool) -> None:
@@ -183,7 +185,7 @@ class WindowAggregate(Operator):
             for key, row in pairs:
                 ts = row.get(self.column)
                 if ts is None:
-                    self.ctx.explain("drop", f"row dropped: no event time in column {self.column!r}", row)
+                    self.ctx.drop(f"no event time in column {self.column!r}", row)
                 else:
                     self._add_continuous(key, row, ts)
         else:
@@ -201,10 +203,12 @@ class WindowAggregate(Operator):
         late_watermark = self._late_watermark()
         touched = self.touched if self.ctx.output_mode == "update" else None
         pane_start, pane_end = 1, 0  # the pane of the previous row, [start, end): none yet
+        not_aggregated = 0  # rows without event time, or late for all their windows
         for key, row in pairs:
             ts = row.get(column)
             if ts is None:
-                self.ctx.explain("drop", f"row dropped: no event time in column {column!r}", row)
+                self.ctx.drop(f"no event time in column {column!r}", row)
+                not_aggregated += 1
                 continue
             if not pane_start <= ts < pane_end:  # a new pane: its windows, late ones first (start order)
                 windows = assign(ts)
@@ -216,6 +220,7 @@ class WindowAggregate(Operator):
                 tables = [self.windows.keys_of(window) for window in in_time]
             if late:
                 self._late_for(row, late, in_time, late_watermark)
+                not_aggregated += not in_time
             for table in tables:
                 accumulators = table.get(key)
                 if accumulators is None:
@@ -224,9 +229,7 @@ class WindowAggregate(Operator):
             if touched is not None:
                 for window in in_time:
                     touched[(key, window)] = None
-
-    def _new_accumulators(self) -> list:
-        return new_accumulators(self.functions)
+        self.ctx.count("aggregated", len(pairs) - not_aggregated)
 
     def _late_watermark(self) -> int | None:
         """Micro-batch: the watermark rows are late against (WM_{k-1}); None when nothing is ever late."""
@@ -259,24 +262,18 @@ class WindowAggregate(Operator):
         watermark = batch.watermark if self.column_has_watermark else None
         mode = self.ctx.output_mode
         if mode == "complete":
-            self._emit(self._all_windows(), "complete mode emits every window at every batch")
+            self._emit(self.windows.entries(), "complete mode emits every window at every batch")
         elif mode == "update":
-            self._emit(list(self.touched), "updated in this batch (update mode emits every window a batch "
-                                           "touched)")
+            touched = [(key, window, self.windows.get(key, window)) for key, window in self.touched]
+            self._emit(touched, "updated in this batch (update mode emits every window a batch touched)")
             if watermark is not None:
                 for key, window, _ in self.windows.take_final(watermark):
                     if self.ctx.tracing:
                         self.ctx.explain("evict", f"window {describe_window(*window)} of key {key!r} removed "
                                                   f"from state: end <= watermark {format_clock(watermark)}")
         elif watermark is not None:
-            final = self.windows.take_final(watermark)
-            rows = [self._make_row(key, window, accumulators) for key, window, accumulators in final]
-            if self.ctx.tracing:
-                for (key, window, _), row in zip(final, rows):
-                    self.ctx.explain("emit", f"window {describe_window(*window)} of key {key!r} emitted: end <= "
-                                             f"watermark {format_clock(watermark)}: final (append mode emits a "
-                                             "window once, then removes it)", row)
-            self.ctx.emit(rows)
+            self._emit(self.windows.take_final(watermark), f"end <= watermark {format_clock(watermark)}: final "
+                                                           "(append mode emits a window once, then removes it)")
         self.touched = {}
         self.evicted_with = batch.watermark
 
@@ -286,25 +283,26 @@ class WindowAggregate(Operator):
         return (self.ctx.output_mode in ("append", "update") and watermark is not None
                 and self.evicted_with is not None and watermark > self.evicted_with)
 
-    def _all_windows(self) -> list:
-        """Every (key, window) in state, in a stable order (that of ``self.windows.entries()``)."""
-        return [(key, window) for key, window, _ in self.windows.entries()]
+    def _make_rows(self, entries: list) -> list[dict]:
+        """The output rows of ``(key, window, accumulators)`` entries: the key columns, ``window_start``,
+        ``window_end``, then the aggregates (one column at a time, for every row)."""
+        if len(self.key_columns) == 1:
+            column = self.key_columns[0]
+            rows = [{column: key, "window_start": window[0], "window_end": window[1]} for key, window, _ in entries]
+        else:
+            rows = [{**key_columns_of(self.key_columns, key), "window_start": window[0], "window_end": window[1]}
+                    for key, window, _ in entries]
+        for i, (name, function) in enumerate(zip(self.names, self.functions)):
+            result = function.result
+            for row, (_, _, accumulators) in zip(rows, entries):
+                row[name] = result(accumulators[i])
+        return rows
 
-    def _make_row(self, key, window, accumulators: list) -> dict:
-        """The output row of one window: key columns, ``window_start``, ``window_end``, the aggregates."""
-        row = {self.key_columns[0]: key} if len(self.key_columns) == 1 else key_columns_of(self.key_columns, key)
-        row["window_start"], row["window_end"] = window
-        for name, function, accumulator in zip(self.names, self.functions, accumulators):
-            row[name] = function.result(accumulator)
-        return row
-
-    def _row(self, key, window) -> dict:
-        return self._make_row(key, window, self.windows.get(key, window))
-
-    def _emit(self, windows: list, why: str) -> None:
-        rows = [self._row(key, window) for key, window in windows]
+    def _emit(self, entries: list, why: str) -> None:
+        """Emit the rows of ``(key, window, accumulators)`` entries; the trace says why each one."""
+        rows = self._make_rows(entries)
         if self.ctx.tracing:
-            for (key, window), row in zip(windows, rows):
+            for (key, window, _), row in zip(entries, rows):
                 self.ctx.explain("emit", f"window {describe_window(*window)} of key {key!r} emitted: {why}", row)
         self.ctx.emit(rows)
 
@@ -317,10 +315,11 @@ class WindowAggregate(Operator):
         for window in self.assigner.assign(ts):
             if watermark is not None and window[1] - 1 + lateness <= watermark:
                 continue  # Flink's isWindowLate: this window's state is gone
-            add_row(self.windows.accumulators(key, window, self._new_accumulators), self.functions, row)
+            accumulators = self.windows.accumulators(key, window, self._new_accumulators)
+            add_row(accumulators, self.functions, row)
             added = True
             if watermark is not None and window[1] - 1 <= watermark:  # it already fired: fire it again
-                self._emit([(key, window)], f"late firing: end - 1 <= watermark {format_clock(watermark)}, "
+                self._emit([(key, window, accumulators)], f"late firing: end - 1 <= watermark {format_clock(watermark)}, "
                                             f"within the allowed lateness of {format_duration(lateness)}")
         if not added:  # every window of the row is gone; the latest is the one that ends last
             windows = self.assigner.assign(ts)
@@ -329,10 +328,12 @@ class WindowAggregate(Operator):
             self._late(row, windows[-1] if windows else None, watermark, rule)
             if self.late_output is not None:
                 self.ctx.emit_side(self.late_output, [row])
+        else:
+            self.ctx.count("aggregated")
 
     def on_watermark(self, watermark):
         previous, self.watermark = self.watermark, watermark
-        due = [(key, window) for key, window in self._all_windows()
+        due = [(key, window, accumulators) for key, window, accumulators in self.windows.entries()
                if window[1] - 1 <= watermark and (previous is None or window[1] - 1 > previous)]
         due.sort(key=lambda item: item[1][1])  # fire in end order, as Flink's timers fire
         self._emit(due, f"end - 1 <= watermark {format_clock(watermark)}")
