@@ -67,3 +67,37 @@ def test_dead_letters_keep_bad_lines_with_their_reason(tmp_path, capsys):
     kept = [json.loads(line) for line in letters.read_text().splitlines()]
     assert [(k["line"], k["reason"].split(":")[0]) for k in kept] == [(2, "field 'value'"), (3, "field 'key'")]
     assert kept[1]["text"] == '{"batch": 1, "ts": "2024-01-01T10:00:02Z", "value": 2}'
+
+
+@pytest.mark.parametrize("args, message", [
+    (["run", "tumbling-window", "--param", "size=ten seconds"],
+     "--param size: cannot read 'ten seconds' as a duration: write it like '10 seconds' or '1 minute 30 seconds'"),
+    (["run", "tumbling-window", "--param", "size=0 seconds"], "--param size: must be longer than zero, got '0 seconds'"),
+    (["run", "sliding-window", "--param", "slide=-2 seconds"],
+     "--param slide: must be longer than zero, got '-2 seconds'"),
+    (["run", "session-window", "--param", "gap=0 seconds"], "--param gap: must be longer than zero, got '0 seconds'"),
+    (["run", "late-data", "--param", "delay=-1 second"], "--param delay: cannot be negative, got '-1 second'"),
+    (["run", "session-window", "--param", "mode=update"], "--param mode: must be one of append, complete, not 'update'"),
+    (["run", "running-aggregation", "--param", "mode=append"],
+     "--param mode: must be one of update, complete, not 'append'"),
+    (["run", "running-aggregation", "--param", "window=10 seconds"],
+     "lesson 'running-aggregation' has no parameter 'window'; it has: mode"),
+    (["run", "outer-join", "--param", "gap=5 seconds"],
+     "lesson 'outer-join' has no parameter 'gap'; it has: how, within, delay"),
+])
+def test_a_misconfigured_param_exits_2_with_the_reason(capsys, args, message):
+    """A duration that does not parse, a window, slide or gap of zero or less, a negative delay, an output mode
+    the lesson refuses (append without a watermark, a session window in update mode) and a parameter the lesson
+    does not have: each exits 2 before anything runs, with the reason."""
+    assert main(args) == 2
+    assert capsys.readouterr().err == f"ministream: error: {message}\n"
+
+
+def test_an_empty_events_file_exits_2_with_the_reason(tmp_path, capsys):
+    """An events file with no event at all is refused, naming the file and showing a good line."""
+    events = tmp_path / "events.jsonl"
+    events.write_text("")
+    assert main(["run", "running-aggregation", "--events", str(events)]) == 2
+    assert capsys.readouterr().err == (f"ministream: error: {events}: the file has no events: write one JSON object "
+                                       'per line, like {"batch": 0, "ts": "2024-01-01T10:00:05Z", "key": "a", '
+                                       '"value": 1.0}\n')

@@ -155,6 +155,15 @@ def test_ts_must_be_a_string():
                                                     "string: write it in quotes, like \"2024-01-01T10:00:05Z\"")
 
 
+@pytest.mark.parametrize("ts, shown", [(True, "true"), (1.5, "1.5"), (["2024-01-01T10:00:05Z"],
+                                                                     '["2024-01-01T10:00:05Z"]'),
+                                       ({"seconds": 5}, '{"seconds": 5}')])
+def test_ts_of_any_other_json_kind_is_refused(ts, shown):
+    """A ts that is true/false, a fraction, an array or an object is refused like a bare number: not a string."""
+    assert str(error([line(ts=ts)])) == (f"events.jsonl line 1, field 'ts': {shown} is not a timestamp string: "
+                                         "write it in quotes, like \"2024-01-01T10:00:05Z\"")
+
+
 def test_ts_must_be_iso_8601():
     """ts must parse as an ISO-8601 timestamp."""
     assert str(error(["", "", line(ts="2024-13-01")])) == (
@@ -223,6 +232,15 @@ def test_an_empty_file_is_refused(lines):
     err = error(lines)
     assert (err.line, err.field) == (None, None)
     assert str(err) == f"events.jsonl: the file has no events: write one JSON object per line, like {EXAMPLE}"
+
+
+def test_an_empty_file_on_disk_is_refused(tmp_path):
+    """A file of 0 bytes is refused by read_events, naming the file."""
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    with pytest.raises(EventsFileError) as caught:
+        read_events(empty, FIELDS)
+    assert str(caught.value) == f"{empty}: the file has no events: write one JSON object per line, like {EXAMPLE}"
 
 
 # --- dead letters ------------------------------------------------------------------------------------------------

@@ -161,6 +161,25 @@ def test_outer_join_without_a_bound_on_the_padded_side_is_refused():
         join_flow([[]], [[]], how="right_outer", between=TimeRange("l_time", "r_time", None, 10))
 
 
+@pytest.mark.parametrize("how, spark_name", [("left_outer", "LeftOuter"), ("right_outer", "RightOuter"),
+                                             ("full_outer", "FullOuter")])
+@pytest.mark.parametrize("watermarks, between", [((False, False), TimeRange("l_time", "r_time", 0, 10 * S)),
+                                                 ((True, True), None)], ids=["no watermarks", "no time range"])
+def test_an_outer_join_without_watermarks_or_a_time_range_is_refused_with_the_reason(how, spark_name, watermarks,
+                                                                                     between):
+    """An outer join with no watermark on either side, or with watermarks but no time range, is refused: the
+    message says what the join must know, what to give it, and quotes Spark's refusal."""
+    padded, other = ("right", "left") if how == "right_outer" else ("left", "right")
+    with pytest.raises(PipelineError) as refused:
+        join_flow([[]], [[]], how=how, between=between, watermarks=watermarks)
+    assert str(refused.value) == (
+        f"join 'join': a {how} join must know when a {padded} row can no longer match, to emit it padded with "
+        f"nulls and forget it. Give {other} a watermark and bound its time from the {padded} time "
+        f"(between=TimeRange(...)), or put an event-time column in the key. (Spark: 'Stream-stream {spark_name} "
+        "join between two streaming DataFrame/Datasets is not supported without a watermark in the join keys, or "
+        "a watermark on the nullable side and an appropriate range condition'.)")
+
+
 def test_joins_run_only_in_append_mode_and_know_their_join_types():
     """Update mode and an unknown ``how`` are refused with the reason."""
     with pytest.raises(PipelineError, match="only in append output mode"):

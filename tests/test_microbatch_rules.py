@@ -177,6 +177,22 @@ def test_append_without_a_watermark_is_refused():
     assert [len(b.rows) for b in run_microbatch(flow, output_mode="update").output()] == [1]
 
 
+def test_append_with_a_running_aggregation_is_refused_with_the_reason_and_sparks_words():
+    """A running aggregation (no window, no watermark) cannot run in append mode: the message says why, what to
+    use instead, and quotes Spark's refusal (tests/test_lesson_running_aggregation.py checks Spark says it)."""
+    flow = Dataflow("running")
+    flow.source("events", ScriptedSource([[e(1)]])).key_by("key").aggregate(
+        "totals", count=Count()).sink("output", CollectingSink())
+    with pytest.raises(PipelineError) as refused:
+        run_microbatch(flow, output_mode="append")
+    assert str(refused.value) == (
+        "step 'totals': append output mode cannot be used with an aggregation without a watermark. Append emits a "
+        "group once, when no later row can change it, and without an event-time window and a watermark that "
+        "moment never comes. Use output mode 'update' or 'complete'. (Spark 4.3 refuses it too: 'Invalid "
+        "streaming output mode: append. This output mode is not supported for streaming aggregations without "
+        "watermark on streaming DataFrames/DataSets.')")
+
+
 def test_a_window_on_a_column_without_a_watermark_is_refused_in_append_and_keeps_everything_in_update():
     """With the watermark on another column, the window's column has none: append is refused; update never
     drops a row as late nor removes a window."""
