@@ -44,7 +44,7 @@ when the step has one (``stream.side_output("late")``; Spark has no such thing, 
 
 from __future__ import annotations
 
-from ministream.aggregation import accumulators_maker, add_row, key_columns_of, row_folder
+from ministream.aggregation import key_columns_of, table_folder
 from ministream.late_rows import LateRow, dropped_flags  # noqa: F401  (dropped_flags: for notebooks)
 from ministream.operators import BatchInfo, Operator, PipelineError
 from ministream.times import format_clock, format_duration, parse_duration
@@ -154,8 +154,7 @@ class WindowAggregate(Operator):
         self.column = column
         self.allowed_lateness = allowed_lateness
         self.late_output = late_rows
-        self._fold = row_folder(self.functions)  # fold(accumulators, row): aggregation.add_row, made once
-        self._new_accumulators = accumulators_maker(self.functions)
+        self._fold = table_folder(self.functions)  # fold(table, key, row): aggregation.add_row, made once
 
     @classmethod
     def check_output_mode(cls, step_name: str, output_mode: str, has_watermark: bool) -> None:
@@ -198,7 +197,7 @@ class WindowAggregate(Operator):
         of time whose instants all belong to the same windows, between two consecutive window boundaries
         (starts or ends): a whole window when windows tumble. The row's windows, which of them are late, and
         their tables in state are worked out once per pane."""
-        column, assign, fold, create = self.column, self.assigner.assign, self._fold, self._new_accumulators
+        column, assign, fold = self.column, self.assigner.assign, self._fold
         slide = self.assigner.slide
         late_watermark = self._late_watermark()
         touched = self.touched if self.ctx.output_mode == "update" else None
@@ -222,10 +221,7 @@ class WindowAggregate(Operator):
                 self._late_for(row, late, in_time, late_watermark)
                 not_aggregated += not in_time
             for table in tables:
-                accumulators = table.get(key)
-                if accumulators is None:
-                    accumulators = table[key] = create()
-                fold(accumulators, row)
+                fold(table, key, row)
             if touched is not None:
                 for window in in_time:
                     touched[(key, window)] = None
@@ -286,6 +282,10 @@ class WindowAggregate(Operator):
     def _make_rows(self, entries: list) -> list[dict]:
         """The output rows of ``(key, window, accumulators)`` entries: the key columns, ``window_start``,
         ``window_end``, then the aggregates (one column at a time, for every row)."""
+        if len(self.key_columns) == 1 and len(self.names) == 1:  # the common case, in one go
+            column, name, result = self.key_columns[0], self.names[0], self.functions[0].result
+            return [{column: key, "window_start": window[0], "window_end": window[1], name: result(accumulators[0])}
+                    for key, window, accumulators in entries]
         if len(self.key_columns) == 1:
             column = self.key_columns[0]
             rows = [{column: key, "window_start": window[0], "window_end": window[1]} for key, window, _ in entries]
@@ -315,11 +315,10 @@ class WindowAggregate(Operator):
         for window in self.assigner.assign(ts):
             if watermark is not None and window[1] - 1 + lateness <= watermark:
                 continue  # Flink's isWindowLate: this window's state is gone
-            accumulators = self.windows.accumulators(key, window, self._new_accumulators)
-            add_row(accumulators, self.functions, row)
+            self._fold(self.windows.keys_of(window), key, row)
             added = True
             if watermark is not None and window[1] - 1 <= watermark:  # it already fired: fire it again
-                self._emit([(key, window, accumulators)], f"late firing: end - 1 <= watermark {format_clock(watermark)}, "
+                self._emit([(key, window, self.windows.get(key, window))], f"late firing: end - 1 <= watermark {format_clock(watermark)}, "
                                             f"within the allowed lateness of {format_duration(lateness)}")
         if not added:  # every window of the row is gone; the latest is the one that ends last
             windows = self.assigner.assign(ts)

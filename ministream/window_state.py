@@ -15,9 +15,9 @@ same with a different split: its keyed state holds ``(key, window) -> accumulato
 (one per window end) find the windows to close.
 
 >>> state = WindowsByWindow()
->>> state.accumulators("a", (0, 10), lambda: [0])[0] += 1
->>> state.accumulators("b", (0, 10), lambda: [0])[0] += 2
->>> state.accumulators("a", (10, 20), lambda: [0])[0] += 3
+>>> state.keys_of((0, 10))["a"] = [1]
+>>> state.keys_of((0, 10))["b"] = [2]
+>>> state.keys_of((10, 20))["a"] = [3]
 >>> state.size(), state.take_final(10)
 (3, [('a', (0, 10), [1]), ('b', (0, 10), [2])])
 >>> state.by_key_group()
@@ -35,16 +35,6 @@ class WindowsByWindow:
 
     def __init__(self):
         self.windows: dict[tuple[int, int], dict] = {}
-
-    def accumulators(self, key, window, create):
-        """The accumulators of ``(key, window)``, made by ``create()`` the first time."""
-        by_key = self.windows.get(window)
-        if by_key is None:
-            by_key = self.windows[window] = {}
-        accumulators = by_key.get(key)
-        if accumulators is None:
-            accumulators = by_key[key] = create()
-        return accumulators
 
     def keys_of(self, window) -> dict:
         """The ``{key: accumulators}`` table of one window, made empty the first time."""
@@ -93,15 +83,6 @@ class WindowsByKey:
 
     def __init__(self):
         self.keys: dict = {}
-
-    def accumulators(self, key, window, create):
-        by_window = self.keys.get(key)
-        if by_window is None:
-            by_window = self.keys[key] = {}
-        accumulators = by_window.get(window)
-        if accumulators is None:
-            accumulators = by_window[window] = create()
-        return accumulators
 
     def get(self, key, window):
         return self.keys[key][window]
