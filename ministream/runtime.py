@@ -4,7 +4,7 @@ Each step of a :class:`~ministream.dataflow.Dataflow` becomes ``parallelism`` *s
 operator instance and its own keyed state. Between two steps, every upstream subtask has one *channel* (a FIFO
 queue) to every downstream subtask it can send to. A channel carries two kinds of messages:
 
-- a ``list``: a chunk of records (rows, or ``(key, row)`` pairs on the way into a keyed step);
+- a ``list``: a chunk of rows (a keyed step reads them as ``(key, row)`` pairs: :class:`KeyedRows`);
 - a *marker*: :class:`EndOfBatch`, :class:`Watermark`, :class:`WatermarkStatus` or :class:`Barrier` (checkpoints),
   which flow with the records and so mark a point in each channel's sequence.
 
@@ -69,6 +69,29 @@ class Barrier:
     checkpoint_id: int
 
 
+class KeyedRows:
+    """The rows of one message into a keyed step, read as ``(key, row)`` pairs, keys from the hash edge's key
+    function. Each pair is made as it is read and then dropped (``zip`` even reuses it): a chunk of 10,000 rows
+    does not become 10,000 tuples held in memory at once, which Python's garbage collector would then walk.
+
+    >>> pairs = KeyedRows([{"user": "ann"}, {"user": "bob"}], lambda row: row["user"])
+    >>> len(pairs), list(pairs)
+    (2, [('ann', {'user': 'ann'}), ('bob', {'user': 'bob'})])
+    """
+
+    __slots__ = ("keys", "rows")
+
+    def __init__(self, rows: list, key_fn):
+        self.rows = rows
+        self.keys = list(map(key_fn, rows))
+
+    def __iter__(self):
+        return zip(self.keys, self.rows)
+
+    def __len__(self):
+        return len(self.rows)
+
+
 class Channel:
     """A FIFO queue of messages from one subtask to another."""
 
@@ -95,24 +118,20 @@ class Output:
         for number, (partition, channels, edge) in enumerate(self.routes):
             if edge.output != output:
                 continue
-            if partition == "hash":
-                keys = list(map(edge.key_fn, records))
-                if len(channels) == 1:  # one receiver owns every key group
-                    channels[0].messages.append(list(zip(keys, records)))
-                    continue
+            if partition == "hash" and len(channels) > 1:  # each row to the owner of its key's group
                 owners = self.owners.setdefault(number, {})
                 if len(owners) > 1 << 16:
                     owners.clear()  # a bounded memory of keys seen, not a second copy of the key space
                 chunks = [[] for _ in channels]
-                for key, row in zip(keys, records):
+                for key, row in zip(map(edge.key_fn, records), records):
                     owner = owners.get(key)
                     if owner is None:
                         owner = owners[key] = subtask_of_key_group(key_group_of(key), len(channels))
-                    chunks[owner].append((key, row))
+                    chunks[owner].append(row)
                 for channel, chunk in zip(channels, chunks):
                     if chunk:
                         channel.messages.append(chunk)
-            else:
+            else:  # forward, gather, or a hash edge whose one receiver owns every key group
                 channels[0].messages.append(records)
 
     def broadcast(self, marker) -> None:
@@ -131,6 +150,7 @@ class Subtask:
         self.parallelism = parallelism
         self.operator = operator
         self.inputs: list[tuple[int, Channel]] = []  # (input number of the step, channel)
+        self.key_fns: dict[int, object] = {}  # {input number: key function} for the inputs on hash edges
         self.output = Output()
         self.held_back: set[int] = set()  # positions in self.inputs held until a marker is aligned
         self.pending_marker = None
@@ -157,7 +177,8 @@ class Subtask:
         if self.checkpointing is not None and self.checkpointing.takes(self, position, message):
             return
         if isinstance(message, list):
-            self.operator.process(message, input_number)
+            key_fn = self.key_fns.get(input_number)
+            self.operator.process(message if key_fn is None else KeyedRows(message, key_fn), input_number)
         elif isinstance(message, Watermark):
             self.on_watermark(position, message.time)
         elif isinstance(message, WatermarkStatus):
@@ -256,6 +277,8 @@ class PhysicalGraph:
             for receiver in targets:
                 channel = Channel(str(sender), str(receiver))
                 receiver.inputs.append((input_number, channel))
+                if edge.partition == "hash":
+                    receiver.key_fns[input_number] = edge.key_fn
                 channels.append(channel)
             sender.output.routes.append((edge.partition, channels, edge))
 
