@@ -289,7 +289,7 @@ class SessionWindowAggregate(WindowAggregate):
         add_row(accumulators, self.functions, row)
         self.ctx.count("aggregated")
         if watermark is not None and session[1] - 1 <= watermark:  # it had fired: fire it again
-            self._emit([(key, session, accumulators)], f"late firing: end - 1 <= watermark "
+            self._emit([(session, {key: accumulators})], f"late firing: end - 1 <= watermark "
                        f"{format_clock(watermark)}, within the allowed lateness of {format_duration(lateness)}")
 
 

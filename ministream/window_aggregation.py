@@ -258,15 +258,20 @@ class WindowAggregate(Operator):
         watermark = batch.watermark if self.column_has_watermark else None
         mode = self.ctx.output_mode
         if mode == "complete":
-            self._emit(self.windows.entries(), "complete mode emits every window at every batch")
+            self._emit(self.windows.items(), "complete mode emits every window at every batch")
         elif mode == "update":
-            touched = [(key, window, self.windows.get(key, window)) for key, window in self.touched]
-            self._emit(touched, "updated in this batch (update mode emits every window a batch touched)")
+            touched = {}  # {window: {key: accumulators}}
+            for key, window in self.touched:
+                touched.setdefault(window, {})[key] = self.windows.get(key, window)
+            self._emit(list(touched.items()), "updated in this batch (update mode emits every window a batch "
+                                              "touched)")
             if watermark is not None:
-                for key, window, _ in self.windows.take_final(watermark):
-                    if self.ctx.tracing:
-                        self.ctx.explain("evict", f"window {describe_window(*window)} of key {key!r} removed "
-                                                  f"from state: end <= watermark {format_clock(watermark)}")
+                gone = self.windows.take_final(watermark)
+                if self.ctx.tracing:
+                    for window, by_key in gone:
+                        for key in by_key:
+                            self.ctx.explain("evict", f"window {describe_window(*window)} of key {key!r} removed "
+                                                      f"from state: end <= watermark {format_clock(watermark)}")
         elif watermark is not None:
             self._emit(self.windows.take_final(watermark), f"end <= watermark {format_clock(watermark)}: final "
                                                            "(append mode emits a window once, then removes it)")
@@ -279,13 +284,14 @@ class WindowAggregate(Operator):
         return (self.ctx.output_mode in ("append", "update") and watermark is not None
                 and self.evicted_with is not None and watermark > self.evicted_with)
 
-    def _make_rows(self, entries: list) -> list[dict]:
-        """The output rows of ``(key, window, accumulators)`` entries: the key columns, ``window_start``,
+    def _make_rows(self, windows: list) -> list[dict]:
+        """The output rows of ``[(window, {key: accumulators})]``: the key columns, ``window_start``,
         ``window_end``, then the aggregates (one column at a time, for every row)."""
         if len(self.key_columns) == 1 and len(self.names) == 1:  # the common case, in one go
             column, name, result = self.key_columns[0], self.names[0], self.functions[0].result
-            return [{column: key, "window_start": window[0], "window_end": window[1], name: result(accumulators[0])}
-                    for key, window, accumulators in entries]
+            return [{column: key, "window_start": start, "window_end": end, name: result(accumulators[0])}
+                    for (start, end), by_key in windows for key, accumulators in by_key.items()]
+        entries = [(key, window, accumulators) for window, by_key in windows for key, accumulators in by_key.items()]
         if len(self.key_columns) == 1:
             column = self.key_columns[0]
             rows = [{column: key, "window_start": window[0], "window_end": window[1]} for key, window, _ in entries]
@@ -298,14 +304,14 @@ class WindowAggregate(Operator):
                 row[name] = result(accumulators[i])
         return rows
 
-    def _emit(self, entries: list, why: str) -> None:
-        """Emit the rows of ``(key, window, accumulators)`` entries; the trace says why each one."""
-        rows = self._make_rows(entries)
+    def _emit(self, windows: list, why: str) -> None:
+        """Emit the rows of ``[(window, {key: accumulators})]``; the trace says why each one."""
+        rows = self._make_rows(windows)
         if self.ctx.tracing:
-            for (key, window, _), row in zip(entries, rows):
+            emitted = [(key, window) for window, by_key in windows for key in by_key]
+            for (key, window), row in zip(emitted, rows):
                 self.ctx.explain("emit", f"window {describe_window(*window)} of key {key!r} emitted: {why}", row)
         self.ctx.emit(rows)
-
 
     # -- continuous: rows and watermarks one at a time -------------------------------------------------------
 
@@ -318,8 +324,8 @@ class WindowAggregate(Operator):
             self._fold(self.windows.keys_of(window), key, row)
             added = True
             if watermark is not None and window[1] - 1 <= watermark:  # it already fired: fire it again
-                self._emit([(key, window, self.windows.get(key, window))], f"late firing: end - 1 <= watermark {format_clock(watermark)}, "
-                                            f"within the allowed lateness of {format_duration(lateness)}")
+                self._emit([(window, {key: self.windows.get(key, window)})], f"late firing: end - 1 <= watermark "
+                           f"{format_clock(watermark)}, within the allowed lateness of {format_duration(lateness)}")
         if not added:  # every window of the row is gone; the latest is the one that ends last
             windows = self.assigner.assign(ts)
             rule = (f"end - 1 + allowed lateness {format_duration(lateness)} <= watermark "
@@ -332,15 +338,17 @@ class WindowAggregate(Operator):
 
     def on_watermark(self, watermark):
         previous, self.watermark = self.watermark, watermark
-        due = [(key, window, accumulators) for key, window, accumulators in self.windows.entries()
+        due = [(window, by_key) for window, by_key in self.windows.items()
                if window[1] - 1 <= watermark and (previous is None or window[1] - 1 > previous)]
-        due.sort(key=lambda item: item[1][1])  # fire in end order, as Flink's timers fire
+        due.sort(key=lambda item: item[0][1])  # fire in end order, as Flink's timers fire
         self._emit(due, f"end - 1 <= watermark {format_clock(watermark)}")
         gone = self.windows.take_final(watermark + 1, self.allowed_lateness)  # end - 1 + lateness <= watermark
         if self.ctx.tracing:
-            for key, window, _ in gone:
-                self.ctx.explain("evict", f"window {describe_window(*window)} of key {key!r} removed from state: "
-                                          f"end - 1 + allowed lateness <= watermark {format_clock(watermark)}")
+            for window, by_key in gone:
+                for key in by_key:
+                    self.ctx.explain("evict", f"window {describe_window(*window)} of key {key!r} removed from "
+                                              "state: end - 1 + allowed lateness <= watermark "
+                                              f"{format_clock(watermark)}")
         self.ctx.emit_watermark(watermark)
 
     # -- state -----------------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ same with a different split: its keyed state holds ``(key, window) -> accumulato
 >>> state.keys_of((0, 10))["b"] = [2]
 >>> state.keys_of((10, 20))["a"] = [3]
 >>> state.size(), state.take_final(10)
-(3, [('a', (0, 10), [1]), ('b', (0, 10), [2])])
+(3, [((0, 10), {'a': [1], 'b': [2]})])
 >>> state.by_key_group()
 {122: {'a': {(10, 20): [3]}}}
 """
@@ -47,16 +47,14 @@ class WindowsByWindow:
         """The accumulators of ``(key, window)``; ``KeyError`` when there are none."""
         return self.windows[window][key]
 
-    def entries(self) -> list[tuple]:
-        """Every ``(key, window, accumulators)``, window by window."""
-        return [(key, window, accumulators) for window, by_key in self.windows.items()
-                for key, accumulators in by_key.items()]
+    def items(self) -> list[tuple]:
+        """Every window with the accumulators of its keys: ``[(window, {key: accumulators})]``."""
+        return list(self.windows.items())
 
     def take_final(self, watermark: int, lateness: int = 0) -> list[tuple]:
-        """Remove every window with ``end + lateness <= watermark``, and return its entries, window by window."""
+        """Remove every window with ``end + lateness <= watermark``; return them as :meth:`items` does."""
         final = [window for window in self.windows if window[1] + lateness <= watermark]
-        return [(key, window, accumulators) for window in final
-                for key, accumulators in self.windows.pop(window).items()]
+        return [(window, self.windows.pop(window)) for window in final]
 
     def size(self) -> int:
         """How many (key, window) accumulators there are."""
@@ -91,8 +89,9 @@ class WindowsByKey:
         """``{window: accumulators}`` of one key (empty when it has none)."""
         return self.keys.get(key, {})
 
-    def entries(self) -> list[tuple]:
-        return [(key, window, accumulators) for key, by_window in self.keys.items()
+    def items(self) -> list[tuple]:
+        """Every session with its key's accumulators: ``[(window, {key: accumulators})]``, key by key."""
+        return [(window, {key: accumulators}) for key, by_window in self.keys.items()
                 for window, accumulators in by_window.items()]
 
     def take_final(self, watermark: int, lateness: int = 0) -> list[tuple]:
@@ -100,7 +99,7 @@ class WindowsByKey:
         for key in list(self.keys):
             by_window = self.keys[key]
             for window in [window for window in by_window if window[1] + lateness <= watermark]:
-                taken.append((key, window, by_window.pop(window)))
+                taken.append((window, {key: by_window.pop(window)}))
             if not by_window:
                 del self.keys[key]
         return taken

@@ -93,7 +93,7 @@ def test_every_input_row_is_counted_late_dropped_or_in_a_session():
         run = LESSON.run(params=params)
         [operator] = run.graph.operators("sessions")
         counted = sum(row["count"] for batch in run.output() for row in batch.rows)
-        stored = sum(acc[0] for _, _, acc in operator.windows.entries())
+        stored = sum(acc[0] for _, by_key in operator.windows.items() for acc in by_key.values())
         total = sum(len(batch) for batch in LESSON.default_script)
         assert counted + stored + len(run.late_rows()) + len(operator.dropped_rows) == total
 
