@@ -203,7 +203,10 @@ class RunningAggregate(Operator):
     """Per key, a running aggregate over every row ever seen: Spark's streaming ``groupBy().agg()``.
 
     State: ``self.groups[key_group][key] = [accumulator per aggregate]`` (the keyed state table
-    ``"aggregate"``), and ``self.touched``: the keys this batch updated (for update mode).
+    ``"aggregate"``), ``self.touched``: the keys this batch updated (for update mode), and ``self.changed``:
+    the keys written since the last snapshot, marked for incremental checkpoints. The table is copy on write
+    (``copy_on_write.py``): an accumulator list whose key is not marked yet may be in the last snapshot, so it
+    is copied before it changes, which lets a snapshot share every list instead of copying it.
     """
 
     keyed = True
@@ -229,16 +232,21 @@ class RunningAggregate(Operator):
     def open(self, ctx):
         super().open(ctx)
         self.groups = ctx.state.table("aggregate")  # {key_group: {key: [accumulator, ...]}}
+        self.changed = ctx.state.track_changes("aggregate", copy_on_write=True)  # {key: None}
         self.touched = {}  # {key: None}, in first-touched order
 
     def process(self, pairs, input_index):
-        groups, functions = self.groups, self.functions
+        groups, functions, changed = self.groups, self.functions, self.changed
         continuous = self.ctx.model == "continuous"
         for key, row in pairs:
             group = groups.setdefault(key_group_of(key), {})
             accumulators = group.get(key)
             if accumulators is None:
                 accumulators = group[key] = new_accumulators(functions)
+                changed[key] = None
+            elif key not in changed:  # copy on write: the last snapshot may hold this list
+                accumulators = group[key] = list(accumulators)
+                changed[key] = None
             add_row(accumulators, functions, row)
             if continuous:
                 self._emit([key], "its value changed (the continuous model emits every update)")

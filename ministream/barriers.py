@@ -145,7 +145,7 @@ class CheckpointingDriver(ContinuousDriver):
         sink = self.sink_writers.get(subtask.step.name)
         if sink is not None:
             sink.pre_commit(barrier.checkpoint_id)
-        return snapshot_subtask(subtask)
+        return snapshot_subtask(subtask, delta=self.coordinator.is_delta(barrier.checkpoint_id))
 
     def snapshot_and_forward(self, subtask: Subtask, barrier: Barrier, how: str = "aligned") -> None:
         """Snapshot, acknowledge, forward the barrier."""

@@ -48,8 +48,10 @@ from __future__ import annotations
 
 import attrs
 
-from ministream.checkpoint_storage import CheckpointStorage, decode_json, encode_json
+from ministream.checkpoint_storage import CheckpointStorage
+from ministream.incremental import StateDelta, resolve, snapshot_operator
 from ministream.runtime import PhysicalGraph, Subtask
+from ministream.serialization import decode_json, encode_json
 
 @attrs.define
 class Checkpoint:
@@ -61,6 +63,9 @@ class Checkpoint:
     ['checkpoint.json', 'state/totals/0.json']
     >>> Checkpoint.from_files(checkpoint.files()) == checkpoint
     True
+    >>> delta = StateDelta(["aggregate"], {38: {"aggregate": {"alice": [3, 6.0]}}})
+    >>> sorted(Checkpoint(4, "microbatch", "aligned", 1, base=3, operators={"totals": {0: {"keyed": delta}}}).files())
+    ['checkpoint.json', 'state/totals/0.delta.json']
 
     Attributes:
         checkpoint_id: n (the batch id in the micro-batch model).
@@ -73,6 +78,8 @@ class Checkpoint:
         channels: ``{"receiver[i]#input position": [messages]}``, the in-flight data (unaligned only).
         progress: where the run was: micro-batch ``{"next_batch", "watermark", "late_watermark",
             "watermarks"}``; continuous ``{"clock", "rows_read"}``.
+        base: for an incremental checkpoint, the checkpoint it is built on: the keyed state in ``operators``
+            is then an ``incremental.StateDelta`` per subtask (``None``: a full checkpoint).
     """
 
     checkpoint_id: int
@@ -84,17 +91,20 @@ class Checkpoint:
     subtasks: dict = attrs.field(factory=dict)
     channels: dict = attrs.field(factory=dict)
     progress: dict = attrs.field(factory=dict)
+    base: int | None = None
 
     def files(self) -> dict[str, bytes]:
         """The checkpoint as files: ``checkpoint.json``, one ``state/<step>/<subtask>.json`` per operator
-        snapshot, and ``channels.json`` for in-flight data (like Spark's ``state/<operator>/<partition>``)."""
+        snapshot (``<subtask>.delta.json`` when its keyed state is a delta), and ``channels.json`` for
+        in-flight data (like Spark's ``state/<operator>/<partition>/<version>.snapshot`` and ``.delta``)."""
         header = {"checkpoint_id": self.checkpoint_id, "model": self.model, "mode": self.mode,
-                  "parallelism": self.parallelism, "sources": self.sources, "progress": self.progress,
-                  "subtasks": self.subtasks}
+                  "parallelism": self.parallelism, "base": self.base, "sources": self.sources,
+                  "progress": self.progress, "subtasks": self.subtasks}
         files = {"checkpoint.json": encode_json(header)}
         for step, snapshots in self.operators.items():
             for index, snapshot in snapshots.items():
-                files[f"state/{step}/{index}.json"] = encode_json(snapshot)
+                kind = ".delta" if isinstance(snapshot.get("keyed"), StateDelta) else ""
+                files[f"state/{step}/{index}{kind}.json"] = encode_json(snapshot)
         if self.channels:
             files["channels.json"] = encode_json(self.channels)
         return files
@@ -106,7 +116,8 @@ class Checkpoint:
         for path, data in sorted(files.items()):
             if path.startswith("state/"):
                 _, step, name = path.rsplit("/", 2)
-                checkpoint.operators.setdefault(step, {})[int(name.removesuffix(".json"))] = decode_json(data)
+                index = int(name.removesuffix(".json").removesuffix(".delta"))
+                checkpoint.operators.setdefault(step, {})[index] = decode_json(data)
         if "channels.json" in files:
             checkpoint.channels = decode_json(files["channels.json"])
         return checkpoint
@@ -114,19 +125,27 @@ class Checkpoint:
 
 def load_latest(storage: CheckpointStorage) -> Checkpoint | None:
     """The newest complete checkpoint in ``storage`` (torn and corrupt ones skipped, see
-    ``storage.problems``), or ``None``.
+    ``storage.problems``), or ``None``. An incremental one comes resolved: its deltas applied to the full
+    checkpoint they are built on (``incremental.resolve``).
 
     >>> from ministream.checkpoint_storage import MemoryStorage
     >>> storage = MemoryStorage(); load_latest(storage) is None
     True
     >>> storage.save_files(3, Checkpoint(3, "microbatch", "aligned", 1).files()); load_latest(storage).checkpoint_id
     3"""
-    found = storage.latest_files()
-    return None if found is None else Checkpoint.from_files(found[1])
+    chain = storage.latest_chain()
+    return None if chain is None else resolve([Checkpoint.from_files(files) for _, files in chain])
 
 
-def snapshot_subtask(subtask: Subtask) -> dict:
-    """One subtask's part of a checkpoint: its operator's snapshot, its watermark and its valve's state.
+def load_checkpoint(storage: CheckpointStorage, checkpoint_id: int) -> Checkpoint:
+    """One stored checkpoint, resolved like :func:`load_latest`'s; ``ValueError`` when it is torn or corrupt,
+    or built on one that is."""
+    return resolve([Checkpoint.from_files(files) for _, files in storage.chain(checkpoint_id)])
+
+
+def snapshot_subtask(subtask: Subtask, delta: bool = False) -> dict:
+    """One subtask's part of a checkpoint: its operator's snapshot (its keyed state as a delta when ``delta``,
+    see ``incremental.snapshot_operator``), its watermark and its valve's state.
 
     The valve's state is ``{"watermark", "idle", "channels": {position: {"watermark", "active", "aligned"}}}``
     (``watermark.WatermarkValve``); ``inputs`` gives the input number of each channel position (a restore at
@@ -141,7 +160,7 @@ def snapshot_subtask(subtask: Subtask) -> dict:
     {'operator': {'keyed': {122: {'aggregate': {'a': [1, 2.0]}}}}, 'watermark': None, 'inputs': [0], 'valve': None}
     """
     valve = subtask.valve
-    return {"operator": subtask.operator.snapshot(), "watermark": subtask.watermark,
+    return {"operator": snapshot_operator(subtask.operator, delta), "watermark": subtask.watermark,
             "inputs": [number for number, _ in subtask.inputs],
             "valve": None if valve is None else {"watermark": valve.watermark, "idle": valve.idle,
                                                  "channels": {p: dict(c) for p, c in valve.channels.items()}}}
@@ -164,8 +183,10 @@ class CheckpointCoordinator:
     >>> coordinator.in_progress(), coordinator.completed
     (False, [1])
 
-    State: ``self.pending = {checkpoint_id: {"sources": ..., "progress": ..., "acks": {subtask: snapshot}}}``,
-    the checkpoints in flight; ``self.completed`` (ids, in order) and ``self.next_id``.
+    State: ``self.pending = {checkpoint_id: {"sources", "progress", "base", "acks": {subtask: snapshot}}}``,
+    the checkpoints in flight; ``self.completed`` (ids, in order) and ``self.next_id``; for incremental
+    checkpoints, ``self.previous`` (the last one triggered: the next delta's base) and ``self.deltas`` (how
+    many deltas since the last full one).
 
     Args:
         graph: the running physical graph (which subtasks must acknowledge).
@@ -174,10 +195,13 @@ class CheckpointCoordinator:
         model, mode: recorded in every checkpoint.
         next_id: the id of the next checkpoint (after a restore: the restored one's + 1).
         on_complete: called with each completed ``Checkpoint`` (the drivers trace it).
+        incremental: ``None``: every checkpoint is full; ``k``: up to ``k`` incremental checkpoints (deltas)
+            after each full one (``incremental.py``; Spark's ``stateStore.minDeltasForSnapshot``). The first
+            checkpoint of a run, restored or not, is full: the subtasks' changes are counted from it.
     """
 
     def __init__(self, graph: PhysicalGraph, storage: CheckpointStorage, sinks: dict, model: str,
-                 mode: str = "aligned", next_id: int = 1, on_complete=None):
+                 mode: str = "aligned", next_id: int = 1, on_complete=None, incremental: int | None = None):
         self.graph = graph
         self.storage = storage
         self.sinks = sinks
@@ -188,6 +212,9 @@ class CheckpointCoordinator:
         self.expected = {str(subtask) for subtask in graph.subtasks if subtask.operator is not None}
         self.pending: dict[int, dict] = {}
         self.completed: list[int] = []
+        self.incremental = incremental
+        self.previous: int | None = None
+        self.deltas = 0
 
     def in_progress(self) -> bool:
         """Whether a checkpoint was triggered and has not completed yet."""
@@ -197,8 +224,18 @@ class CheckpointCoordinator:
         """Start checkpoint n with the sources' offsets; returns n (the caller sends the barriers)."""
         n = self.next_id if checkpoint_id is None else checkpoint_id
         self.next_id = n + 1
-        self.pending[n] = {"sources": sources, "progress": progress, "acks": {}}
+        base = None  # full, unless incremental and a full one came less than `incremental` deltas ago
+        if self.incremental and self.previous is not None and self.deltas < self.incremental:
+            base = self.previous
+        self.deltas = 0 if base is None else self.deltas + 1
+        self.previous = n
+        self.pending[n] = {"sources": sources, "progress": progress, "base": base, "acks": {}}
         return n
+
+    def is_delta(self, checkpoint_id: int) -> bool:
+        """Whether checkpoint n is incremental: each subtask then snapshots only what changed since its
+        previous snapshot, which belongs to checkpoint n - 1 (barriers reach a subtask in order)."""
+        return self.pending[checkpoint_id]["base"] is not None
 
     def acknowledge(self, checkpoint_id: int, subtask: Subtask, snapshot: dict) -> None:
         """A subtask took its snapshot for checkpoint n; the last acknowledgement completes it."""
@@ -209,7 +246,7 @@ class CheckpointCoordinator:
 
     def _complete(self, n: int, pending: dict) -> None:
         checkpoint = Checkpoint(n, self.model, self.mode, self.graph.parallelism, pending["sources"],
-                                progress=pending["progress"])
+                                progress=pending["progress"], base=pending["base"])
         for name, (subtask, snapshot) in sorted(pending["acks"].items()):
             checkpoint.operators.setdefault(subtask.step.name, {})[subtask.index] = snapshot["operator"]
             if self.model == "continuous":
@@ -220,7 +257,7 @@ class CheckpointCoordinator:
         for name, (subtask, snapshot) in sorted(pending["acks"].items()):
             for channel, messages in snapshot.get("in_flight_outputs", {}).items():  # then what the barrier
                 checkpoint.channels.setdefault(channel, []).extend(messages)         # overtook at the sender
-        self.storage.save_files(n, checkpoint.files())
+        self.storage.save_files(n, checkpoint.files(), base=checkpoint.base)
         self.completed.append(n)
         for sink in self.sinks.values():
             sink.commit(n)
@@ -253,11 +290,13 @@ class MicroBatchCheckpoints:
     Args:
         storage: where checkpoints and the offsets log go.
         sinks: ``{sink step: sinks.ExactlyOnceSink or AtLeastOnceSink}`` put in front of the flow's sinks.
+        incremental: up to this many delta checkpoints after each full one (``CheckpointCoordinator``).
     """
 
-    def __init__(self, storage: CheckpointStorage, sinks: dict | None = None):
+    def __init__(self, storage: CheckpointStorage, sinks: dict | None = None, incremental: int | None = None):
         self.storage = storage
         self.sinks = sinks or {}
+        self.incremental = incremental
         self.coordinator = None
         self.restored: Checkpoint | None = None
 
@@ -267,7 +306,8 @@ class MicroBatchCheckpoints:
         from ministream.recovery import install_sinks, restore_graph
 
         install_sinks(graph, self.sinks)
-        self.coordinator = CheckpointCoordinator(graph, self.storage, self.sinks, "microbatch")
+        self.coordinator = CheckpointCoordinator(graph, self.storage, self.sinks, "microbatch",
+                                                 incremental=self.incremental)
         self.restored = checkpoint = load_latest(self.storage)
         for sink in self.sinks.values():
             sink.recover(None if checkpoint is None else checkpoint.checkpoint_id)
@@ -306,8 +346,9 @@ class MicroBatchCheckpoints:
                                                                    "current": watermarks.current}}
         sources = {step.name: {"offset": k + 1} for step in graph.flow.sources}
         self.coordinator.trigger(sources, progress, checkpoint_id=k)
+        delta = self.coordinator.is_delta(k)
         for subtask in graph.subtasks:
             if subtask.operator is not None:
                 if subtask.step.name in self.sinks:
                     self.sinks[subtask.step.name].pre_commit(k)
-                self.coordinator.acknowledge(k, subtask, {"operator": subtask.operator.snapshot()})
+                self.coordinator.acknowledge(k, subtask, {"operator": snapshot_operator(subtask.operator, delta)})

@@ -1,29 +1,24 @@
-"""Checkpoint storage: where checkpoints are kept, how a half-written or damaged one is recognized, and how
-state becomes bytes.
+"""Checkpoint storage: where checkpoints are kept, and how a half-written or damaged one is recognized.
 
-A checkpoint is stored as a small set of files (``checkpoint.py`` says what is in them): one folder per
-checkpoint, ``chk-<id>/``, holding the files and a ``manifest.json`` that lists every file with its
-**sha256**. The rules that make a crash *while storing* harmless:
+A checkpoint is stored as a small set of files (``checkpoint.py`` says what is in them, ``serialization.py``
+how state becomes bytes): one folder per checkpoint, ``chk-<id>/``, holding the files and a ``manifest.json``
+that lists every file with its **sha256**. The rules that make a crash *while storing* harmless:
 
 1. every file is written under a temporary name, then renamed into place (a rename is atomic: a reader sees
    the whole file or none of it);
 2. the manifest is written last: a checkpoint without a manifest is **torn** (the run died while storing it);
 3. a file whose sha256 differs from the manifest's, or that is missing, makes the checkpoint **corrupt**;
-4. recovery takes the newest checkpoint that is neither, and reports each one it skipped, naming the file.
+4. recovery takes the newest checkpoint that is neither, and reports each one it skipped, naming the file;
+5. an *incremental* checkpoint (``incremental.py``) holds only what changed since its **base**, the checkpoint
+   before it: its manifest names the base and the base manifest's sha256. It is usable only when its base is,
+   and is still the one it was built on (a batch run again stores its checkpoint again, under the same id).
+   Deleting old checkpoints (``retain``) keeps every base a kept checkpoint is built on.
 
 The micro-batch model also keeps Spark's *offsets log*: ``offsets/<batch id>`` is written before batch k reads
 anything (its watermarks and source offsets), so a batch that crashed is run again exactly as it first ran.
 
 :class:`MemoryStorage` (the default) keeps the same files in a dict, so the same checks run in every test;
 :class:`DirectoryStorage` writes them to a folder a learner can open.
-
-**Serialization.** State is JSON where JSON can say it, with tags where it cannot, so that a snapshot comes
-back *equal* to what was stored: tuples (``{"__tuple__": [...]}``, e.g. a window ``(start, end)``), dicts
-whose keys are not strings (``{"__dict__": [[key, value], ...]}``: key groups are ints, keys may be tuples),
-sets, and the runtime's markers (in-flight channel contents of unaligned checkpoints). Anything else, such as
-the accumulator of a user's ``Custom`` aggregate, which may be any Python object, is pickled
-(``{"__pickle__": "<base64>"}``): pickle is the only general way to store an arbitrary object, and only
-ministream reads back what it wrote itself.
 
 >>> storage = MemoryStorage()
 >>> storage.save_files(1, {"checkpoint.json": encode_json({"offsets": {"events": 3}})})
@@ -37,94 +32,17 @@ checkpoint 2 skipped: chk-2/checkpoint.json is corrupt (its sha256 differs from 
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import os
-import pickle
 import shutil
 from pathlib import Path
 
 import attrs
 
+from ministream.serialization import decode_json, encode_json, from_plain, to_plain  # noqa: F401 (re-exported)
+
 MANIFEST = "manifest.json"
-
-
-# -- state as JSON ------------------------------------------------------------------------------------------
-
-def _markers() -> dict:
-    from ministream.runtime import Barrier, EndOfBatch, Watermark, WatermarkStatus
-
-    return {cls.__name__: cls for cls in (Barrier, EndOfBatch, Watermark, WatermarkStatus)}
-
-
-def to_plain(value):
-    """A value as JSON data that :func:`from_plain` turns back into an equal value.
-
-    >>> to_plain({38: {"windows": {"a": {(0, 10_000): [2, 5.0]}}}})
-    {'__dict__': [[38, {'windows': {'a': {'__dict__': [[{'__tuple__': [0, 10000]}, [2, 5.0]]]}}}]]}
-    >>> from_plain(to_plain({("a", 1): (1, None)}))
-    {('a', 1): (1, None)}
-    """
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, list):
-        return [to_plain(item) for item in value]
-    if isinstance(value, tuple):
-        return {"__tuple__": [to_plain(item) for item in value]}
-    if isinstance(value, dict):
-        if all(isinstance(key, str) and not key.startswith("__") for key in value):
-            return {key: to_plain(item) for key, item in value.items()}
-        return {"__dict__": [[to_plain(key), to_plain(item)] for key, item in value.items()]}
-    if isinstance(value, (set, frozenset)):
-        return {"__set__": [to_plain(item) for item in sorted(value, key=repr)]}
-    if type(value).__name__ in _markers() and isinstance(value, _markers()[type(value).__name__]):
-        return {"__marker__": type(value).__name__, "fields": to_plain(attrs.asdict(value, recurse=False))}
-    return {"__pickle__": base64.b64encode(pickle.dumps(value)).decode("ascii")}
-
-
-def from_plain(data):
-    """The value that :func:`to_plain` made ``data`` from.
-
-    >>> from_plain({"__dict__": [[{"__tuple__": [0, 10]}, [1, 2.0]]]})
-    {(0, 10): [1, 2.0]}"""
-    if isinstance(data, list):
-        return [from_plain(item) for item in data]
-    if not isinstance(data, dict):
-        return data
-    if "__tuple__" in data:
-        return tuple(from_plain(item) for item in data["__tuple__"])
-    if "__dict__" in data:
-        return {_hashable(from_plain(key)): from_plain(item) for key, item in data["__dict__"]}
-    if "__set__" in data:
-        return {_hashable(from_plain(item)) for item in data["__set__"]}
-    if "__marker__" in data:
-        return _markers()[data["__marker__"]](**from_plain(data["fields"]))
-    if "__pickle__" in data:
-        return pickle.loads(base64.b64decode(data["__pickle__"]))
-    return {key: from_plain(item) for key, item in data.items()}
-
-
-def _hashable(value):
-    return tuple(value) if isinstance(value, list) else value
-
-
-def encode_json(value) -> bytes:
-    """A value as the bytes of a JSON file (indented: checkpoint files are meant to be read by people).
-
-    >>> print(encode_json({"offset": 3}).decode())
-    {
-     "offset": 3
-    }"""
-    return json.dumps(to_plain(value), indent=1).encode("utf-8")
-
-
-def decode_json(data: bytes):
-    """The value stored by :func:`encode_json`.
-
-    >>> decode_json(encode_json({38: ("a", 1)}))
-    {38: ('a', 1)}"""
-    return from_plain(json.loads(data.decode("utf-8")))
 
 
 def sha256(data: bytes) -> str:
@@ -156,70 +74,132 @@ class CheckpointStorage:
     """What every storage does: store a checkpoint's files with a manifest, find the newest complete one,
     and keep the micro-batch offsets log. Subclasses say where bytes go (``_put``, ``_get``, ``_ids``...).
 
-    State: ``self.problems``, every :class:`CheckpointProblem` found by the last :meth:`latest_files`.
+    State: ``self.problems``, every :class:`CheckpointProblem` found by the last :meth:`latest_chain`.
 
     >>> storage = MemoryStorage()
     >>> storage.save_files(1, {"a.json": b"{}"}); storage.save_files(2, {"a.json": b"{}"})
     >>> del storage.files[2]["manifest.json"]      # the run died while storing checkpoint 2
     >>> storage.checkpoint_ids(), storage.latest_files()[0], len(storage.problems)
     ([1, 2], 1, 1)
+    >>> storage.save_files(3, {"a.json": b"{}"}, base=1)       # incremental: built on checkpoint 1
+    >>> [checkpoint_id for checkpoint_id, files in storage.latest_chain()]
+    [3, 1]
 
     Args:
-        retain: how many complete checkpoints to keep (older ones are deleted); ``None`` keeps them all.
+        retain: how many of the newest checkpoints to keep, with the checkpoints they are built on (older ones
+            are deleted); ``None`` keeps them all.
     """
 
     def __init__(self, retain: int | None = None):
         self.retain = retain
         self.problems: list[CheckpointProblem] = []
 
-    def save_files(self, checkpoint_id: int, files: dict[str, bytes]) -> None:
-        """Store one checkpoint: each file, then the manifest with every file's sha256 (rules 1 and 2). A
-        checkpoint stored again under the same id (a rerun batch) replaces the old one entirely."""
+    def save_files(self, checkpoint_id: int, files: dict[str, bytes], base: int | None = None) -> None:
+        """Store one checkpoint: each file, then the manifest with every file's sha256 (rules 1 and 2) and, for
+        an incremental checkpoint, its ``base`` (rule 5). A checkpoint stored again under the same id (a rerun
+        batch) replaces the old one entirely."""
         self._delete(checkpoint_id)
         for path, data in files.items():
             self._put(checkpoint_id, path, data)
-        manifest = {"checkpoint_id": checkpoint_id, "files": {path: sha256(data) for path, data in files.items()}}
+        manifest: dict = {"checkpoint_id": checkpoint_id}
+        if base is not None:
+            base_manifest = self._get(base, MANIFEST)
+            if base_manifest is None:
+                raise ValueError(f"checkpoint {checkpoint_id} is built on checkpoint {base}, which is not stored")
+            manifest["base"] = {"checkpoint_id": base, "manifest_sha256": sha256(base_manifest)}
+        manifest["files"] = {path: sha256(data) for path, data in files.items()}
         self._put(checkpoint_id, MANIFEST, json.dumps(manifest, indent=1).encode("utf-8"))
         if self.retain is not None:
-            for old in self.checkpoint_ids()[:-self.retain]:
-                self._delete(old)
+            needed = set()
+            for kept in self.checkpoint_ids()[-self.retain:]:
+                while kept is not None and kept not in needed:
+                    needed.add(kept)
+                    kept = self._base_of(kept)
+            for old in self.checkpoint_ids():
+                if old not in needed:
+                    self._delete(old)
 
     def checkpoint_ids(self) -> list[int]:
         """Ids of every stored checkpoint, complete or not, oldest first."""
         return sorted(self._ids())
 
     def latest_files(self) -> tuple[int, dict[str, bytes]] | None:
-        """The newest complete checkpoint as ``(id, {path: bytes})``, skipping torn and corrupt ones (rules 2-4);
-        ``None`` when there is none. What was skipped, and why, is in ``self.problems``."""
+        """The newest usable checkpoint as ``(id, {path: bytes})`` (rules 2-5); ``None`` when there is none.
+        What was skipped, and why, is in ``self.problems``."""
+        chain = self.latest_chain()
+        return None if chain is None else chain[0]
+
+    def latest_chain(self) -> list[tuple[int, dict[str, bytes]]] | None:
+        """The newest usable checkpoint and every checkpoint it is built on, newest first, as
+        ``[(id, {path: bytes}), ...]`` (one entry for a full checkpoint), skipping torn and corrupt ones and
+        those built on one (rules 2-5); ``None`` when there is none. The skipped ones are in ``self.problems``."""
         self.problems = []
         for checkpoint_id in reversed(self.checkpoint_ids()):
-            files, problem = self._verified(checkpoint_id)
+            chain, problem = self._verified_chain(checkpoint_id)
             if problem is None:
-                return checkpoint_id, files
+                return chain
             self.problems.append(problem)
         return None
 
-    def _verified(self, checkpoint_id: int) -> tuple[dict[str, bytes], CheckpointProblem | None]:
+    def chain(self, checkpoint_id: int) -> list[tuple[int, dict[str, bytes]]]:
+        """One checkpoint and every checkpoint it is built on, newest first (as :meth:`latest_chain`); raises
+        ``ValueError`` naming the problem when it is not usable."""
+        chain, problem = self._verified_chain(checkpoint_id)
+        if problem is not None:
+            raise ValueError(str(problem))
+        return chain
+
+    def _verified_chain(self, checkpoint_id: int) -> tuple[list, CheckpointProblem | None]:
+        chain, current = [], checkpoint_id
+        files, manifest, problem = self._verified(current)
+        while problem is None:
+            chain.append((current, files))
+            base = manifest.get("base")
+            if base is None:
+                return chain, None
+            raw = self._get(base["checkpoint_id"], MANIFEST)
+            files, manifest, problem = self._verified(base["checkpoint_id"])
+            if problem is None and sha256(raw) != base["manifest_sha256"]:
+                problem = CheckpointProblem(base["checkpoint_id"], f"chk-{base['checkpoint_id']}/{MANIFEST}",
+                                            f"is not the one checkpoint {current} was built on (checkpoint "
+                                            f"{base['checkpoint_id']} was stored again since)")
+            current = base["checkpoint_id"]
+        if problem.checkpoint_id != checkpoint_id:
+            problem = CheckpointProblem(checkpoint_id, problem.path, f"{problem.reason}, and checkpoint "
+                                        f"{checkpoint_id} is incremental: it needs checkpoint {current} whole")
+        return [], problem
+
+    def _verified(self, checkpoint_id: int) -> tuple[dict[str, bytes], dict, CheckpointProblem | None]:
+        """One checkpoint's files and manifest, checked against the manifest (rules 2 and 3)."""
         folder = f"chk-{checkpoint_id}"
         raw = self._get(checkpoint_id, MANIFEST)
         if raw is None:
-            return {}, CheckpointProblem(checkpoint_id, f"{folder}/{MANIFEST}",
-                                         "is missing: the checkpoint is torn (the run died while storing it)")
+            return {}, {}, CheckpointProblem(checkpoint_id, f"{folder}/{MANIFEST}",
+                                             "is missing: the checkpoint is torn (the run died while storing it)")
         try:
             manifest = json.loads(raw.decode("utf-8"))
         except ValueError:
-            return {}, CheckpointProblem(checkpoint_id, f"{folder}/{MANIFEST}", "is not valid JSON")
+            return {}, {}, CheckpointProblem(checkpoint_id, f"{folder}/{MANIFEST}", "is not valid JSON")
         files = {}
         for path, digest in manifest["files"].items():
             data = self._get(checkpoint_id, path)
             if data is None:
-                return {}, CheckpointProblem(checkpoint_id, f"{folder}/{path}",
-                                             "is missing: the checkpoint is torn")
+                return {}, {}, CheckpointProblem(checkpoint_id, f"{folder}/{path}",
+                                                 "is missing: the checkpoint is torn")
             if sha256(data) != digest:
-                return {}, CheckpointProblem(checkpoint_id, f"{folder}/{path}",
-                                             "is corrupt (its sha256 differs from the manifest's)")
+                return {}, {}, CheckpointProblem(checkpoint_id, f"{folder}/{path}",
+                                                 "is corrupt (its sha256 differs from the manifest's)")
             files[path] = data
-        return files, None
+        return files, manifest, None
+
+    def _base_of(self, checkpoint_id: int) -> int | None:
+        """The checkpoint an incremental checkpoint is built on, as its manifest says (``None``: full or torn)."""
+        raw = self._get(checkpoint_id, MANIFEST)
+        try:
+            base = json.loads(raw.decode("utf-8")).get("base") if raw is not None else None
+        except ValueError:
+            return None
+        return None if base is None else base["checkpoint_id"]
 
     # -- the micro-batch offsets log (Spark's offsets/N) ----------------------------------------------------
 

@@ -238,7 +238,7 @@ def run_with_recovery(flow, *, model: str = "microbatch", output_mode: str = "ap
                       storage: CheckpointStorage | None = None, interval: int = 2, mode: str = "aligned",
                       delivery: str = "exactly_once", sink_crash=None, trace: bool | Trace = False,
                       batch_timestamps: list[int] | None = None, idle_timeout=None, pictures: bool = False,
-                      max_restarts: int = 10) -> RecoveredRun:
+                      max_restarts: int = 10, incremental: int | None = None) -> RecoveredRun:
     """Run a dataflow with checkpoints; each time it crashes, recover from the last complete checkpoint.
 
     Args:
@@ -254,6 +254,8 @@ def run_with_recovery(flow, *, model: str = "microbatch", output_mode: str = "ap
         delivery: ``"exactly_once"`` (transactional sinks) or ``"at_least_once"``.
         sink_crash: a ``sinks.SinkCrash``, to crash one sink while it writes a micro-batch.
         trace: ``True`` (or a ``Trace``) to record every attempt, with the barriers and the restores.
+        incremental: ``None``: full checkpoints; ``k``: up to ``k`` incremental checkpoints (deltas of the keys
+            changed) after each full one (``incremental.py``).
 
     >>> from ministream.faults import crash_at
     >>> from ministream.lessons import get_lesson
@@ -279,10 +281,11 @@ def run_with_recovery(flow, *, model: str = "microbatch", output_mode: str = "ap
         try:
             if model == "microbatch":
                 graph = _microbatch_attempt(flow, current, seed, output_mode, watermark_policy, storage, sinks,
-                                            tracer, batch_timestamps, restored)
+                                            tracer, batch_timestamps, restored, incremental)
             else:
                 graph = _continuous_attempt(flow, current, seed, storage, sinks, interval, mode, tracer,
-                                            idle_timeout, restored, pictures_taken if pictures else None)
+                                            idle_timeout, restored, pictures_taken if pictures else None,
+                                            incremental)
             attempts.append(Attempt(current, restored["id"], None))
             break
         except SimulatedCrash as crash:
@@ -298,10 +301,11 @@ def run_with_recovery(flow, *, model: str = "microbatch", output_mode: str = "ap
     return RecoveredRun(model, outputs, attempts, problems, tracer, graph, pictures_taken)
 
 
-def _microbatch_attempt(flow, parallelism, seed, output_mode, policy, storage, sinks, tracer, timestamps, restored):
+def _microbatch_attempt(flow, parallelism, seed, output_mode, policy, storage, sinks, tracer, timestamps, restored,
+                        incremental):
     from ministream.microbatch import run_microbatch
 
-    hook = MicroBatchCheckpoints(storage, sinks)
+    hook = MicroBatchCheckpoints(storage, sinks, incremental)
     original = hook.restore
 
     def restore(graph, watermarks):
@@ -317,7 +321,7 @@ def _microbatch_attempt(flow, parallelism, seed, output_mode, policy, storage, s
 
 
 def _continuous_attempt(flow, parallelism, seed, storage, sinks, interval, mode, tracer, idle_timeout, restored,
-                        pictures):
+                        pictures, incremental):
     from ministream.barriers import CheckpointingDriver
     from ministream.clock import ManualClock
     from ministream.continuous import check_continuous
@@ -329,7 +333,7 @@ def _continuous_attempt(flow, parallelism, seed, storage, sinks, interval, mode,
     install_sinks(graph, sinks)
     checkpoint = load_latest(storage)
     coordinator = CheckpointCoordinator(graph, storage, sinks, "continuous", mode,
-                                        next_id=max(storage.checkpoint_ids(), default=0) + 1)
+                                        next_id=max(storage.checkpoint_ids(), default=0) + 1, incremental=incremental)
     timeout = None if idle_timeout is None else parse_duration(idle_timeout)
     driver = CheckpointingDriver(graph, clock, seed, timeout, tracer, coordinator=coordinator, interval=interval,
                                  mode=mode, sinks=sinks, pictures=pictures is not None)

@@ -25,15 +25,22 @@ Five primitives:
 1
 >>> backend.snapshot()
 {38: {'clicks': {'alice': 1}}}
+
+**Snapshots and changes.** A checkpoint's snapshot is a copy that copies only what can change
+(``copy_on_write.py``). The backend also keeps, per table, the keys changed since the last snapshot, so that
+an incremental checkpoint writes only those (``incremental.py``): the primitives mark their writes themselves
+(a read that hands out a list or a dict counts as one: the caller may change it in place); an operator that
+writes a table directly marks what it writes (:meth:`KeyedStateBackend.track_changes`).
 """
 
 from __future__ import annotations
 
-import copy
 from typing import Any, Callable
 
 import attrs
 
+from ministream.copy_on_write import copy_entries, is_frozen
+from ministream.incremental import take_delta
 from ministream.keygroups import MAX_PARALLELISM, key_group_of
 
 _MISSING = object()
@@ -44,6 +51,10 @@ class KeyedStateBackend:
 
     Layout: ``self.tables[state_name][key_group][key] = value``. The current key is set by the operator
     before it calls user code; the state primitives read and write under that key.
+
+    Changes: ``self.changes[state_name] = {key: None}``, the keys written or removed since the last snapshot
+    in the tables whose writers mark them (:meth:`track_changes`); ``self.tracked``: the tables marked since
+    the last snapshot began; ``self.copy_on_write``: the tables whose writers copy a value before changing it.
     """
 
     def __init__(self, max_parallelism: int = MAX_PARALLELISM):
@@ -52,6 +63,10 @@ class KeyedStateBackend:
         self.tables: dict[str, dict[int, dict]] = {}
         self.current_key = None
         self._current_group = None
+        self.changes: dict[str, dict] = {}  # {state_name: {key: None}}, in the order keys changed
+        self.tracked: set[str] = set()
+        self.copy_on_write: set[str] = set()
+        self.delta_snapshots = False  # set by incremental.snapshot_operator: snapshot() then gives a delta
 
     def set_current_key(self, key) -> None:
         """Scope every state primitive to ``key`` until the next call."""
@@ -61,6 +76,31 @@ class KeyedStateBackend:
     def table(self, name: str) -> dict[int, dict]:
         """The per-key-group table of one state, created empty on first use."""
         return self.tables.setdefault(name, {})
+
+    def track_changes(self, name: str, copy_on_write: bool = False) -> dict:
+        """Promise to mark every change of table ``name``; returns the ``{key: None}`` dict to mark keys in.
+        An incremental checkpoint then writes only the marked keys of the table (and the whole table until
+        the first snapshot after this call).
+
+        ``copy_on_write=True`` promises more: a value whose key is not marked yet is never changed in place,
+        but copied, changed and put back, then marked (Flink's copy-on-write state map does this). A
+        snapshot may then share the table's values instead of copying them: one ``dict()`` call per key group.
+
+        >>> backend = KeyedStateBackend(); changed = backend.track_changes("totals")
+        >>> backend.table("totals").setdefault(key_group_of("a"), {})["a"] = 5; changed["a"] = None
+        >>> backend.snapshot(); backend.changes
+        {122: {'totals': {'a': 5}}}
+        {'totals': {}}
+        """
+        if copy_on_write:
+            self.copy_on_write.add(name)
+        return self.changes.setdefault(name, {})
+
+    def mark_changed(self, name: str) -> None:
+        """Mark the current key of table ``name`` changed (nothing happens if the table is not tracked)."""
+        changes = self.changes.get(name)
+        if changes is not None:
+            changes[self.current_key] = None
 
     def get(self, name: str, default=None):
         """The current key's value of state ``name``, or ``default``."""
@@ -72,12 +112,14 @@ class KeyedStateBackend:
     def put(self, name: str, value) -> None:
         """Set the current key's value of state ``name``."""
         self.table(name).setdefault(self._current_group, {})[self.current_key] = value
+        self.mark_changed(name)
 
     def remove(self, name: str) -> None:
         """Remove the current key's value of state ``name`` (nothing happens if there is none)."""
         group = self.tables.get(name, {}).get(self._current_group)
         if group is not None:
             group.pop(self.current_key, None)
+            self.mark_changed(name)
             if not group:
                 del self.tables[name][self._current_group]
 
@@ -91,32 +133,66 @@ class KeyedStateBackend:
         return sum(len(group) for n in names for group in self.tables.get(n, {}).values())
 
     def snapshot(self, key_groups=None) -> dict[int, dict[str, dict]]:
-        """A deep copy of the state, laid out by key group first: ``{key_group: {state_name: {key: value}}}``.
+        """A copy of the state, laid out by key group first: ``{key_group: {state_name: {key: value}}}``
+        (``incremental.take_delta`` instead while ``delta_snapshots`` is set).
 
-        Laid out this way a snapshot can be split by key group and handed to other subtasks on restore.
+        Laid out this way a snapshot can be split by key group and handed to other subtasks on restore. A
+        snapshot of every key group is where changes are counted from: the marks are cleared.
         """
+        if self.delta_snapshots:
+            return take_delta(self)
+        share = key_groups is None  # a partial snapshot clears no marks, so it cannot share values
         out: dict[int, dict[str, dict]] = {}
         for name, groups in self.tables.items():
+            copy_table = dict if share and name in self.copy_on_write else copy_entries
             for group, entries in groups.items():
                 if entries and (key_groups is None or group in key_groups):
-                    out.setdefault(group, {})[name] = copy.deepcopy(entries)
+                    out.setdefault(group, {})[name] = copy_table(entries)
+        if key_groups is None:
+            self.start_counting()
         return dict(sorted(out.items()))
 
+    def start_counting(self) -> None:
+        """A snapshot (or a delta) was taken: clear the marks; every table tracked now counts from here."""
+        for changes in self.changes.values():
+            changes.clear()
+        self.tracked = set(self.changes)
+
     def restore(self, snapshot: dict[int, dict[str, dict]], key_groups=None) -> None:
-        """Load the key groups of a snapshot that this subtask owns (``key_groups``; all when ``None``)."""
+        """Load the key groups of a snapshot that this subtask owns (``key_groups``; all when ``None``).
+
+        The restored state is no snapshot of this backend: until the next one, no table counts as tracked
+        (a delta would write them whole), and copy-on-write tables share values with ``snapshot`` safely."""
         for group, states in snapshot.items():
             if key_groups is not None and group not in key_groups:
                 continue
             for name, entries in states.items():
-                self.table(name)[group] = copy.deepcopy(entries)
+                self.table(name)[group] = dict(entries) if name in self.copy_on_write else copy_entries(entries)
+        for changes in self.changes.values():
+            changes.clear()
+        self.tracked = set()
 
 
 class _KeyedState:
     """Shared plumbing: a named state in a backend, read and written under the backend's current key."""
 
+    marks_every_change = False
+    """Set in a class's *own* body when every change it makes goes through ``put``, ``remove`` or
+    ``mark_changed``: its table is then tracked for incremental checkpoints. A subclass is not trusted by
+    inheritance, since it may change the table some other way (``ttl.py``'s cleanup deletes entries itself):
+    until it says so too, its table is written whole in every incremental checkpoint."""
+
     def __init__(self, backend: KeyedStateBackend, name: str):
         self.backend = backend
         self.name = name
+        if type(self).__dict__.get("marks_every_change", False):
+            backend.track_changes(name)
+
+    def _handing_out(self, *values) -> None:
+        """The caller gets these stored values: one that can change in place (a list, a dict) counts as a
+        change of the current key, since the caller may change it without writing it back."""
+        if not all(map(is_frozen, values)):
+            self.backend.mark_changed(self.name)
 
     def clear(self) -> None:
         """Forget the current key's value."""
@@ -138,13 +214,17 @@ class ValueState(_KeyedState):
     42
     """
 
+    marks_every_change = True
+
     def __init__(self, backend: KeyedStateBackend, name: str, default=None):
         super().__init__(backend, name)
         self.default = default
 
     def value(self):
         """The current key's value, or the default when it has none."""
-        return self.backend.get(self.name, self.default)
+        value = self.backend.get(self.name, self.default)
+        self._handing_out(value)
+        return value
 
     def update(self, value) -> None:
         """Replace the current key's value."""
@@ -160,9 +240,13 @@ class ListState(_KeyedState):
     ['a', 'b']
     """
 
+    marks_every_change = True
+
     def get(self) -> list:
         """The current key's list (a copy; empty when it has none)."""
-        return list(self.backend.get(self.name, ()))
+        items = list(self.backend.get(self.name, ()))
+        self._handing_out(*items)
+        return items
 
     def add(self, value) -> None:
         """Append one value to the current key's list."""
@@ -171,6 +255,7 @@ class ListState(_KeyedState):
             self.backend.put(self.name, [value])
         else:
             items.append(value)
+            self.backend.mark_changed(self.name)
 
     def update(self, values) -> None:
         """Replace the current key's list."""
@@ -192,6 +277,8 @@ class MapState(_KeyedState):
     [('s2', 5)]
     """
 
+    marks_every_change = True
+
     def _map(self, create: bool = False) -> dict | None:
         found = self.backend.get(self.name)
         if found is None and create:
@@ -201,11 +288,14 @@ class MapState(_KeyedState):
 
     def get(self, map_key, default=None):
         """The value under ``map_key`` in the current key's dict."""
-        return (self._map() or {}).get(map_key, default)
+        value = (self._map() or {}).get(map_key, default)
+        self._handing_out(value)
+        return value
 
     def put(self, map_key, value) -> None:
         """Set ``map_key`` in the current key's dict."""
         self._map(create=True)[map_key] = value
+        self.backend.mark_changed(self.name)
 
     def contains(self, map_key) -> bool:
         """Whether the current key's dict has ``map_key``."""
@@ -216,6 +306,7 @@ class MapState(_KeyedState):
         found = self._map()
         if found is not None:
             found.pop(map_key, None)
+            self.backend.mark_changed(self.name)
             if not found:
                 self.clear()
 
@@ -225,7 +316,9 @@ class MapState(_KeyedState):
 
     def items(self) -> list[tuple]:
         """The (map key, value) pairs of the current key, in insertion order."""
-        return list((self._map() or {}).items())
+        pairs = list((self._map() or {}).items())
+        self._handing_out(*(value for _, value in pairs))
+        return pairs
 
 
 class ReducingState(_KeyedState):
@@ -238,13 +331,17 @@ class ReducingState(_KeyedState):
     9
     """
 
+    marks_every_change = True
+
     def __init__(self, backend: KeyedStateBackend, name: str, reduce: Callable[[Any, Any], Any]):
         super().__init__(backend, name)
         self.reduce = reduce
 
     def get(self):
         """The reduced value of the current key, or ``None`` when nothing was added."""
-        return self.backend.get(self.name)
+        value = self.backend.get(self.name)
+        self._handing_out(value)
+        return value
 
     def add(self, value) -> None:
         """Fold one value into the current key's reduced value."""
@@ -281,6 +378,8 @@ class AggregatingState(_KeyedState):
     7
     """
 
+    marks_every_change = True
+
     def __init__(self, backend: KeyedStateBackend, name: str, aggregate: Aggregate):
         super().__init__(backend, name)
         self.aggregate = aggregate
@@ -288,7 +387,9 @@ class AggregatingState(_KeyedState):
     def get(self):
         """The aggregate's result for the current key, or ``None`` when nothing was added."""
         acc = self.backend.get(self.name, _MISSING)
-        return None if acc is _MISSING else self.aggregate.result(acc)
+        result = None if acc is _MISSING else self.aggregate.result(acc)
+        self._handing_out(result)
+        return result
 
     def add(self, value) -> None:
         """Add one value to the current key's accumulator."""

@@ -73,8 +73,8 @@ def test_recovery_after_a_corrupt_checkpoint_still_gives_the_failure_free_output
     crash_at(flow, 6)  # batch 2 holds rows 5 and 6: the crash comes while it reads
     original_save = storage.save_files
 
-    def save_and_damage(checkpoint_id, files):
-        original_save(checkpoint_id, files)
+    def save_and_damage(checkpoint_id, files, base=None):
+        original_save(checkpoint_id, files, base)
         if checkpoint_id == 1:
             (tmp_path / "chk-1" / "checkpoint.json").write_bytes(b'{"damaged": 1}')
 
