@@ -19,7 +19,8 @@ seconds. Two ways to copy less:
 >>> backend = KeyedStateBackend()
 >>> table, changed = backend.table("totals"), backend.track_changes("totals", copy_on_write=True)
 >>> table[0] = {"a": [1]}; changed["a"] = None
->>> snapshot = backend.snapshot()               # shares the list [1] with the table, clears the marks
+>>> from ministream.incremental import checkpoint_snapshot
+>>> snapshot = checkpoint_snapshot(backend)     # shares the list [1] with the table, clears the marks
 >>> if "a" not in changed:                      # the writer: copy before changing, once per snapshot
 ...     table[0]["a"] = list(table[0]["a"]); changed["a"] = None
 >>> table[0]["a"][0] += 1; snapshot, table

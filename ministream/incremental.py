@@ -30,7 +30,7 @@ small and always written whole.
 >>> backend = KeyedStateBackend(); clicks = ValueState(backend, "clicks", default=0)
 >>> for user in ("alice", "bob", "carol"):
 ...     backend.set_current_key(user); clicks.update(1)
->>> full = backend.snapshot()             # checkpoint 1: every key
+>>> full = checkpoint_snapshot(backend)   # checkpoint 1: every key
 >>> backend.set_current_key("bob"); clicks.update(2)
 >>> backend.set_current_key("carol"); clicks.clear()
 >>> delta = take_delta(backend); delta    # checkpoint 2: bob's new count, carol gone, alice not written
@@ -102,7 +102,7 @@ def take_delta(backend) -> StateDelta:
     """What changed in a ``state.KeyedStateBackend`` since its last snapshot: for each table tracked since
     then, the entries of its marked keys and the marked keys that are gone; every other table whole. Like a
     snapshot, it clears the marks: the next delta counts from here. (``backend.snapshot()`` calls it while
-    ``backend.delta_snapshots`` is set.)"""
+    ``backend.checkpointing`` is ``"delta"``.)"""
     from ministream.copy_on_write import copy_entries, copy_value
     from ministream.keygroups import key_group_of
 
@@ -128,9 +128,21 @@ def take_delta(backend) -> StateDelta:
     return delta
 
 
+def checkpoint_snapshot(backend, delta: bool = False):
+    """What a checkpoint takes of one keyed state backend: a full snapshot (from which the backend counts
+    changes) or, with ``delta=True``, a :class:`StateDelta` since the last one. :func:`snapshot_operator`
+    does the same through an operator's ``snapshot()``."""
+    backend.checkpointing = "delta" if delta else "full"
+    try:
+        return backend.snapshot()
+    finally:
+        backend.checkpointing = None
+
+
 def snapshot_operator(operator, delta: bool = False) -> dict:
-    """An operator's ``snapshot()``; with ``delta=True``, its keyed state comes as a :class:`StateDelta`
-    (the backend's ``snapshot()`` gives one while ``delta_snapshots`` is set), the rest of it whole.
+    """An operator's ``snapshot()`` for a checkpoint: its keyed state is where the backend counts changes
+    from; with ``delta=True`` it comes as a :class:`StateDelta`, the rest of the snapshot whole. (The backend's
+    ``snapshot()`` does so while ``backend.checkpointing`` is set; the operators need not know.)
 
     >>> from ministream.aggregation import Count, RunningAggregate
     >>> from ministream.operators import StepContext
@@ -141,13 +153,13 @@ def snapshot_operator(operator, delta: bool = False) -> dict:
     {'keyed': StateDelta(tracked=['aggregate'], updated={122: {'aggregate': {'a': [2]}}}, removed={})}
     """
     backend = getattr(getattr(operator, "ctx", None), "state", None)
-    if not delta or backend is None:
+    if backend is None:
         return operator.snapshot()
-    backend.delta_snapshots = True
+    backend.checkpointing = "delta" if delta else "full"
     try:
         return operator.snapshot()
     finally:
-        backend.delta_snapshots = False
+        backend.checkpointing = None
 
 
 def resolve(chain: list):

@@ -26,11 +26,10 @@ Five primitives:
 >>> backend.snapshot()
 {38: {'clicks': {'alice': 1}}}
 
-**Snapshots and changes.** A checkpoint's snapshot is a copy that copies only what can change
-(``copy_on_write.py``). The backend also keeps, per table, the keys changed since the last snapshot, so that
-an incremental checkpoint writes only those (``incremental.py``): the primitives mark their writes themselves
-(a read that hands out a list or a dict counts as one: the caller may change it in place); an operator that
-writes a table directly marks what it writes (:meth:`KeyedStateBackend.track_changes`).
+**Snapshots and changes.** A snapshot copies only what can change (``copy_on_write.py``). The backend keeps
+the keys changed since the last checkpoint, which an incremental checkpoint writes (``incremental.py``): the
+primitives mark their writes (and reads that hand out a list or a dict, which the caller may change in place);
+an operator that writes a table directly marks what it writes (:meth:`KeyedStateBackend.track_changes`).
 """
 
 from __future__ import annotations
@@ -66,7 +65,7 @@ class KeyedStateBackend:
         self.changes: dict[str, dict] = {}  # {state_name: {key: None}}, in the order keys changed
         self.tracked: set[str] = set()
         self.copy_on_write: set[str] = set()
-        self.delta_snapshots = False  # set by incremental.snapshot_operator: snapshot() then gives a delta
+        self.checkpointing = None  # "full" or "delta" while a checkpoint takes its snapshot (incremental.py)
 
     def set_current_key(self, key) -> None:
         """Scope every state primitive to ``key`` until the next call."""
@@ -88,8 +87,10 @@ class KeyedStateBackend:
 
         >>> backend = KeyedStateBackend(); changed = backend.track_changes("totals")
         >>> backend.table("totals").setdefault(key_group_of("a"), {})["a"] = 5; changed["a"] = None
-        >>> backend.snapshot(); backend.changes
+        >>> backend.snapshot(); backend.changes           # a snapshot for no checkpoint: the marks stay
         {122: {'totals': {'a': 5}}}
+        {'totals': {'a': None}}
+        >>> backend.checkpointing = "full"; _ = backend.snapshot(); backend.changes
         {'totals': {}}
         """
         if copy_on_write:
@@ -133,22 +134,22 @@ class KeyedStateBackend:
         return sum(len(group) for n in names for group in self.tables.get(n, {}).values())
 
     def snapshot(self, key_groups=None) -> dict[int, dict[str, dict]]:
-        """A copy of the state, laid out by key group first: ``{key_group: {state_name: {key: value}}}``
-        (``incremental.take_delta`` instead while ``delta_snapshots`` is set).
+        """A copy of the state, laid out by key group first: ``{key_group: {state_name: {key: value}}}``.
 
-        Laid out this way a snapshot can be split by key group and handed to other subtasks on restore. A
-        snapshot of every key group is where changes are counted from: the marks are cleared.
+        Laid out this way a snapshot can be split by key group and handed to other subtasks on restore. One
+        that a checkpoint takes (``self.checkpointing``) is where changes are counted from: the marks are
+        cleared and copy-on-write values shared; a delta checkpoint gets ``incremental.take_delta`` instead.
         """
-        if self.delta_snapshots:
+        if self.checkpointing == "delta":
             return take_delta(self)
-        share = key_groups is None  # a partial snapshot clears no marks, so it cannot share values
+        counting = self.checkpointing == "full" and key_groups is None
         out: dict[int, dict[str, dict]] = {}
         for name, groups in self.tables.items():
-            copy_table = dict if share and name in self.copy_on_write else copy_entries
+            copy_table = dict if counting and name in self.copy_on_write else copy_entries
             for group, entries in groups.items():
                 if entries and (key_groups is None or group in key_groups):
                     out.setdefault(group, {})[name] = copy_table(entries)
-        if key_groups is None:
+        if counting:
             self.start_counting()
         return dict(sorted(out.items()))
 
@@ -168,9 +169,8 @@ class KeyedStateBackend:
                 continue
             for name, entries in states.items():
                 self.table(name)[group] = dict(entries) if name in self.copy_on_write else copy_entries(entries)
-        for changes in self.changes.values():
-            changes.clear()
-        self.tracked = set()
+        self.start_counting()
+        self.tracked = set()  # the marks were cleared, but no checkpoint counts from the restored state
 
 
 class _KeyedState:

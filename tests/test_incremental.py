@@ -9,7 +9,7 @@ from ministream import CollectingSink, Count, Dataflow, ScriptedSource
 from ministream.checkpoint import Checkpoint, load_checkpoint, load_latest
 from ministream.checkpoint_storage import MemoryStorage
 from ministream.crash_checks import failure_free_outputs, run_lesson_with_recovery, same_output
-from ministream.incremental import StateDelta, apply_delta, snapshot_operator
+from ministream.incremental import StateDelta, apply_delta, checkpoint_snapshot, snapshot_operator
 from ministream.keygroups import key_group_of
 from ministream.lessons import get_lesson
 from ministream.recovery import restore_graph, run_with_recovery
@@ -55,26 +55,17 @@ def test_removed_keys_stay_removed():
         backend.set_current_key(key)
         last.update(1)
     storage = MemoryStorage()
-    full = Checkpoint(1, "microbatch", "aligned", 1, operators={"s": {0: {"keyed": backend.snapshot()}}})
+    full = Checkpoint(1, "microbatch", "aligned", 1, operators={"s": {0: {"keyed": checkpoint_snapshot(backend)}}})
     storage.save_files(1, full.files())
     backend.set_current_key("b")
     last.clear()
-    delta = snapshot_operator_of(backend)
+    delta = checkpoint_snapshot(backend, delta=True)
     assert delta.removed and delta.updated == {}
     storage.save_files(2, Checkpoint(2, "microbatch", "aligned", 1, base=1, operators={"s": {0: {"keyed": delta}}}).files(),
                        base=1)
     restored = KeyedStateBackend()
     restored.restore(load_latest(storage).operators["s"][0]["keyed"])
     assert sorted(restored.keys("last")) == ["a", "c"]
-
-
-def snapshot_operator_of(backend):
-    """The delta a checkpoint takes of a backend (what ``snapshot_operator`` asks of it)."""
-    backend.delta_snapshots = True
-    try:
-        return backend.snapshot()
-    finally:
-        backend.delta_snapshots = False
 
 
 def test_a_lesson_with_removals_restores_without_them():
@@ -223,12 +214,12 @@ def test_primitives_mark_changes_made_in_place():
     for key in ("a", "b", "c", "d"):
         backend.set_current_key(key)
         seen.add(1), sessions.put("s", 1), count.update(1), box.update({"x": 1})
-    backend.snapshot()
+    checkpoint_snapshot(backend)
     backend.set_current_key("a"); seen.add(2)
     backend.set_current_key("b"); sessions.put("t", 2)
     backend.set_current_key("c"); count.value()
     backend.set_current_key("d"); box.value()["x"] = 2
-    delta = snapshot_operator_of(backend)
+    delta = checkpoint_snapshot(backend, delta=True)
     changed = {(name, key) for states in delta.updated.values() for name, entries in states.items()
                for key in entries}
     assert changed == {("seen", "a"), ("sessions", "b"), ("box", "d")}
@@ -242,12 +233,27 @@ def test_a_table_whose_writer_does_not_mark_is_written_whole():
     for key in ("a", "b"):
         backend.set_current_key(key)
         score.update(1)
-    base = backend.snapshot()
+    base = checkpoint_snapshot(backend)
     now[0] = 5
     backend.set_current_key("a")
     score.update(2)
     now[0] = 12
     score.remove_expired(12)   # b expired at 10; a lives until 15
-    delta = snapshot_operator_of(backend)
+    delta = checkpoint_snapshot(backend, delta=True)
     assert "score" not in delta.tracked
     assert apply_delta(base, delta) == {key_group_of("a"): {"score": {"a": (2, 15)}}}
+
+
+@pytest.mark.spark
+def test_spark_keeps_deltas_and_snapshots_as_the_tutorial_shows():
+    """Spark's state store writes a ``.delta`` per batch and, with ``minDeltasForSnapshot=2``, a ``.snapshot``
+    now and then: a short query shows both, and so does tutorial 15's recorded listing."""
+    from pathlib import Path
+
+    from ministream.spark.state_files import BLOCK, state_files
+
+    outline = state_files()
+    assert ".delta" in outline and ".snapshot" in outline, outline
+    page = Path(__file__).resolve().parent.parent / "tutorials" / "15-checkpoint-recovery.md"
+    shown = BLOCK.search(page.read_text()).group(2)
+    assert ".delta" in shown and ".snapshot" in shown, "run .venv/bin/python -m ministream.spark.state_files"
