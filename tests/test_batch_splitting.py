@@ -28,12 +28,13 @@ Where no row can be late, a split changes no final result: complete mode filters
 batch's table of windows is the same whatever the split), and neither does a running aggregation without a
 watermark (the same last table in complete mode, the same last value per key in update mode).
 
-Only the micro-batch engine runs here (no Spark); ``tests/test_window_fuzz.py`` checks the model itself
-against Spark.
+The properties run the micro-batch engine only (no Spark); ``tests/test_window_fuzz.py`` checks the model itself
+against Spark, and the last test runs the two worked examples through Spark.
 """
 
 from collections import Counter
 
+import pytest
 from hypothesis import given, settings, target
 from hypothesis import strategies as st
 
@@ -297,3 +298,15 @@ def test_update_running_aggregation_ends_with_the_same_values_per_key_whatever_t
     for candidate in (script, split_script(*split)):
         assert {key[0]: value for key, value in last_values(running_run(candidate, "update"), "key").items()} \
             == totals(script)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("script", [[[a(5)], [a(12), a(3)]], [[a(5)], [a(12)], [a(3)]], [[a(1), a(2)], [a(1)]],
+                                    [[a(2)], [a(1)], [a(1)]]], ids=["R unsplit", "R split", "next unsplit",
+                                                                    "next split"])
+def test_the_two_examples_are_what_spark_does(script):
+    """The two examples above, split and unsplit, give the same batches in Spark (the tumbling-window twin with
+    2-second windows and no delay): Spark makes the same rows late."""
+    from ministream.lessons import compare_lesson, get_lesson
+    result = compare_lesson(get_lesson("tumbling-window"), script, {"size": "2 seconds", "delay": "0 seconds"})
+    assert result.matches, result.table()
