@@ -207,3 +207,22 @@ def test_fuzzing_finds_no_difference(name, params):
     (what ``ministream fuzz LESSON --runs 1 --seed 2`` checks)."""
     report = fuzz_lesson(get_lesson(name), runs=1, seed=CI_FUZZ_SEED, params=params, shrink_budget=0)
     assert report.matches, "\n".join(outcome.describe() for outcome in report.outcomes)
+
+
+def test_the_results_page_has_a_row_for_every_lesson_and_a_replay_for_every_disagreement():
+    """tutorials/differential-testing.md's table (recorded by tutorials/record_fuzz.py) has one row per lesson
+    with a twin, in teaching order, 20 scripts each; a lesson where some disagreed names the events file that
+    replays it, and the file is in tests/data/fuzz/."""
+    import re
+    from pathlib import Path
+
+    from ministream.lessons import all_lessons
+    root = Path(__file__).resolve().parent.parent
+    page = (root / "tutorials" / "differential-testing.md").read_text()
+    rows = re.findall(r"^\| `([\w-]+)` \| (\d+) \| (\d+) \| (\d+) \|$", page, re.M)
+    assert [name for name, *_ in rows] == [lesson.name for lesson in all_lessons() if lesson.twin is not None]
+    for name, runs, agreed, _ in rows:
+        assert int(runs) == 20 and 0 <= int(agreed) <= 20
+        replays = re.findall(rf"^- `{name}`: replay: ministream compare {name} --events (\S+)", page, re.M)
+        assert len(replays) == int(runs) - int(agreed)
+        assert all((root / path).exists() for path in replays)
