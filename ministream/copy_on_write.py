@@ -7,7 +7,7 @@ seconds. Two ways to copy less:
 
 1. **copy only what can change** (:func:`copy_entries`, :func:`copy_value`): numbers, strings and tuples of
    them never change, so a table of them is copied with one ``dict()`` call and its values are shared; a table
-   of lists of numbers gets a slice per value; only other values are walked one by one;
+   of lists of numbers and strings gets a slice per value; only other values are walked one by one;
 2. **copy on write**: a writer that never changes a value that a snapshot may hold lets every snapshot share
    all its values. It keeps the keys it changed since the last snapshot (it marks them for incremental
    checkpoints anyway: ``KeyedStateBackend.track_changes``); a value whose key is not marked yet may be in
@@ -15,16 +15,16 @@ seconds. Two ways to copy less:
    writes before the next snapshot change the copy in place. Flink's heap state backend does the same with a
    version number per entry (``CopyOnWriteStateMap``); ``aggregation.RunningAggregate`` does it here.
 
+>>> from ministream.incremental import checkpoint_snapshot
 >>> from ministream.state import KeyedStateBackend
 >>> backend = KeyedStateBackend()
 >>> table, changed = backend.table("totals"), backend.track_changes("totals", copy_on_write=True)
->>> table[0] = {"a": [1]}; changed["a"] = None
->>> from ministream.incremental import checkpoint_snapshot
->>> snapshot = checkpoint_snapshot(backend)     # shares the list [1] with the table, clears the marks
->>> if "a" not in changed:                      # the writer: copy before changing, once per snapshot
-...     table[0]["a"] = list(table[0]["a"]); changed["a"] = None
->>> table[0]["a"][0] += 1; snapshot, table
-({0: {'totals': {'a': [1]}}}, {0: {'a': [2]}})
+>>> table[122] = {"a": [1]}; changed["a"] = None    # key "a" lives in key group 122
+>>> snapshot = checkpoint_snapshot(backend)       # shares the list [1] with the table, clears the marks
+>>> if "a" not in changed:                        # the writer: copy before changing, once per snapshot
+...     table[122]["a"] = list(table[122]["a"]); changed["a"] = None
+>>> table[122]["a"][0] += 1; snapshot, table
+({122: {'totals': {'a': [1]}}}, {122: {'a': [2]}})
 """
 
 from __future__ import annotations

@@ -22,9 +22,11 @@ references to know when a file may be deleted.
 **Knowing what changed.** The keyed state backend (``state.py``) keeps, per table, the keys marked changed
 since the last snapshot. The state primitives (``ValueState``...) mark every write themselves. An operator
 that writes a table directly marks what it writes (``KeyedStateBackend.track_changes``; ``RunningAggregate``
-does). A table whose writer never said it marks its changes is written *whole* in every delta: correctness
-never depends on an operator remembering to mark. Timers and the operators' other state (watermarks...) are
-small and always written whole.
+does; an operator that builds its table only when a checkpoint is taken may build just the marked keys for a
+delta, since :func:`take_delta` reads no other). A table whose writer never said it marks its changes is
+written *whole* in every delta: correctness never depends on an operator remembering to mark. Timers and the
+operators' other state (watermarks...) are small and always written whole. Only a checkpoint's snapshot
+(:func:`checkpoint_snapshot`, :func:`snapshot_operator`) is where the marks start again.
 
 >>> from ministream.state import KeyedStateBackend, ValueState
 >>> backend = KeyedStateBackend(); clicks = ValueState(backend, "clicks", default=0)
@@ -33,7 +35,7 @@ small and always written whole.
 >>> full = checkpoint_snapshot(backend)   # checkpoint 1: every key
 >>> backend.set_current_key("bob"); clicks.update(2)
 >>> backend.set_current_key("carol"); clicks.clear()
->>> delta = take_delta(backend); delta    # checkpoint 2: bob's new count, carol gone, alice not written
+>>> delta = checkpoint_snapshot(backend, delta=True); delta   # checkpoint 2: alice not written
 StateDelta(tracked=['clicks'], updated={82: {'clicks': {'bob': 2}}}, removed={47: {'clicks': ['carol']}})
 >>> apply_delta(full, delta)
 {38: {'clicks': {'alice': 1}}, 82: {'clicks': {'bob': 2}}}

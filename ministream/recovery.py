@@ -104,6 +104,9 @@ def restore_graph(graph: PhysicalGraph, checkpoint) -> None:
     >>> restore_graph(graph, checkpoint)   # taken with 1 subtask, restored into 2: bob's group 82 moves
     >>> [subtask.operator.groups for subtask in graph.by_step["totals"]]
     [{38: {'alice': [1, 1.0]}}, {82: {'bob': [2, 5.0]}}]"""
+    if checkpoint.base is not None:
+        raise PipelineError(f"checkpoint {checkpoint.checkpoint_id} holds deltas on checkpoint {checkpoint.base}: "
+                            "load it with checkpoint.load_checkpoint or load_latest, which apply them")
     if checkpoint.channels and checkpoint.parallelism != graph.parallelism:
         raise PipelineError(f"checkpoint {checkpoint.checkpoint_id} is unaligned: its in-flight data belongs to "
                             f"the channels of parallelism {checkpoint.parallelism}, and ministream restores it "

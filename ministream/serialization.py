@@ -89,7 +89,17 @@ def _is_list(value) -> bool:
 
 def _plain_table(value: dict) -> bool:
     """A dict JSON stores as it is: string keys (no tag among them) and plain values."""
-    return set(map(type, value)) <= {str} and not any(tag in value for tag in TAGS) and is_plain(value.values())
+    return _all_strings(value) and not any(tag in value for tag in TAGS) and is_plain(value.values())
+
+
+def _all_strings(keys) -> bool:
+    """Whether every key is a string: ``str.join`` checks each in C (it refuses anything else), faster than
+    collecting the keys' types."""
+    try:
+        "".join(keys)
+    except TypeError:
+        return False
+    return True
 
 
 def to_plain(value):

@@ -257,3 +257,16 @@ def test_spark_keeps_deltas_and_snapshots_as_the_tutorial_shows():
     page = Path(__file__).resolve().parent.parent / "tutorials" / "15-checkpoint-recovery.md"
     shown = BLOCK.search(page.read_text()).group(2)
     assert ".delta" in shown and ".snapshot" in shown, "run .venv/bin/python -m ministream.spark.state_files"
+
+
+def test_a_delta_checkpoint_read_alone_is_not_restored():
+    """A delta checkpoint read from its files alone (without the checkpoints it is built on) is refused by
+    ``restore_graph``, which says how to load it."""
+    from ministream.operators import PipelineError
+
+    storage = _incremental_storage()
+    lesson = get_lesson("running-aggregation")
+    graph = PhysicalGraph(lesson.pipeline(lesson.default_script, {}), 1, output_mode="update")
+    with pytest.raises(PipelineError, match="checkpoint 2 holds deltas on checkpoint 1: load it with"):
+        restore_graph(graph, Checkpoint.from_files(storage.files[2]))
+    restore_graph(graph, load_checkpoint(storage, 2))
