@@ -171,6 +171,7 @@ class WindowAggregate(Operator):
     def open(self, ctx):
         super().open(ctx)
         self.windows = self.state_layout()
+        ctx.state.track_changes("windows")  # marked at checkpoints, from what self.windows remembers
         self.touched = {}  # {(key, (start, end)): None}: what this batch added to, in first-touched order
         self.late_rows: list[LateRow] = []
         self.batch = BatchInfo(0)
@@ -201,6 +202,7 @@ class WindowAggregate(Operator):
         slide = self.assigner.slide
         late_watermark = self._late_watermark()
         touched = self.touched if self.ctx.output_mode == "update" else None
+        changed = self.windows.changed  # the keys changed since the last checkpoint, once there was one
         pane_start, pane_end = 1, 0  # the pane of the previous row, [start, end): none yet
         not_aggregated = 0  # rows without event time, or late for all their windows
         for key, row in pairs:
@@ -222,6 +224,8 @@ class WindowAggregate(Operator):
                 not_aggregated += not in_time
             for table in tables:
                 fold(table, key, row)
+            if changed is not None and tables:
+                changed[key] = None
             if touched is not None:
                 for window in in_time:
                     touched[(key, window)] = None
@@ -322,6 +326,8 @@ class WindowAggregate(Operator):
             if watermark is not None and window[1] - 1 + lateness <= watermark:
                 continue  # Flink's isWindowLate: this window's state is gone
             self._fold(self.windows.keys_of(window), key, row)
+            if self.windows.changed is not None:
+                self.windows.changed[key] = None
             added = True
             if watermark is not None and window[1] - 1 <= watermark:  # it already fired: fire it again
                 self._emit([(window, {key: self.windows.get(key, window)})], f"late firing: end - 1 <= watermark "
@@ -359,12 +365,24 @@ class WindowAggregate(Operator):
 
     def snapshot(self):
         """The keyed state table ``"windows"`` by key group (``{key_group: {key: {window: accumulators}}}``),
-        made from the working layout at the moment of the checkpoint, plus the watermarks the step went by."""
-        self.ctx.state.tables["windows"] = self.windows.by_key_group()
+        made from the working layout at the moment of the checkpoint, plus the watermarks the step went by.
+
+        For an incremental checkpoint (``incremental.py``) the table holds only the keys whose windows changed
+        since the last checkpoint, and those keys are marked: the delta writes them, or writes them as removed
+        when they have no window left."""
+        state = self.ctx.state
+        delta = state.checkpointing == "delta" and "windows" in state.tracked
+        changed = self.windows.changed_keys() if delta else None
+        state.tables["windows"] = self.windows.by_key_group(changed)
+        if delta:
+            state.changes["windows"].update(dict.fromkeys(changed))
         try:
-            return {**super().snapshot(), "evicted_with": self.evicted_with, "watermark": self.watermark}
+            snapshot = {**super().snapshot(), "evicted_with": self.evicted_with, "watermark": self.watermark}
         finally:
-            del self.ctx.state.tables["windows"]
+            del state.tables["windows"]
+        if state.checkpointing:
+            self.windows.count_changes()  # a checkpoint: changes count from here
+        return snapshot
 
     def restore(self, snapshot, key_groups=None):
         super().restore(snapshot, key_groups)

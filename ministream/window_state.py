@@ -14,6 +14,10 @@ layout when a snapshot is taken: a cost paid per checkpoint, not per row. Flink'
 same with a different split: its keyed state holds ``(key, window) -> accumulator`` per key group, and timers
 (one per window end) find the windows to close.
 
+Once a checkpoint has been taken (:meth:`count_changes`), each layout also remembers, in ``changed``, the keys
+that changed since, for an incremental checkpoint (``incremental.py``) to write again or write as removed:
+the keys of the windows it closes, and the keys its writer marks (the window step marks each row's key).
+
 >>> state = WindowsByWindow()
 >>> state.keys_of((0, 10))["a"] = [1]
 >>> state.keys_of((0, 10))["b"] = [2]
@@ -35,6 +39,15 @@ class WindowsByWindow:
 
     def __init__(self):
         self.windows: dict[tuple[int, int], dict] = {}
+        self.changed: dict | None = None  # {key: None} since the last checkpoint (None: no checkpoint yet)
+
+    def count_changes(self) -> None:
+        """A checkpoint was taken: from now on, remember the keys that change, until the next one."""
+        self.changed = {}
+
+    def changed_keys(self) -> list:
+        """The keys marked or closed since the last checkpoint, in the order they changed."""
+        return list(self.changed or ())
 
     def keys_of(self, window) -> dict:
         """The ``{key: accumulators}`` table of one window, made empty the first time."""
@@ -54,18 +67,24 @@ class WindowsByWindow:
     def take_final(self, watermark: int, lateness: int = 0) -> list[tuple]:
         """Remove every window with ``end + lateness <= watermark``; return them as :meth:`items` does."""
         final = [window for window in self.windows if window[1] + lateness <= watermark]
-        return [(window, self.windows.pop(window)) for window in final]
+        final = [(window, self.windows.pop(window)) for window in final]
+        if self.changed is not None:
+            for _, by_key in final:
+                self.changed.update(dict.fromkeys(by_key))
+        return final
 
     def size(self) -> int:
         """How many (key, window) accumulators there are."""
         return sum(map(len, self.windows.values()))
 
-    def by_key_group(self) -> dict:
-        """The checkpoint's layout: ``{key_group: {key: {window: accumulators}}}``, key groups in order."""
+    def by_key_group(self, keys: list | None = None) -> dict:
+        """The checkpoint's layout: ``{key_group: {key: {window: accumulators}}}``, key groups in order; of
+        ``keys`` only, when given (a key without windows is left out)."""
+        wanted = None if keys is None else set(keys)
         groups: dict = {}
         for window, by_key in self.windows.items():
-            for key, accumulators in by_key.items():
-                groups.setdefault(key_group_of(key), {}).setdefault(key, {})[window] = accumulators
+            for key in (by_key if wanted is None else by_key.keys() & wanted):
+                groups.setdefault(key_group_of(key), {}).setdefault(key, {})[window] = by_key[key]
         return dict(sorted(groups.items()))
 
     def load(self, groups: dict) -> None:
@@ -81,6 +100,17 @@ class WindowsByKey:
 
     def __init__(self):
         self.keys: dict = {}
+        self.changed: dict | None = None  # {key: None} since the last checkpoint (None: no checkpoint yet)
+
+    def count_changes(self) -> None:
+        self.changed = {}
+
+    def changed_keys(self) -> list:
+        return list(self.changed or ())
+
+    def _mark(self, key) -> None:
+        if self.changed is not None:
+            self.changed[key] = None
 
     def get(self, key, window):
         return self.keys[key][window]
@@ -100,6 +130,7 @@ class WindowsByKey:
             by_window = self.keys[key]
             for window in [window for window in by_window if window[1] + lateness <= watermark]:
                 taken.append((window, {key: by_window.pop(window)}))
+                self._mark(key)
             if not by_window:
                 del self.keys[key]
         return taken
@@ -107,6 +138,7 @@ class WindowsByKey:
     def put(self, key, window, accumulators) -> None:
         """Store the accumulators of ``(key, window)`` (a session that merged others)."""
         self.keys.setdefault(key, {})[window] = accumulators
+        self._mark(key)
 
     def pop(self, key, window):
         """Remove ``(key, window)`` and return its accumulators."""
@@ -114,15 +146,16 @@ class WindowsByKey:
         accumulators = by_window.pop(window)
         if not by_window:
             del self.keys[key]
+        self._mark(key)
         return accumulators
 
     def size(self) -> int:
         return sum(map(len, self.keys.values()))
 
-    def by_key_group(self) -> dict:
+    def by_key_group(self, keys: list | None = None) -> dict:
         groups: dict = {}
-        for key, by_window in self.keys.items():
-            groups.setdefault(key_group_of(key), {})[key] = dict(by_window)
+        for key in (self.keys if keys is None else [key for key in keys if key in self.keys]):
+            groups.setdefault(key_group_of(key), {})[key] = dict(self.keys[key])
         return dict(sorted(groups.items()))
 
     def load(self, groups: dict) -> None:

@@ -10,7 +10,7 @@ def test_the_engine_figures_are_all_measured():
     bench_engine(figures, make_events(3_000, keys=20), say=lambda text: None, repeat=1)
     pipelines = ("map_filter", "running_count", "tumbling_count", "session_window", "stream_join")
     expected = {"python_loop_events_per_s", "tumbling_count_checkpoint_every_10k_events_per_s",
-                "tumbling_count_ratio_to_loop"}
+                "tumbling_count_incremental_checkpoint_every_10k_events_per_s", "tumbling_count_ratio_to_loop"}
     expected |= {f"{name}{suffix}_events_per_s" for name in pipelines for suffix in ("", "_p4")}
     assert set(figures) == expected
     assert all(value > 0 for value in figures.values())

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from ministream import Avg, Count, Custom, Dataflow, Max, Min, ScriptedSource, CollectingSink, Sum, run_microbatch
 from ministream.continuous import run_continuous
+from ministream.incremental import snapshot_operator
 from ministream.operators import BatchInfo, PipelineError, StepContext
 from ministream.window_aggregation import WindowAggregate
 from ministream.windows import Sliding, Tumbling, sliding
@@ -184,3 +185,29 @@ def test_each_row_counts_in_exactly_the_windows_that_contain_it_whatever_the_pan
     op.on_batch_end(BatchInfo(0, None, None))
     expected = Counter(window for ts in times for window in sliding(ts, size, slide, offset))
     assert {(r["window_start"], r["window_end"]): r["count"] for r in ctx.emitted} == dict(expected)
+
+
+def test_an_incremental_checkpoint_writes_only_the_keys_whose_windows_changed():
+    """After a full checkpoint, a delta holds the keys that got rows (with all their windows) and, as removed,
+    the keys whose last window closed; a key nothing happened to is not in it."""
+    op = WindowAggregate(("key",), Tumbling(10_000), {"count": Count()})
+    op.open(StepContext.for_testing(output_mode="append"))
+    op.on_batch_start(BatchInfo(0, 0, 0))
+    op.process([(f"k{i}", e(1, f"k{i}")) for i in range(100)] + [("idle", e(15, "idle"))], 0)
+    op.on_batch_end(BatchInfo(0, 0, 0))
+    snapshot_operator(op)  # the full checkpoint the deltas build on
+
+    def written(delta):
+        updated = {key: by_window for states in delta.updated.values() for key, by_window in states["windows"].items()}
+        removed = sorted(key for states in delta.removed.values() for key in states["windows"])
+        return updated, removed
+
+    op.on_batch_start(BatchInfo(1, 0, 0))
+    op.process([("k1", e(2, "k1")), ("k2", e(3, "k2")), ("k2", e(12, "k2"))], 0)
+    op.on_batch_end(BatchInfo(1, 0, 0))
+    assert written(snapshot_operator(op, delta=True)["keyed"]) == (
+        {"k1": {(0, 10_000): [2]}, "k2": {(0, 10_000): [2], (10_000, 20_000): [1]}}, [])
+    op.on_batch_start(BatchInfo(2, 10_000, 0))  # [0, 10) closes for every key
+    op.on_batch_end(BatchInfo(2, 10_000, 0))
+    updated, removed = written(snapshot_operator(op, delta=True)["keyed"])
+    assert updated == {"k2": {(10_000, 20_000): [1]}} and removed == sorted(f"k{i}" for i in range(100) if i != 2)
