@@ -229,3 +229,25 @@ class WatermarkValve:
             return None  # rule 1: never down, and only a rise is news
         self.watermark = time
         return time
+
+
+def watermarked_columns(step) -> set[str]:
+    """The event-time columns that a ``with_watermark`` step upstream of ``step`` (or ``step`` itself) tracks.
+
+    >>> from ministream.dataflow import Dataflow
+    >>> from ministream.testing import ScriptedSource
+    >>> flow = Dataflow("f")
+    >>> stream = flow.source("events", ScriptedSource([])).with_watermark("wm", "ts", "5 seconds")
+    >>> watermarked_columns(stream.map("copy", dict).step)
+    {'ts'}
+    """
+    found, todo, seen = set(), [step], set()
+    while todo:
+        current = todo.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if current.kind == "watermark":
+            found.add(current.options["column"])
+        todo.extend(edge.upstream for edge in current.inputs)
+    return found

@@ -48,30 +48,9 @@ from ministream.aggregation import key_columns_of, table_folder
 from ministream.late_rows import LateRow, dropped_flags  # noqa: F401  (dropped_flags: for notebooks)
 from ministream.operators import BatchInfo, Operator, PipelineError
 from ministream.times import format_clock, format_duration, parse_duration
+from ministream.watermark import watermarked_columns
 from ministream.window_state import WindowsByWindow
 from ministream.windows import describe_window
-
-
-def watermarked_columns(step) -> set[str]:
-    """The event-time columns that a ``with_watermark`` step upstream of ``step`` (or ``step`` itself) tracks.
-
-    >>> from ministream.dataflow import Dataflow
-    >>> from ministream.testing import ScriptedSource
-    >>> flow = Dataflow("f")
-    >>> stream = flow.source("events", ScriptedSource([])).with_watermark("wm", "ts", "5 seconds")
-    >>> watermarked_columns(stream.map("copy", dict).step)
-    {'ts'}
-    """
-    found, todo, seen = set(), [step], set()
-    while todo:
-        current = todo.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        if current.kind == "watermark":
-            found.add(current.options["column"])
-        todo.extend(edge.upstream for edge in current.inputs)
-    return found
 
 
 def build_window(keyed, name: str, assigner, *, column: str = "ts", allowed_lateness=0,
