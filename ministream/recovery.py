@@ -33,12 +33,11 @@ True
 
 from __future__ import annotations
 
-import copy
-
 import attrs
 
 from ministream.checkpoint import CheckpointCoordinator, MicroBatchCheckpoints, load_latest
 from ministream.checkpoint_storage import CheckpointStorage, MemoryStorage
+from ministream.copy_on_write import copy_value
 from ministream.faults import SimulatedCrash
 from ministream.keygroups import key_group_range
 from ministream.operators import PipelineError
@@ -121,7 +120,7 @@ def restore_graph(graph: PhysicalGraph, checkpoint) -> None:
         else:
             merged = merge_snapshots(step.name, [saved[index] for index in sorted(saved)])
             for subtask in subtasks:
-                subtask.operator.restore(copy.deepcopy(merged), key_group_range(subtask.index, len(subtasks)))
+                subtask.operator.restore(copy_value(merged), key_group_range(subtask.index, len(subtasks)))
         if checkpoint.model == "continuous":
             _restore_watermarks(step.name, subtasks, checkpoint.subtasks)
 
