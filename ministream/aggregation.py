@@ -30,6 +30,11 @@ from ministream.keygroups import key_group_of
 from ministream.operators import Operator, PipelineError
 
 
+def identity(accumulator):
+    """The result of an aggregate whose accumulator is already its result (count, sum, min, max)."""
+    return accumulator
+
+
 @attrs.frozen
 class AggregateFunction:
     """One aggregate over one column: ``create`` an accumulator, ``add`` a value, ``merge`` two, read the
@@ -40,7 +45,7 @@ class AggregateFunction:
     create: Callable[[], Any]
     add: Callable[[Any, Any], Any]
     merge: Callable[[Any, Any], Any]
-    result: Callable[[Any], Any] = lambda acc: acc
+    result: Callable[[Any], Any] = identity
     name: str = "aggregate"
     add_all: Callable[[Any, list], Any] | None = None
     """Optional: fold a whole list of values at once, with the same result as calling ``add`` for each in
@@ -96,7 +101,7 @@ def Avg(column: str) -> AggregateFunction:
         lambda acc: acc[0] / acc[1] if acc[1] else None, name="avg")
 
 
-def Custom(column: str | None, create, add, result=lambda acc: acc, merge=None) -> AggregateFunction:
+def Custom(column: str | None, create, add, result=identity, merge=None) -> AggregateFunction:
     """A user-defined aggregate: the same four parts as the built-in ones.
 
     >>> spread = Custom("value", create=lambda: None,
@@ -177,14 +182,21 @@ def table_folder(functions: list[AggregateFunction]) -> Callable[[dict, Any, dic
         return fold
     create, add, column = functions[0].create, functions[0].add, functions[0].column
 
-    def fold_one(table, key, row):
+    def fold_row(table, key, row):  # an aggregate of whole rows (Count())
+        accumulators = table.get(key)
+        if accumulators is None:
+            table[key] = [add(create(), row)]
+        else:
+            accumulators[0] = add(accumulators[0], row)
+
+    def fold_value(table, key, row):  # an aggregate of one column: a null value is skipped
         accumulators = table.get(key)
         if accumulators is None:
             accumulators = table[key] = [create()]
-        value = row if column is None else row.get(column)
+        value = row.get(column)
         if value is not None:
             accumulators[0] = add(accumulators[0], value)
-    return fold_one
+    return fold_row if column is None else fold_value
 
 
 def results(accumulators: list, names: list[str], functions: list[AggregateFunction]) -> dict:

@@ -44,7 +44,7 @@ when the step has one (``stream.side_output("late")``; Spark has no such thing, 
 
 from __future__ import annotations
 
-from ministream.aggregation import key_columns_of, table_folder
+from ministream.aggregation import identity, key_columns_of, table_folder
 from ministream.late_rows import LateRow, dropped_flags  # noqa: F401  (dropped_flags: for notebooks)
 from ministream.operators import BatchInfo, Operator, PipelineError
 from ministream.times import format_clock, format_duration, parse_duration
@@ -272,6 +272,9 @@ class WindowAggregate(Operator):
         ``window_end``, then the aggregates (one column at a time, for every row)."""
         if len(self.key_columns) == 1 and len(self.names) == 1:  # the common case, in one go
             column, name, result = self.key_columns[0], self.names[0], self.functions[0].result
+            if result is identity:  # the accumulator is the result (count, sum, min, max): no call per row
+                return [{column: key, "window_start": start, "window_end": end, name: accumulators[0]}
+                        for (start, end), by_key in windows for key, accumulators in by_key.items()]
             return [{column: key, "window_start": start, "window_end": end, name: result(accumulators[0])}
                     for (start, end), by_key in windows for key, accumulators in by_key.items()]
         entries = [(key, window, accumulators) for window, by_key in windows for key, accumulators in by_key.items()]
