@@ -94,7 +94,9 @@ def _plain_table(value: dict) -> bool:
 
 def _all_strings(keys) -> bool:
     """Whether every key is a string: ``str.join`` checks each in C (it refuses anything else), faster than
-    collecting the keys' types."""
+    collecting the keys' types; the first key is looked at first, since raising an exception costs too."""
+    if not isinstance(next(iter(keys), ""), str):
+        return False
     try:
         "".join(keys)
     except TypeError:
@@ -114,8 +116,8 @@ def to_plain(value):
         return value
     if isinstance(value, list):
         return value if is_plain(value) else [to_plain(item) for item in value]
-    if isinstance(value, tuple):
-        return {"__tuple__": [to_plain(item) for item in value]}
+    if isinstance(value, tuple):  # a window (start, end), a composite key...
+        return {"__tuple__": list(value) if is_plain(value) else [to_plain(item) for item in value]}
     if isinstance(value, dict):
         if _plain_table(value):
             return value  # the fast path: a table of strings to plain values, for the C encoder as it is
@@ -140,7 +142,8 @@ def from_plain(data):
     if not isinstance(data, dict):
         return data
     if "__tuple__" in data:
-        return tuple(from_plain(item) for item in data["__tuple__"])
+        items = data["__tuple__"]
+        return tuple(items) if is_plain(items) else tuple(from_plain(item) for item in items)
     if "__dict__" in data:
         return {_hashable(from_plain(key)): from_plain(item) for key, item in data["__dict__"]}
     if "__set__" in data:
