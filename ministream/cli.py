@@ -4,6 +4,7 @@
     ministream run LESSON [--trace]            ministream's output, batch by batch
     ministream run LESSON --accounting         the same, then where every input row went (accounting.py)
     ministream run LESSON --crash-at N         crash after N rows, recover from the last checkpoint
+        [--incremental K]                      (K delta checkpoints after each full one)
     ministream compare LESSON | --all          ministream against the PySpark twin, batch by batch
     ministream fuzz LESSON | --all [--runs N]  ministream against Spark on random events, failures shrunk
     ministream diagrams                        render every lesson's dataflow into diagrams/
@@ -96,6 +97,11 @@ def cmd_run(args, out) -> int:
     params = _params(args.param)
     if args.crash_at is not None:
         return _run_with_crash(lesson, args, params, out)
+    alone = [flag for flag, value in (("--restore-parallelism", args.restore_parallelism),
+                                      ("--checkpoint-dir", args.checkpoint_dir), ("--incremental", args.incremental))
+             if value is not None]
+    if alone:
+        raise PipelineError(f"{alone[0]} only applies to a run that crashes and recovers: add --crash-at N")
     dead_letters = []
     run = lesson.run(_script(lesson, args, out, dead_letters), params, parallelism=args.parallelism,
                      seed=args.seed, trace=args.trace, model=args.model)
@@ -137,7 +143,8 @@ def _run_with_crash(lesson, args, params, out) -> int:
                             "give an empty or new folder")
     run, _, same = check_recovery(lesson, _script(lesson, args, out), params, crash_after_rows=args.crash_at,
                                   model=args.model, parallelism=args.parallelism, seed=args.seed,
-                                  restore_parallelism=args.restore_parallelism, storage=storage, trace=args.trace)
+                                  restore_parallelism=args.restore_parallelism, storage=storage, trace=args.trace,
+                                  incremental=args.incremental)
     print(f"{lesson.name}: {lesson.title}", file=out)
     for attempt in run.attempts:
         start = "from the beginning" if attempt.restored_from is None else f"from checkpoint {attempt.restored_from}"
@@ -261,6 +268,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--restore-parallelism", type=int, help="with --crash-at: the parallelism to recover with")
     run.add_argument("--checkpoint-dir", metavar="DIR", help="with --crash-at: keep checkpoints in DIR "
                      "(default: in memory)")
+    run.add_argument("--incremental", type=int, metavar="K", help="with --crash-at: after each full checkpoint, "
+                     "up to K incremental ones (the keys changed since the previous checkpoint)")
     run.set_defaults(handler=cmd_run)
 
     compare = commands.add_parser("compare", help="run a lesson in ministream and in Spark, and compare")

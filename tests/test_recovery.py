@@ -83,6 +83,23 @@ def test_cli_crash_at_gives_the_failure_free_output(name, model, rows, capsys):
     assert f"{name}: the recovered output equals the output of the run without a crash" in out
 
 
+def test_cli_crash_at_with_incremental_checkpoints_writes_deltas_and_recovers(tmp_path, capsys):
+    """`--crash-at N --incremental K --checkpoint-dir D` keeps delta checkpoints in D and still recovers to the
+    failure-free output; without --crash-at the checkpoint flags are refused, naming the one given."""
+    folder = tmp_path / "checkpoints"
+    assert main(["run", "tumbling-window", "--crash-at", "7", "--incremental", "2",
+                 "--checkpoint-dir", str(folder)]) == 0
+    assert "tumbling-window: the recovered output equals the output of the run without a crash" in (
+        capsys.readouterr().out)
+    assert sorted(path.parent.parent.parent.name for path in folder.glob("chk-*/state/*/*.delta.json")) == [
+        "chk-1", "chk-2", "chk-4"]
+    for flags in (["--incremental", "2"], ["--checkpoint-dir", str(tmp_path / "other")],
+                  ["--restore-parallelism", "2"]):
+        assert main(["run", "tumbling-window", *flags]) == 2
+        assert f"{flags[0]} only applies to a run that crashes and recovers: add --crash-at N" in (
+            capsys.readouterr().err)
+
+
 SINK_CASES = [(lesson.name, batch.batch_id) for lesson in all_lessons()
               if lesson.name not in ("checkpoint-recovery", "rescale")  # they crash their sink themselves
               for batch in lesson.run().output()]
