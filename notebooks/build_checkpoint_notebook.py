@@ -81,6 +81,24 @@ result = compare_batches(folders.ministream.output(), folders.spark.batches)
 print(result.table())
 assert folders.spark.batch_ids == [[0, 1, 2, 3], [3, 4]] and result.matches"""),
 
+    md("""### Incremental checkpoints: only what changed
+
+A full checkpoint writes every key; an *incremental* one writes a *delta*: the keys changed since the previous
+checkpoint, and the keys removed. With `incremental=2`, two deltas follow each full checkpoint. A restore
+applies the deltas to the full checkpoint they are built on. Spark's state store does the same with its
+`N.delta` and `N.snapshot` files (tutorial 15). Which checkpoints are deltas, and what does checkpoint 4 write?"""),
+    code("""from ministream.checkpoint import Checkpoint
+
+storage = MemoryStorage()
+run = lesson.run(storage=storage, incremental=2)
+for n in storage.checkpoint_ids():
+    checkpoint = Checkpoint.from_files(storage.files[n])
+    print(n, "full" if checkpoint.base is None else f"delta on {checkpoint.base}",
+          checkpoint.operators["per_window"][0]["keyed"])
+assert [Checkpoint.from_files(storage.files[n]).base for n in storage.checkpoint_ids()][:3] == [None, 0, 1]"""),
+    md("""Batch 4 closes key `a`'s last window: checkpoint 4 writes nothing but `a`'s removal, whatever the size
+of the rest of the state. Its cost follows the keys that changed."""),
+
     md("""## 16. Barriers: a consistent cut while rows flow
 
 Two inputs, `web` and `mobile`, counted together. In the continuous model, barriers flow with the rows;
