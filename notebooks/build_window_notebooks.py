@@ -189,6 +189,13 @@ print(run.trace.format())"""),
     print(late.batch_id, format_row(late.row), "-", late.rule)
 print("side output:", [len(batch.rows) for batch in run.output("late")])
 assert len(run.late_rows()) == 2"""),
+    md("""## Every row accounted for
+
+Nothing is dropped silently: `run.accounting()` says where each row the run read went, step by step (rows
+in = kept + late + dropped on purpose), and checks every sum (`ministream run late-data --accounting`)."""),
+    code("""accounting = run.accounting()
+print(accounting.format())
+assert accounting.balanced and accounting.step("per_window").outcomes["late"] == 2"""),
     md("""## The picture
 
 The orange line is the watermark each row is judged against: the previous batch's. The rows at 10:00:09 and
