@@ -40,7 +40,9 @@ class Deduplicate(Operator):
     ``dropDuplicatesWithinWatermark``).
 
     State: ``{key_group: {key: expires}}`` (the keyed state table ``"seen"``): ``expires`` is the event
-    time at which the key may be forgotten, or ``None`` for never.
+    time at which the key may be forgotten, or ``None`` for never. ``self.changed``: the keys stored or
+    forgotten since the last checkpoint, for an incremental checkpoint (``incremental.py``). The table is
+    copy on write, trivially: its values are numbers, never changed in place, so a snapshot shares them.
 
     Args:
         columns: the columns that make the key (the rows arrive keyed by them).
@@ -69,6 +71,7 @@ class Deduplicate(Operator):
     def open(self, ctx):
         super().open(ctx)
         self.seen = ctx.state.table("seen")  # {key_group: {key: expires (ms) or None}}
+        self.changed = ctx.state.track_changes("seen", copy_on_write=True)  # {key: None}
         self.arrived = []
         self.batch = None
         self.late_rows = []  # every LateRow: what Run.late_rows() reports
@@ -110,6 +113,7 @@ class Deduplicate(Operator):
                 self.ctx.drop("duplicate", row, text=f"duplicate of key {key!r}: dropped")
                 continue
             group[key] = self._expires(row)
+            self.changed[key] = None
             out.append(row)
             self.ctx.explain("emit", f"first row of key {key!r}", row)
         self.ctx.emit(out)
@@ -127,6 +131,7 @@ class Deduplicate(Operator):
             keys = self.seen[group]
             for key in [k for k, expires in keys.items() if expires is not None and self._expired(expires, watermark)]:
                 del keys[key]
+                self.changed[key] = None
                 self.ctx.explain("evict", f"key {key!r} forgotten: watermark {format_ts(watermark)}")
             if not keys:
                 del self.seen[group]

@@ -70,6 +70,7 @@ class StreamJoin(Operator):
     ``{key_group: {key: [[row, matched], ...]}}`` where ``matched`` says whether the row has joined yet (an
     outer join pads only the rows that never did). During a batch the new rows wait in ``self.arrived``
     (``[left rows, right rows]`` of ``(key, row)``), because Spark joins all left rows before any right row.
+    ``self.changed``, ``{key: None}`` per side: the keys stored, matched or evicted since the last checkpoint.
 
     >>> from ministream.operators import StepContext, BatchInfo
     >>> join = StreamJoin("inner", TimeRange("t", "u", lower=0, upper=10),
@@ -110,18 +111,16 @@ class StreamJoin(Operator):
         # {key_group: {key: [[row, matched], ...]}}, one per side
         self.state = (ctx.state.table("left"), ctx.state.table("right"))
         self.arrived = ([], [])
-        self.batch = None
         self.dropped = []  # every LateRow (window_aggregation.LateRow): what Run.late_rows() reports
         self.continuous = None
         if ctx.model == "continuous":  # Flink's interval or window join (interval_join.py)
             from ministream.interval_join import continuous_join
 
             self.continuous = continuous_join(self.how, self.time_range, *self.sides, self.key_time, ctx.state)
+        else:  # marked for incremental checkpoints; not copy on write: a snapshot copies the lists
+            self.changed = (ctx.state.track_changes("left"), ctx.state.track_changes("right"))
 
     # -- the micro-batch model ----------------------------------------------------------------------------
-
-    def on_batch_start(self, batch):
-        self.batch = batch
 
     def process(self, pairs, input_index):
         if self.continuous is not None:
@@ -186,7 +185,9 @@ class StreamJoin(Operator):
                 continue  # left semi: a left row is emitted at its first match only
             if self.time_range is not None and not self.time_range.holds(left, right):
                 continue
-            entry[1] = True
+            if not entry[1]:
+                entry[1] = True
+                self.changed[1 - side][key] = None  # the stored row changed in place: it matched
             if semi:
                 out.append(dict(left))
                 if side == 0:
@@ -198,6 +199,7 @@ class StreamJoin(Operator):
             self._explain_emit(out, "left semi: the left row matched, emitted once and not stored")
             return out
         self.state[side].setdefault(key_group_of(key), {}).setdefault(key, []).append([row, bool(out)])
+        self.changed[side][key] = None
         self.ctx.count("stored in state")
         if out:
             self._explain_emit(out, f"a new {self.sides[side].name} row matched a stored "
@@ -222,14 +224,15 @@ class StreamJoin(Operator):
         column = self.key_time[side] if self.key_time else self.sides[side].watermark_column
         pads = self.how == "full_outer" or self.how == ("left_outer", "right_outer")[side]
         out = []
-        table = self.state[side]
+        table, changed = self.state[side], self.changed[side]
         for group in list(table):
-            for key in list(table[group]):
-                kept = []
-                for row, matched in table[group][key]:
-                    if row[column] > limit:
-                        kept.append([row, matched])
-                    elif pads and not matched:
+            for key, entries in list(table[group].items()):
+                kept = [entry for entry in entries if entry[0][column] > limit]
+                if len(kept) == len(entries):
+                    continue  # nothing evicted: the key is unchanged
+                changed[key] = None  # shrunk or removed
+                for row, matched in entries:
+                    if pads and not matched and row[column] <= limit:
                         padded = self._pad(side, row)
                         out.append(padded)
                         self._explain_emit([padded], f"{self.sides[side].name} row evicted unmatched "
