@@ -150,7 +150,9 @@ class RecoveryLesson(Lesson):
 
         values = self.resolve_params(params)
         spark = spark_session(master)
-        frame = scripted_stream(spark, self.spark_schema(), self.default_script if script is None else script)
+        # The Python data source keeps no log under the checkpoint's sources/: the folder tutorial 15 shows.
+        frame = scripted_stream(spark, self.spark_schema(), self.default_script if script is None else script,
+                                source="python")
         settings = {**self.spark_settings(values), **settings}
         return spark_crash_and_restart(self.twin({"events": frame}, values), values, self.mode(values),
                                        query_name="ministream_" + self.name.replace("-", "_"), **settings)
