@@ -33,13 +33,11 @@ from __future__ import annotations
 from ministream.keygroups import key_group_of
 
 
-class WindowsByWindow:
-    """``self.windows[(start, end)][key] = [accumulator per aggregate]``: windows in the order they opened,
-    the keys of each in the order they came."""
+class ChangedKeys:
+    """What both layouts remember for incremental checkpoints: ``self.changed``, ``{key: None}`` of the keys
+    changed since the last checkpoint (``None`` until there was one)."""
 
-    def __init__(self):
-        self.windows: dict[tuple[int, int], dict] = {}
-        self.changed: dict | None = None  # {key: None} since the last checkpoint (None: no checkpoint yet)
+    changed: dict | None = None
 
     def count_changes(self) -> None:
         """A checkpoint was taken: from now on, remember the keys that change, until the next one."""
@@ -48,6 +46,18 @@ class WindowsByWindow:
     def changed_keys(self) -> list:
         """The keys marked or closed since the last checkpoint, in the order they changed."""
         return list(self.changed or ())
+
+    def _mark(self, key) -> None:
+        if self.changed is not None:
+            self.changed[key] = None
+
+
+class WindowsByWindow(ChangedKeys):
+    """``self.windows[(start, end)][key] = [accumulator per aggregate]``: windows in the order they opened,
+    the keys of each in the order they came."""
+
+    def __init__(self):
+        self.windows: dict[tuple[int, int], dict] = {}
 
     def keys_of(self, window) -> dict:
         """The ``{key: accumulators}`` table of one window, made empty the first time."""
@@ -95,22 +105,11 @@ class WindowsByWindow:
                     self.windows.setdefault(window, {})[key] = accumulators
 
 
-class WindowsByKey:
+class WindowsByKey(ChangedKeys):
     """``self.keys[key][(start, end)] = [accumulator per aggregate]``: the windows of one key together."""
 
     def __init__(self):
         self.keys: dict = {}
-        self.changed: dict | None = None  # {key: None} since the last checkpoint (None: no checkpoint yet)
-
-    def count_changes(self) -> None:
-        self.changed = {}
-
-    def changed_keys(self) -> list:
-        return list(self.changed or ())
-
-    def _mark(self, key) -> None:
-        if self.changed is not None:
-            self.changed[key] = None
 
     def get(self, key, window):
         return self.keys[key][window]

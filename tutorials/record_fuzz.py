@@ -26,13 +26,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from record_cluster import ENV, snapshot  # the same run environment, and a copy of the last commit
+
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "tutorials" / "differential-testing.md"
 FAILURES = ROOT / "tests" / "data" / "fuzz"
-BIN = Path(sys.executable).parent
-ENV = {**os.environ, "TZ": "UTC", "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
-       "PYSPARK_DRIVER_PYTHON": sys.executable, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
-ENV.pop("MINISTREAM_SPARK_MASTER", None)
 BLOCK = r"(<!-- fuzz {name} -->\n)(?P<body>.*?)(<!-- /fuzz {name} -->)"
 SUMMARY = re.compile(r"^(?P<lesson>[\w-]+): (?P<agreed>\d+) of (?P<runs>\d+) random scripts match Spark", re.M)
 
@@ -42,16 +40,6 @@ VARIANTS = [("running-aggregation", {"mode": "complete"}), ("session-window", {"
             ("idle-input", {"policy": "max"}), ("deduplication", {"key": "within"}),
             ("checkpoint-recovery", {"delivery": "at_least_once"})]
 """Other settings of the lessons that teach a choice (a second table, fewer scripts each)."""
-
-
-def snapshot(into: Path) -> str:
-    """Copy the last commit's files into ``into`` and make its ``ministream`` the one imported; return its id."""
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                            check=True).stdout.strip()
-    archive = subprocess.run(["git", "archive", "HEAD"], cwd=ROOT, capture_output=True, check=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
-    ENV["PYTHONPATH"] = str(into)  # ahead of the venv's editable install of the working tree
-    return commit
 
 
 def lessons_with_a_twin(copy: Path) -> list[str]:
