@@ -55,10 +55,21 @@ def test_the_tutorial_shows_both_checkpoint_folders_of_a_real_run(folders):
     from ministream.spark.checkpoint import FOLDERS_BLOCK
     shown = FOLDERS_BLOCK.search(PAGE.read_text()).group("body")
     assert shown == folders.text
-    for spark_path in ("commits/{0..4}", "offsets/{0..4}", "metadata", "state/0/{0..1}/{1..5}.delta"):
+    for spark_path in ("commits/{0..4}", "offsets/{0..4}", "metadata", "sources/0/{0..3}",
+                       "state/0/{0..1}/{1..5}.delta"):
         assert spark_path in shown
     for ministream_path in ("chk-{0..4}/manifest.json", "chk-{0..4}/state/per_window/0.json", "offsets/{0..4}"):
         assert ministream_path in shown
+
+
+@pytest.mark.spark
+def test_the_python_data_source_restarts_from_its_checkpoint_the_same_way(folders):
+    """On a cluster the script is read by the Python data source (``spark.source``): crashed and restarted, it
+    gives the file source's batches under the same ids."""
+    run = LESSON.spark_recovery(source="python")
+    assert run.batch_ids == folders.spark.batch_ids == [[0, 1, 2, 3], [3, 4]]
+    result = compare_batches(folders.spark.batches, run.batches)
+    assert result.matches, result.table()
 
 
 @pytest.mark.spark

@@ -33,12 +33,18 @@ def by_key(rows):
     return sorted(rows, key=normalize_row)
 
 
+SOURCES = ["files", "python"]
+"""Both ways of reading a script (``scripted_stream``): Spark's file source (local masters) and the Python data
+source (clusters). Each must give exactly the scripted batches."""
+
+
 @pytest.mark.spark
-def test_measured_windowed_count_in_append_mode(spark):
+@pytest.mark.parametrize("source", SOURCES)
+def test_measured_windowed_count_in_append_mode(spark, source):
     """The measured example of shared/spark-semantics.md, batch for batch."""
     script = [[ev("a", 1), ev("b", 2), ev("a", 3)], [ev("a", 12), ev("b", 4)], [ev("a", 25), ev("a", 11)],
               [ev("b", 40)]]
-    results = run_query(windowed_count(scripted_stream(spark, SCHEMA, script)), "append")
+    results = run_query(windowed_count(scripted_stream(spark, SCHEMA, script, source=source)), "append")
     assert [r.batch_id for r in results] == [0, 1, 2, 3, 4]  # 4 scripted batches + the trailing no-data batch
     assert [r.watermark for r in results] == [0, 0, 7_000, 20_000, 35_000]
     assert [by_key(r.rows) for r in results] == [
@@ -51,10 +57,11 @@ def test_measured_windowed_count_in_append_mode(spark):
 
 
 @pytest.mark.spark
-def test_each_scripted_batch_is_one_micro_batch_empty_ones_included(spark):
+@pytest.mark.parametrize("source", SOURCES)
+def test_each_scripted_batch_is_one_micro_batch_empty_ones_included(spark, source):
     script = [[ev("a", 1)], [], [], [ev("b", 2), ev("c", 3)], []]
     results = [BatchResult(r.batch_id, r.watermark, by_key(r.rows))
-               for r in run_query(scripted_stream(spark, SCHEMA, script), "append")]
+               for r in run_query(scripted_stream(spark, SCHEMA, script, source=source), "append")]
     assert results == [BatchResult(0, None, [{"key": "a", "ts": 1000}]), BatchResult(1, None, []),
                        BatchResult(2, None, []),
                        BatchResult(3, None, by_key([{"key": "b", "ts": 2000}, {"key": "c", "ts": 3000}])),

@@ -143,16 +143,17 @@ class RecoveryLesson(Lesson):
         """The twin, crashed in ``foreachBatch`` and restarted on its checkpoint: the sink's batches."""
         return self.spark_recovery(script, params, master=master, **settings).batches
 
-    def spark_recovery(self, script=None, params: dict | None = None, *, master: str | None = None, **settings):
+    def spark_recovery(self, script=None, params: dict | None = None, *, master: str | None = None,
+                       source: str = "auto", **settings):
         """The whole Spark run (``spark.checkpoint.SparkRecoveryRun``): batches, the batch ids of each start;
-        ``settings`` go to ``run_query_with_crash`` (``checkpoint_dir`` to keep the checkpoint)."""
+        ``source`` as for ``spark.scripted_stream``; ``settings`` go to ``run_query_with_crash``
+        (``checkpoint_dir`` to keep the checkpoint)."""
         from ministream.spark import scripted_stream, spark_session
 
         values = self.resolve_params(params)
         spark = spark_session(master)
-        # The Python data source keeps no log under the checkpoint's sources/: the folder tutorial 15 shows.
         frame = scripted_stream(spark, self.spark_schema(), self.default_script if script is None else script,
-                                source="python")
+                                source=source)
         settings = {**self.spark_settings(values), **settings}
         return spark_crash_and_restart(self.twin({"events": frame}, values), values, self.mode(values),
                                        query_name="ministream_" + self.name.replace("-", "_"), **settings)

@@ -73,6 +73,24 @@ SETTINGS = {
 }
 """Session settings shared by every twin (see the module docstring for why)."""
 
+LOCAL_CHECKPOINT_FILES = ("org.apache.spark.sql.execution.streaming.checkpointing."
+                          "FileSystemBasedCheckpointFileManager")
+"""How a query on a local master writes its checkpoint files: through Hadoop's ``FileSystem`` API.
+
+Spark's default for ``file:`` paths goes through Hadoop's ``FileContext`` API, and Hadoop without its native
+library (``libhadoop.so``, which pip's PySpark does not ship) starts a process for file operations it cannot do
+in Java: ``chmod`` for every file created, ``readlink`` for every file status ``FileContext`` asks for while
+renaming, ``rm -rf`` to delete a folder. Counted here with ``strace -f -e trace=execve`` over one warm
+tumbling-window comparison (7 micro-batches): 286 processes, 216 of them ``readlink``; every checkpoint file
+took about 33 ms to write and rename. The ``FileSystem`` manager renames with Java (atomic on a local disk, as
+the ``FileContext`` one) and asks for no link status: no ``readlink`` left, and the warm comparisons took
+tumbling-window 2.48 -> 1.40 s, device-sessions 5.43 -> 3.42 s, stream-join 4.92 -> 2.46 s (same process,
+load 1.6). The checkpoint's files and their content are the same. A cluster keeps Spark's default, made for
+HDFS and object stores."""
+
+LOCAL_SETTINGS = {"spark.sql.streaming.checkpointFileManagerClass": LOCAL_CHECKPOINT_FILES}
+"""Settings added on a ``local[...]`` master only."""
+
 _session = None
 
 
@@ -120,7 +138,8 @@ def spark_session(master: str | None = None):
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.master(master).appName("ministream")
-    for key, value in SETTINGS.items():
+    local = master.startswith("local")
+    for key, value in {**SETTINGS, **(LOCAL_SETTINGS if local else {})}.items():
         builder = builder.config(key, value)
     _session = builder.getOrCreate()
     _session.sparkContext.setLogLevel("ERROR")

@@ -196,8 +196,9 @@ def scripted_stream(spark, schema: str, batches: list[list[dict]], source: str =
     ``schema`` is a DDL string; timestamp columns hold int milliseconds since the epoch (UTC) in the rows.
     On a local master the script is read from Parquet files by Spark's file source, one file per micro-batch;
     on a cluster by the Python data source ``ministream_script`` (see the module docstring). ``source``:
-    ``"auto"`` (that choice), ``"files"`` or ``"python"`` (the checkpoint lessons use it: it keeps no log under
-    the checkpoint's ``sources/`` and its offsets read ``{"batch": k}``).
+    ``"auto"`` (that choice), ``"files"`` or ``"python"`` (either, on any master: the tests check that both
+    give the same batches; the Python source keeps no log under the checkpoint's ``sources/`` and its offsets
+    read ``{"batch": k}``).
 
     >>> df = scripted_stream(spark, "key STRING, ts TIMESTAMP, value DOUBLE",
     ...                      [[{"key": "a", "ts": 1_000, "value": 1.0}], []])   # doctest: +SKIP
