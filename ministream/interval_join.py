@@ -32,10 +32,9 @@ are dropped. A row whose window has already fired is late.
 
 from __future__ import annotations
 
-import copy
-
 from ministream.keygroups import key_group_of
 from ministream.operators import PipelineError
+from ministream.state import KeyedStateBackend
 from ministream.times import format_ts
 from ministream.window_aggregation import LateRow
 
@@ -49,8 +48,9 @@ def _combine(left: dict, right: dict, time: int) -> dict:
 class IntervalJoin:
     """The interval join's state and rules (used by ``join.StreamJoin`` in the continuous model).
 
-    State, per side: ``{key_group: {key: [row, ...]}}`` (keyed state tables ``left`` and ``right`` when a
-    backend is given, so checkpoints carry them).
+    State, per side: ``{key_group: {key: [row, ...]}}``, the keyed state tables ``left`` and ``right`` of
+    ``backend`` (the step's; a new one when not given): the step's keyed snapshot carries them, and
+    ``self.changed`` (``{key: None}`` per side) marks the keys stored or cleaned for incremental checkpoints.
 
     >>> from ministream.join import JoinSide, TimeRange
     >>> IntervalJoin(TimeRange("t", "u", -5, 10, upper_inclusive=False), JoinSide("a"), JoinSide("b")).upper
@@ -64,8 +64,10 @@ class IntervalJoin:
         self.lower = time_range.lower + (0 if time_range.lower_inclusive else 1)
         self.upper = time_range.upper - (0 if time_range.upper_inclusive else 1)
         self.columns = (time_range.left, time_range.right)
+        backend = KeyedStateBackend() if backend is None else backend
         # {key_group: {key: [row, ...]}} for the left and the right side
-        self.state = (backend.table("left"), backend.table("right")) if backend is not None else ({}, {})
+        self.state = (backend.table("left"), backend.table("right"))
+        self.changed = (backend.track_changes("left"), backend.track_changes("right"))
         self.watermark = None
         self.late_rows = []  # every LateRow
 
@@ -81,6 +83,7 @@ class IntervalJoin:
                 ctx.explain("late", rule, row)
                 continue
             self.state[side].setdefault(key_group_of(key), {}).setdefault(key, []).append(row)
+            self.changed[side][key] = None
             ctx.count("stored in state")
             for other in self.state[1 - side].get(key_group_of(key), {}).get(key, []):
                 left, right = (row, other) if side == 0 else (other, row)
@@ -100,9 +103,14 @@ class IntervalJoin:
             column = self.columns[side]
             for group in list(self.state[side]):
                 keys = self.state[side][group]
-                for key in list(keys):
-                    keys[key] = [row for row in keys[key] if cleanup[side](row[column]) > watermark]
-                    if not keys[key]:
+                for key, rows in list(keys.items()):
+                    kept = [row for row in rows if cleanup[side](row[column]) > watermark]
+                    if len(kept) == len(rows):
+                        continue  # nothing cleaned: the key is unchanged
+                    self.changed[side][key] = None
+                    if kept:
+                        keys[key] = kept
+                    else:
                         del keys[key]
                 if not keys:
                     del self.state[side][group]
@@ -113,29 +121,21 @@ class IntervalJoin:
                 for side, table in zip(self.sides, self.state)}
 
     def snapshot(self) -> dict:
-        """The state for a checkpoint: both sides by key group, ``{"keyed": {key_group: {"left": {key: rows},
-        "right": ...}}}``, and the watermark (the late rule needs it as soon as the run goes on)."""
-        keyed: dict = {}
-        for name, table in zip(("left", "right"), self.state):
-            for group, keys in table.items():
-                keyed.setdefault(group, {})[name] = copy.deepcopy(keys)
-        return {"keyed": dict(sorted(keyed.items())), "watermark": self.watermark}
+        """What a checkpoint needs besides the keyed tables (which the step's keyed snapshot carries): the
+        watermark, which the late rule needs as soon as the run goes on."""
+        return {"watermark": self.watermark}
 
     def restore(self, snapshot: dict, key_groups=None) -> None:
-        """Load the key groups in ``key_groups`` (all when ``None``) of a :meth:`snapshot`."""
-        for group, sides in snapshot["keyed"].items():
-            if key_groups is None or group in key_groups:
-                for side, name in enumerate(("left", "right")):
-                    if name in sides:
-                        self.state[side][group] = copy.deepcopy(sides[name])
+        """Take back a :meth:`snapshot` (the keyed tables come back with the step's keyed state)."""
         self.watermark = snapshot["watermark"]
 
 
 class WindowJoin:
     """The window join's state and rules (``join.StreamJoin`` in the continuous model, with ``key_time``).
 
-    State: ``{key_group: {key: ([left rows], [right rows])}}`` (keyed state table ``windows`` when a backend
-    is given); the key holds the window, and ``key_time`` names each side's ``window_end`` column.
+    State: ``{key_group: {key: ([left rows], [right rows])}}``, the keyed state table ``windows`` of
+    ``backend`` (a new one when not given), marked in ``self.changed`` like the interval join's; the key holds
+    the window, and ``key_time`` names each side's ``window_end`` column.
 
     >>> from ministream.join import JoinSide
     >>> WindowJoin(("l_end", "r_end"), JoinSide("a"), JoinSide("b")).sizes()
@@ -145,8 +145,10 @@ class WindowJoin:
     def __init__(self, key_time: tuple[str, str], left, right, backend=None):
         self.key_time = key_time
         self.sides = (left, right)
+        backend = KeyedStateBackend() if backend is None else backend
         # {key_group: {key: ([left rows], [right rows])}}
-        self.state = backend.table("windows") if backend is not None else {}
+        self.state = backend.table("windows")
+        self.changed = backend.track_changes("windows")
         self.watermark = None
         self.late_rows = []  # every LateRow
 
@@ -159,6 +161,7 @@ class WindowJoin:
                 ctx.explain("late", rule, row)
                 continue
             self.state.setdefault(key_group_of(key), {}).setdefault(key, ([], []))[side].append(row)
+            self.changed[key] = None
             ctx.count("stored in state")
 
     def on_watermark(self, watermark: int, ctx) -> None:
@@ -178,6 +181,7 @@ class WindowJoin:
                         out.append(joined)
                         ctx.explain("emit", f"window ending {format_ts(end)} fired", joined)
                 del keys[key]
+                self.changed[key] = None
             if not keys:
                 del self.state[group]
         ctx.emit(out)
@@ -186,18 +190,8 @@ class WindowJoin:
         return {side.name: sum(len(entry[i]) for keys in self.state.values() for entry in keys.values())
                 for i, side in enumerate(self.sides)}
 
-    def snapshot(self) -> dict:
-        """The state for a checkpoint, ``{"keyed": {key_group: {"windows": {key: ([left], [right])}}}}``, and the
-        watermark."""
-        keyed = {group: {"windows": copy.deepcopy(keys)} for group, keys in sorted(self.state.items())}
-        return {"keyed": keyed, "watermark": self.watermark}
-
-    def restore(self, snapshot: dict, key_groups=None) -> None:
-        """Load the key groups in ``key_groups`` (all when ``None``) of a :meth:`snapshot`."""
-        for group, states in snapshot["keyed"].items():
-            if key_groups is None or group in key_groups:
-                self.state[group] = copy.deepcopy(states["windows"])
-        self.watermark = snapshot["watermark"]
+    snapshot = IntervalJoin.snapshot
+    restore = IntervalJoin.restore
 
 
 def continuous_join(how: str, time_range, left, right, key_time, backend=None):

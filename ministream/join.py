@@ -277,8 +277,8 @@ class StreamJoin(Operator):
         return sum(self.state_sizes().values())
 
     def snapshot(self):
-        """The keyed state, plus, in the continuous model, the interval or window join's own state and
-        watermark (``interval_join.py``), so that a checkpoint holds the rows waiting for a match."""
+        """The keyed state (the rows waiting for a match, in either model), plus, in the continuous model, the
+        interval or window join's watermark (``interval_join.py``)."""
         snapshot = super().snapshot()
         if self.continuous is not None:
             snapshot["continuous"] = self.continuous.snapshot()

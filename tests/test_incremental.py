@@ -244,6 +244,62 @@ def test_a_table_whose_writer_does_not_mark_is_written_whole():
     assert apply_delta(base, delta) == {key_group_of("a"): {"score": {"a": (2, 15)}}}
 
 
+def _continuous_join(**settings):
+    """A continuous-model join step (interval join; window join with ``key_time``), opened on a context."""
+    from ministream.join import JoinSide, StreamJoin, TimeRange
+    from ministream.operators import StepContext
+
+    between = None if settings else TimeRange("t", "u", lower=0, upper=10)
+    join = StreamJoin("inner", between, JoinSide("a", "t"), JoinSide("b", "u"), **settings)
+    join.open(StepContext.for_testing(model="continuous"))
+    return join
+
+
+def _removed_keys(delta: StateDelta) -> dict:
+    return {name: sorted(key for states in delta.removed.values() for key in states.get(name, []))
+            for name in delta.tracked}
+
+
+def test_a_continuous_interval_join_writes_the_keys_it_stored_or_cleaned_and_its_rows_once():
+    """Flink's interval join (continuous model): after a full checkpoint, a delta holds the keys that got a row
+    and the keys the watermark cleaned, nothing else; no snapshot carries a second copy of the rows."""
+    join = _continuous_join()
+    join.process([(f"k{i}", {"t": 100 + i}) for i in range(50)], 0)
+    full = snapshot_operator(join)
+    assert full["continuous"] == {"watermark": None}
+    assert sum(len(states["left"]) for states in full["keyed"].values()) == 50
+    join.process([("k5", {"u": 112})], 1)          # joins k5's left row, and is stored on the right
+    assert join.ctx.emitted == [{"t": 105, "u": 112, "time": 112}]
+    join.continuous.on_watermark(111, join.ctx)     # cleans the left rows of k0 and k1 (t + 10 <= 111)
+    delta = snapshot_operator(join, delta=True)
+    assert delta["continuous"] == {"watermark": 111}
+    keyed = delta["keyed"]
+    assert keyed.tracked == ["left", "right"] and keyed.entries() == 3
+    assert keyed.updated == {key_group_of("k5"): {"right": {"k5": [{"u": 112}]}}}
+    assert _removed_keys(keyed) == {"left": ["k0", "k1"], "right": []}
+    restored = _continuous_join()
+    restored.restore({"keyed": apply_delta(full["keyed"], keyed), "continuous": delta["continuous"]})
+    assert restored.continuous.state == join.continuous.state and restored.state_sizes() == {"a": 48, "b": 1}
+    assert restored.continuous.watermark == 111
+
+
+def test_a_continuous_window_join_writes_the_windows_it_stored_or_fired():
+    """Flink's window join: a delta holds the windows that got a row and the windows that fired."""
+    join = _continuous_join(key_time=("t", "u"))
+    join.process([(("k", end), {"t": end}) for end in (10, 20, 30)], 0)
+    full = snapshot_operator(join)
+    join.process([(("k", 30), {"u": 30})], 1)
+    join.continuous.on_watermark(19, join.ctx)      # fires the windows ending at 10 and 20
+    keyed = snapshot_operator(join, delta=True)["keyed"]
+    assert keyed.tracked == ["windows"] and keyed.entries() == 3
+    assert [entries for states in keyed.updated.values() for entries in states.values()] == \
+        [{("k", 30): ([{"t": 30}], [{"u": 30}])}]
+    assert _removed_keys(keyed) == {"windows": [("k", 10), ("k", 20)]}
+    restored = _continuous_join(key_time=("t", "u"))
+    restored.restore({"keyed": apply_delta(full["keyed"], keyed), "continuous": {"watermark": 19}})
+    assert restored.continuous.state == join.continuous.state
+
+
 @pytest.mark.spark
 def test_spark_keeps_deltas_and_snapshots_as_the_tutorial_shows():
     """Spark's state store writes a ``.delta`` per batch and, with ``minDeltasForSnapshot=2``, a ``.snapshot``
