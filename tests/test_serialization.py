@@ -43,3 +43,21 @@ def test_a_delta_round_trips():
     """A ``StateDelta`` is stored as a record, by name and fields, and comes back equal."""
     delta = StateDelta(["aggregate"], {3: {"aggregate": {("a", 1): [2]}}}, {4: {"aggregate": ["gone"]}})
     assert decode_json(encode_json({"keyed": delta})) == {"keyed": delta}
+
+
+def test_long_lines_are_written_compact_and_come_back_equal_whatever_they_hold():
+    """A key group too long to read goes to orjson (compact); NaN, infinities, integers beyond 64 bits and lone
+    surrogates, which orjson would not write back exactly, go to json: every table comes back equal."""
+    import math
+
+    from ministream.serialization import READABLE_LINE, one_line
+
+    plain = {f"key-{i}": [i, i / 2] for i in range(500)}
+    assert len(one_line(plain)) > READABLE_LINE and '"key-0":[0,0.0]' in one_line(plain)
+    specials = [float("nan"), float("inf"), -float("inf"), 2**64, -(2**70), "\ud800", None]
+    for special in specials:
+        table = {**plain, "odd": [special]}
+        back = decode_json(encode_json({"keyed": {7: {"aggregate": table}}}))["keyed"][7]["aggregate"]
+        assert back.keys() == table.keys() and back["key-499"] == [499, 249.5]
+        value = back["odd"][0]
+        assert (math.isnan(value) if special != special else value == special), (special, value)
