@@ -311,8 +311,9 @@ HOW_MEASURED = """\
   count with the same watermark (`python_loop_tumbling_count`), run in turns with the engine's tumbling count
   under the same conditions; `tumbling_count_ratio_to_loop` is the ratio of the two.
 - **Checkpoints**: running-count state of 10k, 100k and 1M keys, snapshotted (every subtask's `snapshot()`,
-  encoded, written to a directory with checksums and renamed into place) and restored into a new graph;
-  incremental checkpoints write only the keys changed since the previous one.
+  encoded, written to a directory with checksums and renamed into place) and restored into a new graph,
+  wall-clock, the best of 3 of each; incremental checkpoints write only the keys changed since the previous
+  one (timed once: a delta clears the marks it is made of).
 - **Memory**: `tracemalloc` of the state left after a run (per key), and the process's peak RSS.
 - **Spark**: the same events through PySpark, as a batch query and as a stream of 10 micro-batches
   (wall-clock), and the workshop path: a cold `ministream compare` in a new process, then every lesson's
