@@ -190,6 +190,7 @@ class WindowJoin:
         return {side.name: sum(len(entry[i]) for keys in self.state.values() for entry in keys.values())
                 for i, side in enumerate(self.sides)}
 
+    # as the interval join's: only the watermark; the windows' rows come back with the step's keyed state
     snapshot = IntervalJoin.snapshot
     restore = IntervalJoin.restore
 
