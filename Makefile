@@ -65,6 +65,7 @@ $(PY):
 # Reinstalled only when pyproject.toml is newer than the stamp.
 $(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install -e '.[$(EXTRAS)]'
+	$(PY) -m ministream.spark.precompile
 	$(PY) -m ipykernel install --sys-prefix --name ministream --display-name "Python (ministream)"
 	touch $@
 

@@ -318,9 +318,10 @@ HOW_MEASURED = """\
 - **Spark**: the same events through PySpark, as a batch query and as a stream of 10 micro-batches
   (wall-clock), and the workshop path: a cold `ministream compare` in a new process, then every lesson's
   comparison in one process. device-sessions is the first lesson whose twin runs Python code inside Spark
-  (a `transformWithState` processor): it pays Spark's one-off start of its Python workers (about 1.5 s), and
-  each `transformWithState` query starts a Python process on the driver while planning (about 1 s); run again
-  in the same process it took 3.4 to 4.6 s. On a local master Spark writes checkpoint files through Hadoop's
+  (a `transformWithState` processor): it pays Spark's one-off start of its Python workers, and each
+  `transformWithState` query starts a Python process on the driver while planning; run again in the same
+  process it took 3.4 to 4.6 s. `make setup` puts compiled bytecode in the zips those Python processes import
+  PySpark from (`ministream/spark/precompile.py`): each of them started 0.7 s sooner. On a local master Spark writes checkpoint files through Hadoop's
   `FileSystem` API, which took a third to a half off the comparisons (`tutorials/spark-facts.md`, *Costs*).
 
 ## What made the window step fast (profiled with cProfile and the collector's callbacks)
