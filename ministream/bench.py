@@ -321,8 +321,9 @@ HOW_MEASURED = """\
   (a `transformWithState` processor): it pays Spark's one-off start of its Python workers, and each
   `transformWithState` query starts a Python process on the driver while planning; run again in the same
   process it took 3.4 to 4.6 s. `make setup` puts compiled bytecode in the zips those Python processes import
-  PySpark from (`ministream/spark/precompile.py`): each of them started 0.7 s sooner. On a local master Spark writes checkpoint files through Hadoop's
-  `FileSystem` API, which took a third to a half off the comparisons (`tutorials/spark-facts.md`, *Costs*).
+  PySpark from (`ministream/spark/precompile.py`): each of them started 0.7 s sooner. On a local master Spark
+  writes checkpoint files through Hadoop's `FileSystem` API, which took a third to a half off the comparisons
+  (`tutorials/spark-facts.md`, *Costs*).
 
 ## What made the window step fast (profiled with cProfile and the collector's callbacks)
 
