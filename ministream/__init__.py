@@ -17,5 +17,18 @@ from ministream.operators import PipelineError
 from ministream.testing import CollectingSink, ScriptedSource
 from ministream.windows import Sliding, Tumbling
 
-__all__ = ["Dataflow", "Count", "Sum", "Min", "Max", "Avg", "Custom", "ScriptedSource", "CollectingSink",
-           "run_microbatch", "PipelineError", "Tumbling", "Sliding"]
+__all__ = [
+    "Dataflow",
+    "Count",
+    "Sum",
+    "Min",
+    "Max",
+    "Avg",
+    "Custom",
+    "ScriptedSource",
+    "CollectingSink",
+    "run_microbatch",
+    "PipelineError",
+    "Tumbling",
+    "Sliding",
+]

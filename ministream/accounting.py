@@ -154,8 +154,9 @@ class StepAccount:
         """The equations of this step that do not hold, in words."""
         found = []
         if self.unexplained:
-            found.append(f"step {self.step!r}: {self.rows_in} rows in, but its outcomes add up to "
-                         f"{sum(self.outcomes.values())}")
+            found.append(
+                f"step {self.step!r}: {self.rows_in} rows in, but its outcomes add up to {sum(self.outcomes.values())}"
+            )
         if self.sent_to_it is not None and self.sent_to_it != self.rows_in:
             found.append(f"step {self.step!r}: its inputs sent {self.sent_to_it} rows, it received {self.rows_in}")
         return found
@@ -167,8 +168,9 @@ class StepAccount:
         parts = []
         for outcome, rows in self.outcomes.items():
             if outcome == "late":
-                rules = "; ".join(f"{n} {rule}" if len(self.late_rules) > 1 else rule
-                                  for rule, n in self.late_rules.items())
+                rules = "; ".join(
+                    f"{n} {rule}" if len(self.late_rules) > 1 else rule for rule, n in self.late_rules.items()
+                )
                 parts.append(f"{rows} late ({rules})")
             elif outcome.startswith("dropped: "):
                 parts.append(f"{rows} dropped ({outcome.removeprefix('dropped: ')})")
@@ -176,8 +178,10 @@ class StepAccount:
                 parts.append(f"{rows} {outcome}{'*' if outcome == self.derived else ''}")
         text = f"{self.step}: {_rows(self.rows_in)} in: {', '.join(parts) or 'nothing'}"
         if self.partly_late:
-            text += (f" ({self.partly_late} of them late for some of their windows, counted in the others: "
-                     "see run.late_rows())")
+            text += (
+                f" ({self.partly_late} of them late for some of their windows, counted in the others: "
+                "see run.late_rows())"
+            )
         if self.kind not in PASSES_ROWS_ON and self.kind != "sink":
             text += f"; {_rows(self.rows_out.get(None, 0))} out"
         for output, rows in self.rows_out.items():
@@ -212,8 +216,10 @@ class Accounting:
         found = []
         dead = sum(self.dead_letters.values())
         if self.read is not None and self.read != self.entered + dead:
-            found.append(f"{self.read} lines read from {self.events_file}, but {self.entered} rows entered the "
-                         f"pipeline and {dead} were dead-lettered")
+            found.append(
+                f"{self.read} lines read from {self.events_file}, but {self.entered} rows entered the "
+                f"pipeline and {dead} were dead-lettered"
+            )
         for account in self.steps:
             found += account.problems()
         return found
@@ -230,8 +236,10 @@ class Accounting:
         else:
             dead = sum(self.dead_letters.values())
             reasons = ", ".join(f"{n} {reason}" for reason, n in self.dead_letters.items())
-            lines = [f"read {self.read} line{'s' if self.read != 1 else ''} of {self.events_file}: {self.entered} "
-                     f"entered the pipeline, {dead} dead-lettered" + (f" ({reasons})" if reasons else "")]
+            lines = [
+                f"read {self.read} line{'s' if self.read != 1 else ''} of {self.events_file}: {self.entered} "
+                f"entered the pipeline, {dead} dead-lettered" + (f" ({reasons})" if reasons else "")
+            ]
         lines += [f"  {account.format()}" for account in self.steps]
         if any(account.derived for account in self.steps):
             lines.append("  * derived, not counted by the step: its rows in minus the late and dropped ones")
@@ -254,8 +262,9 @@ def account(run, events_file=None, dead_letters=None) -> Accounting:
     for step in flow.steps:
         if step.kind == "source":
             delivered = counts.rows_out.get((step.name, None), 0)
-            steps.append(StepAccount(step.name, "source", delivered, {"delivered": delivered},
-                                     rows_out={None: delivered}))
+            steps.append(
+                StepAccount(step.name, "source", delivered, {"delivered": delivered}, rows_out={None: delivered})
+            )
         else:
             steps.append(_step_account(step, run.graph.operators(step.name), counts))
     read = letters = None
@@ -267,8 +276,7 @@ def account(run, events_file=None, dead_letters=None) -> Accounting:
             reason = dead_letter_reason(letter.reason)
             letters[reason] = letters.get(reason, 0) + 1
     entered = sum(account.rows_in for account in steps if account.kind == "source")
-    return Accounting(entered, steps, read, None if events_file is None else Path(events_file).name,
-                      letters or {})
+    return Accounting(entered, steps, read, None if events_file is None else Path(events_file).name, letters or {})
 
 
 def _step_account(step, operators: list, counts: RowCounts) -> StepAccount:
@@ -297,8 +305,7 @@ def _step_account(step, operators: list, counts: RowCounts) -> StepAccount:
         outcomes["late"] = late
     outcomes.update({o: n for o, n in reported.items() if o.startswith("dropped: ")})
     sent_to_it = sum(counts.rows_out.get((edge.upstream.name, edge.output), 0) for edge in step.inputs)
-    return StepAccount(step.name, step.kind, rows_in, outcomes, late_rules, derived, sent_to_it, rows_out,
-                       partly_late)
+    return StepAccount(step.name, step.kind, rows_in, outcomes, late_rules, derived, sent_to_it, rows_out, partly_late)
 
 
 def late_rows_by_rule(operator) -> tuple[dict[str, int], int]:

@@ -73,14 +73,19 @@ def _both(combine):
 
 def Count(column: str | None = None) -> AggregateFunction:
     """Count rows (``count("*")``), or the non-null values of one column."""
-    return AggregateFunction(column, lambda: 0, lambda acc, value: acc + 1, lambda a, b: a + b, name="count",
-                             add_all=lambda acc, values: acc + len(values))
+    return AggregateFunction(
+        column,
+        lambda: 0,
+        lambda acc, value: acc + 1,
+        lambda a, b: a + b,
+        name="count",
+        add_all=lambda acc, values: acc + len(values),
+    )
 
 
 def Sum(column: str) -> AggregateFunction:
     """Add up a column (``sum(col)``): ``None`` until a non-null value arrives."""
-    return AggregateFunction(column, lambda: None, _plus, _both(lambda a, b: a + b), name="sum",
-                             add_all=_plus_all)
+    return AggregateFunction(column, lambda: None, _plus, _both(lambda a, b: a + b), name="sum", add_all=_plus_all)
 
 
 def Min(column: str) -> AggregateFunction:
@@ -96,9 +101,13 @@ def Max(column: str) -> AggregateFunction:
 def Avg(column: str) -> AggregateFunction:
     """The mean of a column (``avg(col)``), kept as ``(sum, count)`` so that it can be merged."""
     return AggregateFunction(
-        column, lambda: (0, 0), lambda acc, value: (acc[0] + value, acc[1] + 1),
+        column,
+        lambda: (0, 0),
+        lambda acc, value: (acc[0] + value, acc[1] + 1),
         lambda a, b: (a[0] + b[0], a[1] + b[1]),
-        lambda acc: acc[0] / acc[1] if acc[1] else None, name="avg")
+        lambda acc: acc[0] / acc[1] if acc[1] else None,
+        name="avg",
+    )
 
 
 def Custom(column: str | None, create, add, result=identity, merge=None) -> AggregateFunction:
@@ -174,11 +183,13 @@ def table_folder(functions: list[AggregateFunction]) -> Callable[[dict, Any, dic
     {'a': [2], 'b': [1]}
     """
     if len(functions) != 1:
+
         def fold(table, key, row):
             accumulators = table.get(key)
             if accumulators is None:
                 accumulators = table[key] = new_accumulators(functions)
             add_row(accumulators, functions, row)
+
         return fold
     create, add, column = functions[0].create, functions[0].add, functions[0].column
 
@@ -196,6 +207,7 @@ def table_folder(functions: list[AggregateFunction]) -> Callable[[dict, Any, dic
         value = row.get(column)
         if value is not None:
             accumulators[0] = add(accumulators[0], value)
+
     return fold_row if column is None else fold_value
 
 
@@ -239,7 +251,8 @@ class RunningAggregate(Operator):
                 "event-time window and a watermark that moment never comes. Use output mode 'update' or "
                 "'complete'. (Spark 4.3 refuses it too: 'Invalid streaming output mode: append. This output "
                 "mode is not supported for streaming aggregations without watermark on streaming "
-                "DataFrames/DataSets.')")
+                "DataFrames/DataSets.')"
+            )
 
     def open(self, ctx):
         super().open(ctx)

@@ -65,9 +65,20 @@ class CheckpointingDriver(ContinuousDriver):
     (See the module's example; ``recovery.run_with_recovery(flow, model="continuous")`` builds and runs one.)
     """
 
-    def __init__(self, graph: PhysicalGraph, clock, seed: int, idle_timeout, trace, *,
-                 coordinator: CheckpointCoordinator, interval: int, mode: str = "aligned", sinks: dict | None = None,
-                 pictures: bool = False):
+    def __init__(
+        self,
+        graph: PhysicalGraph,
+        clock,
+        seed: int,
+        idle_timeout,
+        trace,
+        *,
+        coordinator: CheckpointCoordinator,
+        interval: int,
+        mode: str = "aligned",
+        sinks: dict | None = None,
+        pictures: bool = False,
+    ):
         if mode not in MODES:
             raise ValueError(f"checkpoint mode must be one of {', '.join(MODES)}, not {mode!r}")
         if interval < 1:
@@ -106,17 +117,30 @@ class CheckpointingDriver(ContinuousDriver):
         """Step 1: start a checkpoint, each source sending its barrier behind its rows (``None``: skipped,
         because an unaligned checkpoint was in flight)."""
         if self.mode == "unaligned" and self.coordinator.in_progress():
-            self._explain("checkpoint", "skipped", f"after {self.rows_read} rows: an unaligned checkpoint is "
-                          "still in flight, and only one may be")
+            self._explain(
+                "checkpoint",
+                "skipped",
+                f"after {self.rows_read} rows: an unaligned checkpoint is still in flight, and only one may be",
+            )
             return None
-        offsets = {reader.name: {"offset": reader.position, "rows": self.rows_of[reader.name], "idle": reader.idle,
-                                 "last_active": reader.last_active} for reader in self.readers}
+        offsets = {
+            reader.name: {
+                "offset": reader.position,
+                "rows": self.rows_of[reader.name],
+                "idle": reader.idle,
+                "last_active": reader.last_active,
+            }
+            for reader in self.readers
+        }
         n = self.coordinator.trigger(offsets, {"clock": self.clock.now(), "rows_read": self.rows_read})
         for reader in self.readers:
             reader.subtask.output.broadcast(Barrier(n))
             rows = self.rows_of[reader.name]
-            self._explain(reader.name, "barrier", f"barrier {n} injected after {rows} row{'s' if rows != 1 else ''} "
-                          f"(offset {reader.position})")
+            self._explain(
+                reader.name,
+                "barrier",
+                f"barrier {n} injected after {rows} row{'s' if rows != 1 else ''} (offset {reader.position})",
+            )
         return n
 
     def run(self) -> None:
@@ -167,13 +191,18 @@ class CheckpointingDriver(ContinuousDriver):
         self.current_position = position  # the input being read: the one a barrier arrives on
         super()._deliver(subtask, position)
         if barrier is not None and position in subtask.held_back:
-            self.explain_barrier(subtask, position, barrier, "held back until barrier "
-                                 f"{barrier.checkpoint_id} arrives on every input")
+            self.explain_barrier(
+                subtask, position, barrier, f"held back until barrier {barrier.checkpoint_id} arrives on every input"
+            )
             if self.pictures is not None:
-                self.pictures.append((f"{subtask} holds back input {position} (barrier {barrier.checkpoint_id})",
-                                      barriers_dot(self.graph, f"{subtask} holds back input {position}")))
+                self.pictures.append(
+                    (
+                        f"{subtask} holds back input {position} (barrier {barrier.checkpoint_id})",
+                        barriers_dot(self.graph, f"{subtask} holds back input {position}"),
+                    )
+                )
         sink = self.sink_writers.get(subtask.step.name)
-        if sink is not None and subtask.operator.buffer:   # every row reaching a sink is written at once
+        if sink is not None and subtask.operator.buffer:  # every row reaching a sink is written at once
             rows, subtask.operator.buffer = subtask.operator.buffer, []
             sink.write(0, subtask.watermark, rows)
 
@@ -184,14 +213,21 @@ class CheckpointingDriver(ContinuousDriver):
         if position is None:
             position = self.current_position
         channel = subtask.inputs[position][1].name
-        self.trace.record(subtask.step.name, subtask.index, "barrier",
-                          f"barrier {barrier.checkpoint_id} on input {position} ({channel}): {text}")
+        self.trace.record(
+            subtask.step.name,
+            subtask.index,
+            "barrier",
+            f"barrier {barrier.checkpoint_id} on input {position} ({channel}): {text}",
+        )
 
 
 def _outputs_by_sender(graph: PhysicalGraph) -> dict[str, list]:
     """``{sender: [(receiver, position at the receiver, channel)]}`` for every channel of the graph."""
-    receiving = {id(channel): (receiver, position) for receiver in graph.subtasks
-                 for position, (_, channel) in enumerate(receiver.inputs)}
+    receiving = {
+        id(channel): (receiver, position)
+        for receiver in graph.subtasks
+        for position, (_, channel) in enumerate(receiver.inputs)
+    }
     found: dict[str, list] = {}
     for sender in graph.subtasks:
         for _, channels, _ in sender.output.routes:
@@ -256,8 +292,8 @@ class UnalignedBarriers:
         waiting = set(range(len(subtask.inputs))) - {position}
         for other in sorted(waiting):
             queue = subtask.inputs[other][1].messages
-            if barrier in queue:                      # the barrier is already here: overtake what is before it
-                ahead = list(queue)[:list(queue).index(barrier)]
+            if barrier in queue:  # the barrier is already here: overtake what is before it
+                ahead = list(queue)[: list(queue).index(barrier)]
                 queue.remove(barrier)
                 if ahead:
                     snapshot["in_flight_inputs"][channel_id(subtask, other)] = ahead
@@ -267,10 +303,15 @@ class UnalignedBarriers:
             overtaken = list(queue)
             if overtaken:
                 snapshot["in_flight_outputs"][channel_id(receiver, position_there)] = overtaken
-            queue.appendleft(barrier)                 # the barrier jumps the queue
+            queue.appendleft(barrier)  # the barrier jumps the queue
         self.active = {"barrier": barrier, "waiting": waiting, "snapshot": snapshot}
-        self.driver.explain_barrier(subtask, position, barrier, "unaligned: snapshot at once, the barrier "
-                                    f"overtakes the records waiting on {len(waiting)} other input(s) and the outputs")
+        self.driver.explain_barrier(
+            subtask,
+            position,
+            barrier,
+            "unaligned: snapshot at once, the barrier "
+            f"overtakes the records waiting on {len(waiting)} other input(s) and the outputs",
+        )
 
     def _finish_if_done(self, subtask: Subtask) -> None:
         if self.active is not None and not self.active["waiting"]:
@@ -300,8 +341,13 @@ class AtLeastOnceBarriers:
         arrived = self.arrived.setdefault(message.checkpoint_id, set())
         arrived.add(position)
         if len(arrived) < len(subtask.inputs):
-            self.driver.explain_barrier(subtask, position, message, "at least once: counted, the input is "
-                                        "NOT held back (its next records go into the state before the snapshot)")
+            self.driver.explain_barrier(
+                subtask,
+                position,
+                message,
+                "at least once: counted, the input is "
+                "NOT held back (its next records go into the state before the snapshot)",
+            )
             return True
         del self.arrived[message.checkpoint_id]
         self.driver.snapshot_and_forward(subtask, message, "at least once: now on every input")
@@ -319,8 +365,12 @@ def barriers_dot(graph: PhysicalGraph, title: str = "") -> str:
     >>> print(barriers_dot(graph).splitlines()[4])
       "events[0]" -> "totals[0]" [label="1 row | B1"];
     """
-    lines = [f'digraph "barriers" {{', "  rankdir=LR;", f'  label="{title}"; labelloc=t;',
-             '  node [shape=box, style="rounded", fontname="Helvetica"]; edge [fontname="Helvetica"];']
+    lines = [
+        f'digraph "barriers" {{',
+        "  rankdir=LR;",
+        f'  label="{title}"; labelloc=t;',
+        '  node [shape=box, style="rounded", fontname="Helvetica"]; edge [fontname="Helvetica"];',
+    ]
     for subtask in graph.subtasks:
         for position, (_, channel) in enumerate(subtask.inputs):
             sender = channel.name.split("->")[0]

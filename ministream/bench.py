@@ -48,14 +48,16 @@ def make_events(count: int = EVENTS, keys: int = KEYS, seed: int = 0, disorder: 
     """
     rng = random.Random(seed)
     names = [f"k{i}" for i in range(keys)]
-    return [{"key": names[rng.randrange(keys)], "ts": max(0, i - rng.randrange(disorder)) + 1, "value": 1.0}
-            for i in range(count)]
+    return [
+        {"key": names[rng.randrange(keys)], "ts": max(0, i - rng.randrange(disorder)) + 1, "value": 1.0}
+        for i in range(count)
+    ]
 
 
 def in_batches(events: list, batches: int = BATCHES) -> list[list]:
     """Split events into ``batches`` equal micro-batches, in arrival order."""
     size = -(-len(events) // batches)
-    return [events[i:i + size] for i in range(0, len(events), size)]
+    return [events[i : i + size] for i in range(0, len(events), size)]
 
 
 def python_loop_tumbling_count(events: list[dict], size: int = WINDOW, delay: int = DELAY) -> dict:
@@ -95,21 +97,24 @@ def tumbling_count_flow(script, size: int = WINDOW, delay: int = DELAY) -> Dataf
 
     flow = Dataflow("bench-tumbling")
     flow.source("events", ScriptedSource(script)).with_watermark("watermark", "ts", delay).key_by("key").window(
-        "counts", Tumbling(size), count=Count()).sink("output", CollectingSink())
+        "counts", Tumbling(size), count=Count()
+    ).sink("output", CollectingSink())
     return flow
 
 
 def map_filter_flow(script) -> Dataflow:
     flow = Dataflow("bench-map-filter")
     flow.source("events", ScriptedSource(script)).map("double", lambda r: {**r, "value": r["value"] * 2}).filter(
-        "even_keys", lambda r: r["key"][-1] in "02468").sink("output", CollectingSink())
+        "even_keys", lambda r: r["key"][-1] in "02468"
+    ).sink("output", CollectingSink())
     return flow
 
 
 def running_count_flow(script) -> Dataflow:
     flow = Dataflow("bench-running-count")
     flow.source("events", ScriptedSource(script)).key_by("key").aggregate("counts", count=Count()).sink(
-        "output", CollectingSink())
+        "output", CollectingSink()
+    )
     return flow
 
 
@@ -118,7 +123,8 @@ def session_flow(script, gap: int = 20) -> Dataflow:
 
     flow = Dataflow("bench-sessions")
     flow.source("events", ScriptedSource(script)).with_watermark("watermark", "ts", DELAY).key_by("key").window(
-        "sessions", Session(gap), count=Count()).sink("output", CollectingSink())
+        "sessions", Session(gap), count=Count()
+    ).sink("output", CollectingSink())
     return flow
 
 
@@ -127,13 +133,16 @@ def join_flow(script) -> Dataflow:
     from ministream.time_range import TimeRange
 
     left = [[{"key": r["key"], "ts": r["ts"]} for r in batch] for batch in script]
-    right = [[{"click_key": r["key"], "click_ts": r["ts"] + 10} for r in batch if r["key"][-1] in "02468"]
-             for batch in script]
+    right = [
+        [{"click_key": r["key"], "click_ts": r["ts"] + 10} for r in batch if r["key"][-1] in "02468"]
+        for batch in script
+    ]
     flow = Dataflow("bench-join")
     impressions = flow.source("impressions", ScriptedSource(left)).with_watermark("wm_i", "ts", DELAY)
     clicks = flow.source("clicks", ScriptedSource(right)).with_watermark("wm_c", "click_ts", DELAY)
-    impressions.key_by("key").join("join", clicks.key_by("click_key"), how="inner",
-                                   between=TimeRange("ts", "click_ts", 0, 100)).sink("output", CollectingSink())
+    impressions.key_by("key").join(
+        "join", clicks.key_by("click_key"), how="inner", between=TimeRange("ts", "click_ts", 0, 100)
+    ).sink("output", CollectingSink())
     return flow
 
 
@@ -187,8 +196,11 @@ def checkpointed_tumbling_count(flow: Dataflow, incremental: int | None = None) 
     from ministream.checkpoint_storage import DirectoryStorage
 
     with tempfile.TemporaryDirectory() as folder:
-        run_microbatch(flow, output_mode="append",
-                       checkpoints=MicroBatchCheckpoints(DirectoryStorage(folder), incremental=incremental))
+        run_microbatch(
+            flow,
+            output_mode="append",
+            checkpoints=MicroBatchCheckpoints(DirectoryStorage(folder), incremental=incremental),
+        )
 
 
 def bench_engine(figures: dict, events: list[dict], say, repeat: int = 3) -> None:
@@ -201,13 +213,18 @@ def bench_engine(figures: dict, events: list[dict], say, repeat: int = 3) -> Non
     def pipeline(build, mode, parallelism=1):
         return lambda flow: run_microbatch(flow, output_mode=mode, parallelism=parallelism), lambda: build(script)
 
-    loop, tumbling = best_cpu_seconds([(python_loop_tumbling_count, lambda: events),
-                                       pipeline(tumbling_count_flow, "append")], repeat)
+    loop, tumbling = best_cpu_seconds(
+        [(python_loop_tumbling_count, lambda: events), pipeline(tumbling_count_flow, "append")], repeat
+    )
     figures["python_loop_events_per_s"] = _rate(n, loop)
     say(f"python loop: {figures['python_loop_events_per_s']:,} events/s")
-    pipelines = {"map_filter": (map_filter_flow, "update"), "running_count": (running_count_flow, "update"),
-                 "tumbling_count": (tumbling_count_flow, "append"), "session_window": (session_flow, "append"),
-                 "stream_join": (join_flow, "append")}
+    pipelines = {
+        "map_filter": (map_filter_flow, "update"),
+        "running_count": (running_count_flow, "update"),
+        "tumbling_count": (tumbling_count_flow, "append"),
+        "session_window": (session_flow, "append"),
+        "stream_join": (join_flow, "append"),
+    }
     for name, (build, mode) in pipelines.items():
         for parallelism in (1, 4):
             if (name, parallelism) == ("tumbling_count", 1):
@@ -219,21 +236,27 @@ def bench_engine(figures: dict, events: list[dict], say, repeat: int = 3) -> Non
             figures[f"{name}{suffix}_events_per_s"] = _rate(n, seconds)
             say(f"{name} parallelism {parallelism}: {_rate(n, seconds):,} events/s")
     for label, incremental in (("", None), ("_incremental", 9)):
-        [seconds] = best_cpu_seconds([(lambda flow: checkpointed_tumbling_count(flow, incremental),
-                                       lambda: tumbling_count_flow(script))], 1)
+        [seconds] = best_cpu_seconds(
+            [(lambda flow: checkpointed_tumbling_count(flow, incremental), lambda: tumbling_count_flow(script))], 1
+        )
         figures[f"tumbling_count{label}_checkpoint_every_10k_events_per_s"] = _rate(n, seconds)
-        say(f"tumbling count, a{label.replace('_', 'n ')} checkpoint every 10,000 events"
-            f"{' (a full one every 10)' if incremental else ''}: {_rate(n, seconds):,} events/s")
+        say(
+            f"tumbling count, a{label.replace('_', 'n ')} checkpoint every 10,000 events"
+            f"{' (a full one every 10)' if incremental else ''}: {_rate(n, seconds):,} events/s"
+        )
     figures["tumbling_count_ratio_to_loop"] = round(
-        figures["tumbling_count_events_per_s"] / figures["python_loop_events_per_s"], 3)
+        figures["tumbling_count_events_per_s"] / figures["python_loop_events_per_s"], 3
+    )
 
 
 def bench_memory(figures: dict, say) -> None:
     """Bytes of state per key (running count, window state) and peak RSS with 1,000,000 keys."""
     import tracemalloc
 
-    for name, build, mode, keys in (("running_count", running_count_flow, "update", 100_000),
-                                    ("window", tumbling_count_flow, "update", 100_000)):
+    for name, build, mode, keys in (
+        ("running_count", running_count_flow, "update", 100_000),
+        ("window", tumbling_count_flow, "update", 100_000),
+    ):
         script = [[{"key": f"key-{i}", "ts": 1 + i % 500, "value": 1.0} for i in range(keys)]]
         gc.collect()
         tracemalloc.start()
@@ -262,10 +285,14 @@ def machine() -> dict:
             model = next((line.split(":", 1)[1].strip() for line in info if line.startswith("model name")), "")
     except OSError:
         pass
-    return {"python": sys.version.split()[0], "platform": platform.platform(), "cpu": model,
-            "cores": os.cpu_count(), "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-                                                          / 2**30, 1),
-            "load_average_at_start": round(os.getloadavg()[0], 2)}
+    return {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "cpu": model,
+        "cores": os.cpu_count(),
+        "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
+        "load_average_at_start": round(os.getloadavg()[0], 2),
+    }
 
 
 def run_benchmarks(*, events: int = EVENTS, spark: bool = True, say=lambda text: None) -> dict:
@@ -341,10 +368,16 @@ def markdown_page(report: dict, argv) -> str:
     """The figures as a Markdown page: the machine, the command, a table, the targets met or not, and how the
     figures are measured."""
     command = "ministream bench " + " ".join(argv or [])
-    lines = ["# Benchmark figures", "",
-             f"Produced by `{command.strip()}` (ministream/bench.py); re-run it to measure your machine.", "",
-             "Machine: " + ", ".join(f"{name} {value}" for name, value in report["machine"].items()), "",
-             "| figure | value | target |", "| --- | --- | --- |"]
+    lines = [
+        "# Benchmark figures",
+        "",
+        f"Produced by `{command.strip()}` (ministream/bench.py); re-run it to measure your machine.",
+        "",
+        "Machine: " + ", ".join(f"{name} {value}" for name, value in report["machine"].items()),
+        "",
+        "| figure | value | target |",
+        "| --- | --- | --- |",
+    ]
     for name, value in report["figures"].items():
         target = ""
         if name in TARGETS and isinstance(value, (int, float)):

@@ -43,9 +43,14 @@ def _checkpoint(graph, storage, checkpoint_id: int, base: int | None = None) -> 
     from ministream.incremental import snapshot_operator
 
     started = time.perf_counter()
-    operators = {step.name: {subtask.index: snapshot_operator(subtask.operator, delta=base is not None)
-                             for subtask in graph.by_step[step.name]}
-                 for step in graph.flow.steps if step.parallelism == "keyed"}
+    operators = {
+        step.name: {
+            subtask.index: snapshot_operator(subtask.operator, delta=base is not None)
+            for subtask in graph.by_step[step.name]
+        }
+        for step in graph.flow.steps
+        if step.parallelism == "keyed"
+    }
     checkpoint = Checkpoint(checkpoint_id, "microbatch", "aligned", graph.parallelism, operators=operators, base=base)
     storage.save_files(checkpoint_id, checkpoint.files(), base=base)
     return time.perf_counter() - started
@@ -85,18 +90,28 @@ def measure(keys: int, parallelism: int = 1) -> dict:
             assert restored == keys, f"restored {restored} keys of {keys}"
             del fresh
 
-        graph.by_step["events"][0].output.send([{"key": f"key-{i}", "value": 1.0, "ts": 2}
-                                                for i in range(0, keys, step)])
+        graph.by_step["events"][0].output.send(
+            [{"key": f"key-{i}", "value": 1.0, "ts": 2} for i in range(0, keys, step)]
+        )
         Scheduler(graph).run_until_idle()
         incremental_s = _checkpoint(graph, storage, 1, base=0)
         incremental_size = _folder_bytes(storage.root / "chk-1")
         incremental_restore_s, fresh = _restore(graph, storage)
-    counts = {key: accumulators[0] for op in fresh.operators("counts") for group in op.groups.values()
-              for key, accumulators in group.items()}
+    counts = {
+        key: accumulators[0]
+        for op in fresh.operators("counts")
+        for group in op.groups.values()
+        for key, accumulators in group.items()
+    }
     assert len(counts) == keys and counts["key-0"] == 2 and counts["key-1"] == 1, "the restored counts are wrong"
-    return {"snapshot_s": round(snapshot_s, 3), "restore_s": round(restore_s, 3), "bytes": size,
-            "incremental_s": round(incremental_s, 3), "incremental_restore_s": round(incremental_restore_s, 3),
-            "incremental_bytes": incremental_size}
+    return {
+        "snapshot_s": round(snapshot_s, 3),
+        "restore_s": round(restore_s, 3),
+        "bytes": size,
+        "incremental_s": round(incremental_s, 3),
+        "incremental_restore_s": round(incremental_restore_s, 3),
+        "incremental_bytes": incremental_size,
+    }
 
 
 def bench_checkpoints(figures: dict, say) -> None:
@@ -110,9 +125,12 @@ def bench_checkpoints(figures: dict, say) -> None:
             figures[f"checkpoint_{name}_{label}_keys"] = result[name]
         for name in ("incremental_s", "incremental_bytes", "incremental_restore_s"):
             figures[f"checkpoint_{name}_{label}_keys_{changed}"] = result[name]
-        say(f"checkpoint of {keys:,} keys: snapshot {result['snapshot_s']} s, restore {result['restore_s']} s, "
+        say(
+            f"checkpoint of {keys:,} keys: snapshot {result['snapshot_s']} s, restore {result['restore_s']} s, "
             f"{result['bytes'] / 2**20:.1f} MiB; incremental after {CHANGED_SHARE:.0%} changed: "
             f"{result['incremental_s']} s, {result['incremental_bytes'] / 2**10:.0f} KiB, "
-            f"restore {result['incremental_restore_s']} s")
+            f"restore {result['incremental_restore_s']} s"
+        )
     figures["checkpoint_snapshot_growth_100k_to_1m"] = round(
-        figures["checkpoint_snapshot_s_1m_keys"] / max(figures["checkpoint_snapshot_s_100k_keys"], 1e-9), 2)
+        figures["checkpoint_snapshot_s_1m_keys"] / max(figures["checkpoint_snapshot_s_100k_keys"], 1e-9), 2
+    )

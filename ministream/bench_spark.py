@@ -27,10 +27,14 @@ def write_parquet(events: list[dict], folder: Path, files: int = 10) -> None:
 
     size = -(-len(events) // files)
     for index in range(files):
-        part = events[index * size:(index + 1) * size]
-        table = pa.table({"key": [e["key"] for e in part],
-                          "ts": pa.array([e["ts"] for e in part], pa.timestamp("ms", tz="UTC")),
-                          "value": [e["value"] for e in part]})
+        part = events[index * size : (index + 1) * size]
+        table = pa.table(
+            {
+                "key": [e["key"] for e in part],
+                "ts": pa.array([e["ts"] for e in part], pa.timestamp("ms", tz="UTC")),
+                "value": [e["value"] for e in part],
+            }
+        )
         pq.write_table(table, folder / f"part-{index:02d}.parquet")
 
 
@@ -60,25 +64,34 @@ def bench_spark(figures: dict, events: list[dict], say) -> None:
         figures["spark_batch_events_per_s"] = round(len(events) / seconds)
         say(f"spark batch query: {figures['spark_batch_events_per_s']:,} events/s")
 
-        stream = (spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(str(folder))
-                  .withWatermark("ts", f"{DELAY} milliseconds")
-                  .groupBy("key", F.window("ts", window)).count())
+        stream = (
+            spark.readStream.schema(schema)
+            .option("maxFilesPerTrigger", 1)
+            .parquet(str(folder))
+            .withWatermark("ts", f"{DELAY} milliseconds")
+            .groupBy("key", F.window("ts", window))
+            .count()
+        )
         rows = []
-        query = (stream.writeStream.outputMode("append")
-                 .option("checkpointLocation", str(Path(tmp) / "checkpoint"))
-                 .foreachBatch(lambda frame, batch_id: rows.append(frame.count())).start())
+        query = (
+            stream.writeStream.outputMode("append")
+            .option("checkpointLocation", str(Path(tmp) / "checkpoint"))
+            .foreachBatch(lambda frame, batch_id: rows.append(frame.count()))
+            .start()
+        )
         started = time.perf_counter()
         query.processAllAvailable()
         seconds = time.perf_counter() - started
-        durations = [p["durationMs"]["triggerExecution"] / 1000 for p in query.recentProgress
-                     if p["numInputRows"] > 0]
+        durations = [p["durationMs"]["triggerExecution"] / 1000 for p in query.recentProgress if p["numInputRows"] > 0]
         query.stop()
     figures["spark_streaming_events_per_s"] = round(len(events) / seconds)
     figures["spark_streaming_batches"] = len(durations)
     figures["spark_microbatch_s"] = round(sum(durations[1:]) / max(1, len(durations) - 1), 3)
     figures["spark_first_microbatch_s"] = round(durations[0], 3) if durations else None
-    say(f"spark streaming, {len(durations)} micro-batches: {figures['spark_streaming_events_per_s']:,} events/s, "
-        f"{figures['spark_microbatch_s']} s per micro-batch after the first ({figures['spark_first_microbatch_s']} s)")
+    say(
+        f"spark streaming, {len(durations)} micro-batches: {figures['spark_streaming_events_per_s']:,} events/s, "
+        f"{figures['spark_microbatch_s']} s per micro-batch after the first ({figures['spark_first_microbatch_s']} s)"
+    )
     bench_workshop(figures, say)
 
 
@@ -91,8 +104,9 @@ def bench_workshop(figures: dict, say) -> None:
     from ministream.lessons import all_lessons, compare_lesson
 
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "ministream.cli", "compare", "tumbling-window"], check=False,
-                   capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "ministream.cli", "compare", "tumbling-window"], check=False, capture_output=True
+    )
     figures["compare_cold_s"] = round(time.perf_counter() - started, 1)
     say(f"cold 'ministream compare tumbling-window': {figures['compare_cold_s']} s")
     lessons = all_lessons()
@@ -103,8 +117,9 @@ def bench_workshop(figures: dict, say) -> None:
     for lesson in lessons:
         seconds, result = timed(compare_lesson, lesson)
         warm[lesson.name] = round(seconds, 1)
-        say(f"  compare {lesson.name} in the same process: {seconds:.1f} s "
-            f"({'match' if result.matches else 'DIFFERS'})")
+        say(
+            f"  compare {lesson.name} in the same process: {seconds:.1f} s ({'match' if result.matches else 'DIFFERS'})"
+        )
     figures["compare_warm_s_max"] = max(warm.values())
     figures["compare_warm_s_mean"] = round(sum(warm.values()) / len(warm), 2)
     figures["compare_warm_s_by_lesson"] = warm

@@ -53,6 +53,7 @@ from ministream.incremental import StateDelta, resolve, snapshot_operator
 from ministream.runtime import PhysicalGraph, Subtask
 from ministream.serialization import decode_json, encode_json
 
+
 @attrs.define
 class Checkpoint:
     """Everything a run needs to go on from a cut: source offsets, every subtask's snapshot, in-flight data.
@@ -97,9 +98,16 @@ class Checkpoint:
         """The checkpoint as files: ``checkpoint.json``, one ``state/<step>/<subtask>.json`` per operator
         snapshot (``<subtask>.delta.json`` when its keyed state is a delta), and ``channels.json`` for
         in-flight data (like Spark's ``state/<operator>/<partition>/<version>.snapshot`` and ``.delta``)."""
-        header = {"checkpoint_id": self.checkpoint_id, "model": self.model, "mode": self.mode,
-                  "parallelism": self.parallelism, "base": self.base, "sources": self.sources,
-                  "progress": self.progress, "subtasks": self.subtasks}
+        header = {
+            "checkpoint_id": self.checkpoint_id,
+            "model": self.model,
+            "mode": self.mode,
+            "parallelism": self.parallelism,
+            "base": self.base,
+            "sources": self.sources,
+            "progress": self.progress,
+            "subtasks": self.subtasks,
+        }
         files = {"checkpoint.json": encode_json(header)}
         for step, snapshots in self.operators.items():
             for index, snapshot in snapshots.items():
@@ -160,10 +168,18 @@ def snapshot_subtask(subtask: Subtask, delta: bool = False) -> dict:
     {'operator': {'keyed': {122: {'aggregate': {'a': [1, 2.0]}}}}, 'watermark': None, 'inputs': [0], 'valve': None}
     """
     valve = subtask.valve
-    return {"operator": snapshot_operator(subtask.operator, delta), "watermark": subtask.watermark,
-            "inputs": [number for number, _ in subtask.inputs],
-            "valve": None if valve is None else {"watermark": valve.watermark, "idle": valve.idle,
-                                                 "channels": {p: dict(c) for p, c in valve.channels.items()}}}
+    return {
+        "operator": snapshot_operator(subtask.operator, delta),
+        "watermark": subtask.watermark,
+        "inputs": [number for number, _ in subtask.inputs],
+        "valve": None
+        if valve is None
+        else {
+            "watermark": valve.watermark,
+            "idle": valve.idle,
+            "channels": {p: dict(c) for p, c in valve.channels.items()},
+        },
+    }
 
 
 class CheckpointCoordinator:
@@ -200,8 +216,17 @@ class CheckpointCoordinator:
             checkpoint of a run, restored or not, is full: the subtasks' changes are counted from it.
     """
 
-    def __init__(self, graph: PhysicalGraph, storage: CheckpointStorage, sinks: dict, model: str,
-                 mode: str = "aligned", next_id: int = 1, on_complete=None, incremental: int | None = None):
+    def __init__(
+        self,
+        graph: PhysicalGraph,
+        storage: CheckpointStorage,
+        sinks: dict,
+        model: str,
+        mode: str = "aligned",
+        next_id: int = 1,
+        on_complete=None,
+        incremental: int | None = None,
+    ):
         self.graph = graph
         self.storage = storage
         self.sinks = sinks
@@ -245,18 +270,25 @@ class CheckpointCoordinator:
             self._complete(checkpoint_id, self.pending.pop(checkpoint_id))
 
     def _complete(self, n: int, pending: dict) -> None:
-        checkpoint = Checkpoint(n, self.model, self.mode, self.graph.parallelism, pending["sources"],
-                                progress=pending["progress"], base=pending["base"])
+        checkpoint = Checkpoint(
+            n,
+            self.model,
+            self.mode,
+            self.graph.parallelism,
+            pending["sources"],
+            progress=pending["progress"],
+            base=pending["base"],
+        )
         for name, (subtask, snapshot) in sorted(pending["acks"].items()):
             checkpoint.operators.setdefault(subtask.step.name, {})[subtask.index] = snapshot["operator"]
             if self.model == "continuous":
                 checkpoint.subtasks[name] = {part: snapshot[part] for part in ("watermark", "valve", "inputs")}
-        for name, (subtask, snapshot) in sorted(pending["acks"].items()):   # in-flight data, in channel order:
+        for name, (subtask, snapshot) in sorted(pending["acks"].items()):  # in-flight data, in channel order:
             for channel, messages in snapshot.get("in_flight_inputs", {}).items():  # what the receiver took
-                checkpoint.channels.setdefault(channel, []).extend(messages)        # after its snapshot,
+                checkpoint.channels.setdefault(channel, []).extend(messages)  # after its snapshot,
         for name, (subtask, snapshot) in sorted(pending["acks"].items()):
             for channel, messages in snapshot.get("in_flight_outputs", {}).items():  # then what the barrier
-                checkpoint.channels.setdefault(channel, []).extend(messages)         # overtook at the sender
+                checkpoint.channels.setdefault(channel, []).extend(messages)  # overtook at the sender
         self.storage.save_files(n, checkpoint.files(), base=checkpoint.base)
         self.completed.append(n)
         for sink in self.sinks.values():
@@ -306,8 +338,9 @@ class MicroBatchCheckpoints:
         from ministream.recovery import install_sinks, restore_graph
 
         install_sinks(graph, self.sinks)
-        self.coordinator = CheckpointCoordinator(graph, self.storage, self.sinks, "microbatch",
-                                                 incremental=self.incremental)
+        self.coordinator = CheckpointCoordinator(
+            graph, self.storage, self.sinks, "microbatch", incremental=self.incremental
+        )
         self.restored = checkpoint = load_latest(self.storage)
         for sink in self.sinks.values():
             sink.recover(None if checkpoint is None else checkpoint.checkpoint_id)
@@ -319,7 +352,7 @@ class MicroBatchCheckpoints:
             watermarks.proposals = dict(progress["watermarks"]["proposals"])
             watermarks.current = progress["watermarks"]["current"]
         batch_id = progress["next_batch"]
-        logged = self.storage.offsets(batch_id)   # the batch that crashed, if it had started: as logged
+        logged = self.storage.offsets(batch_id)  # the batch that crashed, if it had started: as logged
         if logged is not None:
             return batch_id, logged["watermark"], logged["late_watermark"]
         return batch_id, progress["watermark"], progress["late_watermark"]
@@ -331,8 +364,12 @@ class MicroBatchCheckpoints:
 
     def begin_batch(self, batch) -> None:
         """Step 1: the offsets log entry of batch k (a rerun must find the same one there)."""
-        entry = {"batch_id": batch.batch_id, "watermark": batch.watermark, "late_watermark": batch.late_watermark,
-                 "offsets": {step.name: batch.batch_id + 1 for step in self.coordinator.graph.flow.sources}}
+        entry = {
+            "batch_id": batch.batch_id,
+            "watermark": batch.watermark,
+            "late_watermark": batch.late_watermark,
+            "offsets": {step.name: batch.batch_id + 1 for step in self.coordinator.graph.flow.sources},
+        }
         logged = self.storage.offsets(batch.batch_id)
         if logged is not None and logged != entry:
             raise RuntimeError(f"batch {batch.batch_id} is run again with {entry} but its offsets log says {logged}")
@@ -341,9 +378,14 @@ class MicroBatchCheckpoints:
     def commit_batch(self, batch, graph: PhysicalGraph, watermarks, watermark, late_watermark) -> None:
         """Step 2: batch k ended: snapshot every subtask as checkpoint k; the sinks pre-commit, then commit."""
         k = batch.batch_id
-        progress = {"next_batch": k + 1, "watermark": watermark, "late_watermark": late_watermark,
-                    "watermarks": None if watermarks is None else {"proposals": dict(watermarks.proposals),
-                                                                   "current": watermarks.current}}
+        progress = {
+            "next_batch": k + 1,
+            "watermark": watermark,
+            "late_watermark": late_watermark,
+            "watermarks": None
+            if watermarks is None
+            else {"proposals": dict(watermarks.proposals), "current": watermarks.current},
+        }
         sources = {step.name: {"offset": k + 1} for step in graph.flow.sources}
         self.coordinator.trigger(sources, progress, checkpoint_id=k)
         delta = self.coordinator.is_delta(k)

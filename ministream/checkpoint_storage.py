@@ -55,6 +55,7 @@ def sha256(data: bytes) -> str:
 
 # -- storage ------------------------------------------------------------------------------------------------
 
+
 @attrs.frozen
 class CheckpointProblem:
     """A checkpoint that recovery skipped, and why, naming the file.
@@ -111,7 +112,7 @@ class CheckpointStorage:
         self._put(checkpoint_id, MANIFEST, json.dumps(manifest, indent=1).encode("utf-8"))
         if self.retain is not None:
             needed = set()
-            for kept in self.checkpoint_ids()[-self.retain:]:
+            for kept in self.checkpoint_ids()[-self.retain :]:
                 while kept is not None and kept not in needed:
                     needed.add(kept)
                     kept = self._base_of(kept)
@@ -160,13 +161,19 @@ class CheckpointStorage:
             raw = self._get(base["checkpoint_id"], MANIFEST)
             files, manifest, problem = self._verified(base["checkpoint_id"])
             if problem is None and sha256(raw) != base["manifest_sha256"]:
-                problem = CheckpointProblem(base["checkpoint_id"], f"chk-{base['checkpoint_id']}/{MANIFEST}",
-                                            f"is not the one checkpoint {current} was built on (checkpoint "
-                                            f"{base['checkpoint_id']} was stored again since)")
+                problem = CheckpointProblem(
+                    base["checkpoint_id"],
+                    f"chk-{base['checkpoint_id']}/{MANIFEST}",
+                    f"is not the one checkpoint {current} was built on (checkpoint "
+                    f"{base['checkpoint_id']} was stored again since)",
+                )
             current = base["checkpoint_id"]
         if problem.checkpoint_id != checkpoint_id:
-            problem = CheckpointProblem(checkpoint_id, problem.path, f"{problem.reason}, and checkpoint "
-                                        f"{checkpoint_id} is incremental: it needs checkpoint {current} whole")
+            problem = CheckpointProblem(
+                checkpoint_id,
+                problem.path,
+                f"{problem.reason}, and checkpoint {checkpoint_id} is incremental: it needs checkpoint {current} whole",
+            )
         return [], problem
 
     def _verified(self, checkpoint_id: int) -> tuple[dict[str, bytes], dict, CheckpointProblem | None]:
@@ -174,8 +181,15 @@ class CheckpointStorage:
         folder = f"chk-{checkpoint_id}"
         raw = self._get(checkpoint_id, MANIFEST)
         if raw is None:
-            return {}, {}, CheckpointProblem(checkpoint_id, f"{folder}/{MANIFEST}",
-                                             "is missing: the checkpoint is torn (the run died while storing it)")
+            return (
+                {},
+                {},
+                CheckpointProblem(
+                    checkpoint_id,
+                    f"{folder}/{MANIFEST}",
+                    "is missing: the checkpoint is torn (the run died while storing it)",
+                ),
+            )
         try:
             manifest = json.loads(raw.decode("utf-8"))
         except ValueError:
@@ -184,11 +198,19 @@ class CheckpointStorage:
         for path, digest in manifest["files"].items():
             data = self._get(checkpoint_id, path)
             if data is None:
-                return {}, {}, CheckpointProblem(checkpoint_id, f"{folder}/{path}",
-                                                 "is missing: the checkpoint is torn")
+                return (
+                    {},
+                    {},
+                    CheckpointProblem(checkpoint_id, f"{folder}/{path}", "is missing: the checkpoint is torn"),
+                )
             if sha256(data) != digest:
-                return {}, {}, CheckpointProblem(checkpoint_id, f"{folder}/{path}",
-                                                 "is corrupt (its sha256 differs from the manifest's)")
+                return (
+                    {},
+                    {},
+                    CheckpointProblem(
+                        checkpoint_id, f"{folder}/{path}", "is corrupt (its sha256 differs from the manifest's)"
+                    ),
+                )
             files[path] = data
         return files, manifest, None
 

@@ -50,11 +50,12 @@ def _script(lesson, args, out, dead_letters: list | None = None):
     script = lesson.read_script(args.events, dead_letters)
     with open(args.dead_letters, "w", encoding="utf-8") as out_file:
         for letter in dead_letters:
-            out_file.write(json.dumps({"file": letter.path, "line": letter.line, "reason": letter.reason,
-                                       "text": letter.text}) + "\n")
+            out_file.write(
+                json.dumps({"file": letter.path, "line": letter.line, "reason": letter.reason, "text": letter.text})
+                + "\n"
+            )
     count = len(dead_letters)
-    print(f"{count} bad line{'s' if count != 1 else ''} of {args.events} set aside in {args.dead_letters}",
-          file=out)
+    print(f"{count} bad line{'s' if count != 1 else ''} of {args.events} set aside in {args.dead_letters}", file=out)
     return script
 
 
@@ -72,8 +73,7 @@ def print_batches(batches, out) -> None:
     """ministream's output as text: one block per batch, one line per row (rows sorted for reading)."""
     for batch in batches:
         mark = f"watermark {format_ts(batch.watermark)}" if batch.watermark is not None else "no watermark"
-        print(f"batch {batch.batch_id} ({mark}): {len(batch.rows)} row{'s' if len(batch.rows) != 1 else ''}",
-              file=out)
+        print(f"batch {batch.batch_id} ({mark}): {len(batch.rows)} row{'s' if len(batch.rows) != 1 else ''}", file=out)
         for row in sorted(batch.rows, key=lambda row: [repr(value) for value in row.values()]):
             print(f"  {format_row(row)}", file=out)
 
@@ -82,8 +82,11 @@ def print_arrivals(run, out, sink: str = "output") -> None:
     """A continuous run's output as text: no batches, so every row in the order it reached the sink, with
     the sink's watermark at that moment, then the final watermark."""
     arrivals = run.arrivals_at(sink)
-    print(f"continuous model (no batches): {len(arrivals)} row{'s' if len(arrivals) != 1 else ''} in arrival "
-          "order, each with the watermark at the sink when it arrived", file=out)
+    print(
+        f"continuous model (no batches): {len(arrivals)} row{'s' if len(arrivals) != 1 else ''} in arrival "
+        "order, each with the watermark at the sink when it arrived",
+        file=out,
+    )
     width = max((len(format_ts(arrival.watermark)) for arrival in arrivals), default=0)
     for arrival in arrivals:
         print(f"  watermark {format_ts(arrival.watermark).ljust(width)}  {format_row(arrival.row)}", file=out)
@@ -97,14 +100,26 @@ def cmd_run(args, out) -> int:
     params = _params(args.param)
     if args.crash_at is not None:
         return _run_with_crash(lesson, args, params, out)
-    alone = [flag for flag, value in (("--restore-parallelism", args.restore_parallelism),
-                                      ("--checkpoint-dir", args.checkpoint_dir), ("--incremental", args.incremental))
-             if value is not None]
+    alone = [
+        flag
+        for flag, value in (
+            ("--restore-parallelism", args.restore_parallelism),
+            ("--checkpoint-dir", args.checkpoint_dir),
+            ("--incremental", args.incremental),
+        )
+        if value is not None
+    ]
     if alone:
         raise PipelineError(f"{alone[0]} only applies to a run that crashes and recovers: add --crash-at N")
     dead_letters = []
-    run = lesson.run(_script(lesson, args, out, dead_letters), params, parallelism=args.parallelism,
-                     seed=args.seed, trace=args.trace, model=args.model)
+    run = lesson.run(
+        _script(lesson, args, out, dead_letters),
+        params,
+        parallelism=args.parallelism,
+        seed=args.seed,
+        trace=args.trace,
+        model=args.model,
+    )
     values = lesson.resolve_params(params)
     print(f"{lesson.name}: {lesson.title}", file=out)
     shown = ", ".join(f"{p.name}={p.show(values[p.name])}" for p in lesson.params)
@@ -125,8 +140,11 @@ def cmd_run(args, out) -> int:
 def print_accounting(run, events_file, dead_letters: list, out) -> None:
     """Where every input row went (``accounting.py``): read, dead-lettered, and step by step."""
     if not hasattr(run, "accounting"):  # a recovered run: its attempts read some rows twice
-        print("accounting: not available for a run that crashes and recovers (each attempt reads the rows "
-              "after its checkpoint again)", file=out)
+        print(
+            "accounting: not available for a run that crashes and recovers (each attempt reads the rows "
+            "after its checkpoint again)",
+            file=out,
+        )
         return
     print(f"accounting: {run.accounting(events_file, dead_letters).format()}", file=out)
 
@@ -139,12 +157,22 @@ def _run_with_crash(lesson, args, params, out) -> int:
 
     storage = DirectoryStorage(args.checkpoint_dir) if args.checkpoint_dir else MemoryStorage()
     if storage.checkpoint_ids():
-        raise PipelineError(f"--checkpoint-dir {args.checkpoint_dir} holds checkpoints of an earlier run: "
-                            "give an empty or new folder")
-    run, _, same = check_recovery(lesson, _script(lesson, args, out), params, crash_after_rows=args.crash_at,
-                                  model=args.model, parallelism=args.parallelism, seed=args.seed,
-                                  restore_parallelism=args.restore_parallelism, storage=storage, trace=args.trace,
-                                  incremental=args.incremental)
+        raise PipelineError(
+            f"--checkpoint-dir {args.checkpoint_dir} holds checkpoints of an earlier run: give an empty or new folder"
+        )
+    run, _, same = check_recovery(
+        lesson,
+        _script(lesson, args, out),
+        params,
+        crash_after_rows=args.crash_at,
+        model=args.model,
+        parallelism=args.parallelism,
+        seed=args.seed,
+        restore_parallelism=args.restore_parallelism,
+        storage=storage,
+        trace=args.trace,
+        incremental=args.incremental,
+    )
     print(f"{lesson.name}: {lesson.title}", file=out)
     for attempt in run.attempts:
         start = "from the beginning" if attempt.restored_from is None else f"from checkpoint {attempt.restored_from}"
@@ -156,8 +184,11 @@ def _run_with_crash(lesson, args, params, out) -> int:
         print(run.trace.format(), file=out)
     print("recovered output:", file=out)
     print_batches(run.output(), out)
-    print(f"{lesson.name}: the recovered output {'equals' if same else 'DIFFERS FROM'} the output of the run "
-          "without a crash", file=out)
+    print(
+        f"{lesson.name}: the recovered output {'equals' if same else 'DIFFERS FROM'} the output of the run "
+        "without a crash",
+        file=out,
+    )
     return EXIT_OK if same else EXIT_DIFFERS
 
 
@@ -169,8 +200,9 @@ def cmd_compare(args, out) -> int:
     params = _params(args.param)
     if args.lesson:
         lesson = get_lesson(args.lesson)
-        result = compare_lesson(lesson, _script(lesson, args, out), params,
-                                parallelism=args.parallelism, master=args.master)
+        result = compare_lesson(
+            lesson, _script(lesson, args, out), params, parallelism=args.parallelism, master=args.master
+        )
         print(f"{lesson.name}: ministream against Spark, batch by batch", file=out)
         print(result.table(), file=out)
         print(f"{lesson.name}: {result.summary()}", file=out)
@@ -180,8 +212,14 @@ def cmd_compare(args, out) -> int:
     for lesson in all_lessons():
         result = compare_lesson(lesson, None, params, parallelism=args.parallelism, master=args.master)
         failures += not result.matches
-        rows.append((lesson.name, f"{result.batches_matched}/{len(result.batches)}",
-                     f"{result.rows_matched}/{result.rows_total}", "match" if result.matches else "DIFFERS"))
+        rows.append(
+            (
+                lesson.name,
+                f"{result.batches_matched}/{len(result.batches)}",
+                f"{result.rows_matched}/{result.rows_total}",
+                "match" if result.matches else "DIFFERS",
+            )
+        )
         if not result.matches:
             print(f"{lesson.name} differs:\n{result.table()}", file=out)
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
@@ -207,9 +245,16 @@ def cmd_fuzz(args, out) -> int:
         if lesson.twin is None:
             print(f"{lesson.name}: no Spark twin, nothing to compare", file=out)
             continue
-        report = fuzz_lesson(lesson, args.runs, args.seed, params if not args.all else None, out_dir=args.out,
-                             shrink_budget=args.shrink_budget, parallelism=args.parallelism,
-                             log=lambda line: print(f"{lesson.name} {line}", file=out, flush=True))
+        report = fuzz_lesson(
+            lesson,
+            args.runs,
+            args.seed,
+            params if not args.all else None,
+            out_dir=args.out,
+            shrink_budget=args.shrink_budget,
+            parallelism=args.parallelism,
+            log=lambda line: print(f"{lesson.name} {line}", file=out, flush=True),
+        )
         failures += not report.matches
         print(report.summary(), file=out, flush=True)
     return EXIT_DIFFERS if failures else EXIT_OK
@@ -230,10 +275,18 @@ def cmd_cluster(args, out) -> int:
 
     if args.action == "start":
         began = time.monotonic()
-        started = cluster.start_cluster(args.run_dir, port=args.port, web_ui_port=args.web_ui_port,
-                                        worker_web_ui_port=args.worker_web_ui_port, timeout=args.timeout)
-        print(f"master {started.master_url} (web UI {started.web_ui_url}), 1 worker registered, "
-              f"in {time.monotonic() - began:.1f} s; logs in {args.run_dir}", file=out)
+        started = cluster.start_cluster(
+            args.run_dir,
+            port=args.port,
+            web_ui_port=args.web_ui_port,
+            worker_web_ui_port=args.worker_web_ui_port,
+            timeout=args.timeout,
+        )
+        print(
+            f"master {started.master_url} (web UI {started.web_ui_url}), 1 worker registered, "
+            f"in {time.monotonic() - began:.1f} s; logs in {args.run_dir}",
+            file=out,
+        )
         print(f"next: ministream compare --all --master {started.master_url}", file=out)
     elif args.action == "stop":
         stopped = cluster.stop_cluster(args.run_dir)
@@ -251,8 +304,11 @@ def build_parser() -> argparse.ArgumentParser:
     def lesson_options(command, lesson_required=True):
         command.add_argument("lesson", nargs=None if lesson_required else "?", help="a lesson name")
         command.add_argument("--events", metavar="FILE", help="run on your own events (JSON Lines)")
-        command.add_argument("--dead-letters", metavar="FILE",
-                             help="set bad lines of --events aside in FILE (JSON Lines) instead of stopping")
+        command.add_argument(
+            "--dead-letters",
+            metavar="FILE",
+            help="set bad lines of --events aside in FILE (JSON Lines) instead of stopping",
+        )
         command.add_argument("--param", action="append", metavar="NAME=VALUE", help="change a parameter")
         command.add_argument("--parallelism", type=int, default=1, help="subtasks per keyed step")
 
@@ -260,16 +316,30 @@ def build_parser() -> argparse.ArgumentParser:
     lesson_options(run)
     run.add_argument("--seed", type=int, default=0, help="the scheduler's seed")
     run.add_argument("--trace", action="store_true", help="explain every row emitted or dropped")
-    run.add_argument("--accounting", action="store_true", help="then say where every input row went: "
-                     "dead-lettered, and per step kept, late or dropped")
+    run.add_argument(
+        "--accounting",
+        action="store_true",
+        help="then say where every input row went: dead-lettered, and per step kept, late or dropped",
+    )
     run.add_argument("--model", choices=("microbatch", "continuous"), default="microbatch")
-    run.add_argument("--crash-at", type=int, metavar="N", help="crash after N rows of the script, recover from "
-                     "the last complete checkpoint, and check the output against a run without a crash")
+    run.add_argument(
+        "--crash-at",
+        type=int,
+        metavar="N",
+        help="crash after N rows of the script, recover from "
+        "the last complete checkpoint, and check the output against a run without a crash",
+    )
     run.add_argument("--restore-parallelism", type=int, help="with --crash-at: the parallelism to recover with")
-    run.add_argument("--checkpoint-dir", metavar="DIR", help="with --crash-at: keep checkpoints in DIR "
-                     "(default: in memory)")
-    run.add_argument("--incremental", type=int, metavar="K", help="with --crash-at: after each full checkpoint, "
-                     "up to K incremental ones (the keys changed since the previous checkpoint)")
+    run.add_argument(
+        "--checkpoint-dir", metavar="DIR", help="with --crash-at: keep checkpoints in DIR (default: in memory)"
+    )
+    run.add_argument(
+        "--incremental",
+        type=int,
+        metavar="K",
+        help="with --crash-at: after each full checkpoint, "
+        "up to K incremental ones (the keys changed since the previous checkpoint)",
+    )
     run.set_defaults(handler=cmd_run)
 
     compare = commands.add_parser("compare", help="run a lesson in ministream and in Spark, and compare")
@@ -289,8 +359,9 @@ def build_parser() -> argparse.ArgumentParser:
     fuzz.add_argument("--shrink-budget", type=int, default=20, help="runs of both engines to shrink a failure")
     fuzz.set_defaults(handler=cmd_fuzz)
 
-    bench = commands.add_parser("bench", help="benchmarks: events/s against a plain loop and Spark (ministream.bench)",
-                                add_help=False)
+    bench = commands.add_parser(
+        "bench", help="benchmarks: events/s against a plain loop and Spark (ministream.bench)", add_help=False
+    )
 
     diagrams = commands.add_parser("diagrams", help="render every lesson's dataflow to SVG")
     diagrams.add_argument("--out", default="diagrams", help="the folder to write to")

@@ -86,8 +86,9 @@ class ManualClock:
         """
         ms = _whole_ms("a clock time", ms)
         if ms < self.time:
-            raise ClockError(f"processing time never goes backwards: the clock is at {self.time} ms, "
-                             f"cannot set it to {ms} ms")
+            raise ClockError(
+                f"processing time never goes backwards: the clock is at {self.time} ms, cannot set it to {ms} ms"
+            )
         self.time = ms
 
     def __repr__(self):

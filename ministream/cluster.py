@@ -93,18 +93,22 @@ class ClusterStatus:
         """The status in a few lines, as ``ministream cluster status`` prints it."""
         if not (self.master_running or self.worker_running):
             return f"no cluster is running from {self.run_dir}"
-        lines = [f"master {self.master_url} ({'running' if self.master_running else 'stopped'}), "
-                 f"web UI {self.web_ui_url}",
-                 f"worker {'running' if self.worker_running else 'stopped'}"]
+        lines = [
+            f"master {self.master_url} ({'running' if self.master_running else 'stopped'}), web UI {self.web_ui_url}",
+            f"worker {'running' if self.worker_running else 'stopped'}",
+        ]
         if self.master_state is not None:
             state = self.master_state
             apps = ", ".join(app["name"] for app in state.get("activeapps", [])) or "none"
-            lines.append(f"{state['aliveworkers']} alive worker(s), {state['cores']} core(s), "
-                         f"{state['memory']} MiB; running applications: {apps}")
+            lines.append(
+                f"{state['aliveworkers']} alive worker(s), {state['cores']} core(s), "
+                f"{state['memory']} MiB; running applications: {apps}"
+            )
         return "\n".join(lines)
 
 
 # --- starting ------------------------------------------------------------------------------------------------
+
 
 def spark_class() -> Path:
     """The ``bin/spark-class`` launcher of the installed PySpark (the same jars the local session uses).
@@ -133,8 +137,10 @@ def _check_free(port: int, what: str) -> None:
         try:
             probe.bind((HOST, port))
         except OSError:
-            raise ClusterError(f"port {port} for the {what} is already in use on {HOST}: stop what uses it "
-                               f"(`ministream cluster status`, `ss -ltnp`) or choose another port") from None
+            raise ClusterError(
+                f"port {port} for the {what} is already in use on {HOST}: stop what uses it "
+                f"(`ministream cluster status`, `ss -ltnp`) or choose another port"
+            ) from None
 
 
 def _daemon_env(cluster_id: str) -> dict:
@@ -142,22 +148,31 @@ def _daemon_env(cluster_id: str) -> dict:
     import pyspark
 
     env = dict(os.environ)
-    env.update({
-        "SPARK_HOME": str(Path(pyspark.__file__).parent),   # not another Spark the user may have installed
-        "SPARK_LOCAL_IP": HOST,
-        "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
-        "TZ": "UTC",
-        # The tag that lets stop() recognise our daemons; no port retries, so a busy port fails loudly.
-        "SPARK_DAEMON_JAVA_OPTS": f"-Dministream.cluster={cluster_id} -Dspark.port.maxRetries=0",
-    })
+    env.update(
+        {
+            "SPARK_HOME": str(Path(pyspark.__file__).parent),  # not another Spark the user may have installed
+            "SPARK_LOCAL_IP": HOST,
+            "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
+            "TZ": "UTC",
+            # The tag that lets stop() recognise our daemons; no port retries, so a busy port fails loudly.
+            "SPARK_DAEMON_JAVA_OPTS": f"-Dministream.cluster={cluster_id} -Dspark.port.maxRetries=0",
+        }
+    )
     return env
 
 
 def _launch(run_dir: Path, name: str, args: list[str], env: dict) -> subprocess.Popen:
     """Start one daemon in its own process group, its output in ``NAME.log``, its pid in ``NAME.pid``."""
     with open(run_dir / f"{name}.log", "wb") as log:
-        process = subprocess.Popen([str(spark_class()), *args], cwd=run_dir, env=env, stdin=subprocess.DEVNULL,
-                                   stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(
+            [str(spark_class()), *args],
+            cwd=run_dir,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     # spark-class ends with `exec java ...`, so this pid is the daemon's JVM itself.
     _children[process.pid] = process
     (run_dir / f"{name}.pid").write_text(f"{process.pid}\n")
@@ -186,21 +201,31 @@ def _wait_until(ready, processes: dict, run_dir: Path, what: str, deadline: floa
     while True:
         for name, process in processes.items():
             if process.poll() is not None:
-                raise ClusterError(f"the Spark {name} exited (status {process.returncode}) before {what}; "
-                                   f"last lines of {run_dir / (name + '.log')}:\n{_log_tail(run_dir / (name + '.log'))}")
+                raise ClusterError(
+                    f"the Spark {name} exited (status {process.returncode}) before {what}; "
+                    f"last lines of {run_dir / (name + '.log')}:\n{_log_tail(run_dir / (name + '.log'))}"
+                )
         value = ready()
         if value:
             return value
         if time.monotonic() > deadline:
-            logs = "\n".join(f"last lines of {run_dir / (n + '.log')}:\n{_log_tail(run_dir / (n + '.log'))}"
-                             for n in processes)
+            logs = "\n".join(
+                f"last lines of {run_dir / (n + '.log')}:\n{_log_tail(run_dir / (n + '.log'))}" for n in processes
+            )
             raise ClusterError(f"timed out waiting until {what}\n{logs}")
         time.sleep(0.2)
 
 
-def start_cluster(run_dir: str | os.PathLike = RUN_DIR, *, port: int = 7077, web_ui_port: int = 8080,
-                  worker_web_ui_port: int = 8081, cores: int = 1, memory: str = "1g",
-                  timeout: float = 120.0) -> Cluster:
+def start_cluster(
+    run_dir: str | os.PathLike = RUN_DIR,
+    *,
+    port: int = 7077,
+    web_ui_port: int = 8080,
+    worker_web_ui_port: int = 8081,
+    cores: int = 1,
+    memory: str = "1g",
+    timeout: float = 120.0,
+) -> Cluster:
     """Start a master and one worker on 127.0.0.1 and return once the worker has registered with the master.
 
     A port of 0 means "any free port". On failure (a busy port, a daemon that exits, the timeout) whatever was
@@ -218,23 +243,44 @@ def start_cluster(run_dir: str | os.PathLike = RUN_DIR, *, port: int = 7077, web
         _check_free(number, what)
     cluster_id = uuid.uuid4().hex
     master_url, web_ui_url = f"spark://{HOST}:{port}", f"http://{HOST}:{web_ui_port}"
-    (run_dir / STATE_FILE).write_text(json.dumps({"id": cluster_id, "master_url": master_url,
-                                                  "web_ui_url": web_ui_url}, indent=2) + "\n")
+    (run_dir / STATE_FILE).write_text(
+        json.dumps({"id": cluster_id, "master_url": master_url, "web_ui_url": web_ui_url}, indent=2) + "\n"
+    )
     env = _daemon_env(cluster_id)
     deadline = time.monotonic() + timeout
     started = {}
     try:
-        started["master"] = _launch(run_dir, "master", [
-            MASTER_CLASS, "--host", HOST, "--port", str(port), "--webui-port", str(web_ui_port)], env)
+        started["master"] = _launch(
+            run_dir,
+            "master",
+            [MASTER_CLASS, "--host", HOST, "--port", str(port), "--webui-port", str(web_ui_port)],
+            env,
+        )
 
         def master_alive():
             state = _master_json(web_ui_url)
             return state if state and state.get("status") == "ALIVE" else None
 
         _wait_until(master_alive, started, run_dir, f"the master answered on {web_ui_url}", deadline)
-        started["worker"] = _launch(run_dir, "worker", [
-            WORKER_CLASS, master_url, "--host", HOST, "--cores", str(cores), "--memory", memory,
-            "--webui-port", str(worker_web_ui_port), "--work-dir", str(run_dir / "work")], env)
+        started["worker"] = _launch(
+            run_dir,
+            "worker",
+            [
+                WORKER_CLASS,
+                master_url,
+                "--host",
+                HOST,
+                "--cores",
+                str(cores),
+                "--memory",
+                memory,
+                "--webui-port",
+                str(worker_web_ui_port),
+                "--work-dir",
+                str(run_dir / "work"),
+            ],
+            env,
+        )
 
         def worker_registered():
             state = _master_json(web_ui_url) or {}
@@ -249,6 +295,7 @@ def start_cluster(run_dir: str | os.PathLike = RUN_DIR, *, port: int = 7077, web
 
 
 # --- finding our processes and stopping them -----------------------------------------------------------------
+
 
 def _command_line(pid: int) -> list[str] | None:
     """A live process's command line, or None when it is gone (a zombie, dead but not yet reaped, is gone)."""
@@ -390,5 +437,4 @@ def cluster_status(run_dir: str | os.PathLike = RUN_DIR) -> ClusterStatus:
     state, daemons = _read_state(run_dir), _recorded_daemons(run_dir)
     web_ui_url = state.get("web_ui_url")
     report = _master_json(web_ui_url) if "master" in daemons and web_ui_url else None
-    return ClusterStatus(run_dir, state.get("master_url"), web_ui_url, "master" in daemons, "worker" in daemons,
-                         report)
+    return ClusterStatus(run_dir, state.get("master_url"), web_ui_url, "master" in daemons, "worker" in daemons, report)

@@ -24,6 +24,7 @@ import attrs
 from ministream.results import BatchResult, format_row, normalize_row, normalize_value
 from ministream.times import format_ts
 
+
 def _ordered(rows: Counter, shown: dict) -> list[tuple]:
     """The rows of a multiset, repeated by count, in a stable order, each with its columns in the order
     the engine wrote them (``shown`` maps the sorted form used for counting to that order)."""
@@ -49,8 +50,13 @@ class BatchComparison:
 
     @property
     def matches(self) -> bool:
-        return (self.in_ministream and self.in_spark and not self.only_ministream and not self.only_spark
-                and self.watermark_ministream == self.watermark_spark)
+        return (
+            self.in_ministream
+            and self.in_spark
+            and not self.only_ministream
+            and not self.only_spark
+            and self.watermark_ministream == self.watermark_spark
+        )
 
     def describe_differences(self) -> str:
         """What differs in this batch, in words, one line per row."""
@@ -60,8 +66,10 @@ class BatchComparison:
         if not self.in_ministream:
             lines.append(f"batch {self.batch_id}: ministream ran no batch {self.batch_id}")
         if self.in_spark and self.in_ministream and self.watermark_ministream != self.watermark_spark:
-            lines.append(f"batch {self.batch_id}: watermark {format_ts(self.watermark_ministream)} in "
-                         f"ministream, {format_ts(self.watermark_spark)} in Spark")
+            lines.append(
+                f"batch {self.batch_id}: watermark {format_ts(self.watermark_ministream)} in "
+                f"ministream, {format_ts(self.watermark_spark)} in Spark"
+            )
         lines += [f"batch {self.batch_id}: only in ministream: {format_row(r)}" for r in self.only_ministream]
         lines += [f"batch {self.batch_id}: only in Spark:      {format_row(r)}" for r in self.only_spark]
         return "\n".join(lines)
@@ -91,20 +99,28 @@ class Comparison:
 
     def summary(self) -> str:
         """One line: how many batches and rows matched."""
-        return (f"{self.batches_matched} of {len(self.batches)} batches match; "
-                f"{self.rows_matched} of {self.rows_total} rows match")
+        return (
+            f"{self.batches_matched} of {len(self.batches)} batches match; "
+            f"{self.rows_matched} of {self.rows_total} rows match"
+        )
 
     def table(self) -> str:
         """The per-batch table: watermark, rows in each engine, rows in both, rows in only one."""
         header = ("batch", "watermark", "ministream", "spark", "in both", "only ministream", "only spark", "")
         lines = [header]
         for b in self.batches:
-            lines.append((
-                str(b.batch_id), format_ts(b.watermark_ministream if b.in_ministream else b.watermark_spark),
-                str(len(b.in_both) + len(b.only_ministream)) if b.in_ministream else "-",
-                str(len(b.in_both) + len(b.only_spark)) if b.in_spark else "-",
-                str(len(b.in_both)), str(len(b.only_ministream)), str(len(b.only_spark)),
-                "ok" if b.matches else "DIFFERS"))
+            lines.append(
+                (
+                    str(b.batch_id),
+                    format_ts(b.watermark_ministream if b.in_ministream else b.watermark_spark),
+                    str(len(b.in_both) + len(b.only_ministream)) if b.in_ministream else "-",
+                    str(len(b.in_both) + len(b.only_spark)) if b.in_spark else "-",
+                    str(len(b.in_both)),
+                    str(len(b.only_ministream)),
+                    str(len(b.only_spark)),
+                    "ok" if b.matches else "DIFFERS",
+                )
+            )
         widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
         text = ["  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in lines]
         differences = [b.describe_differences() for b in self.batches if not b.matches]
@@ -120,15 +136,20 @@ def compare_batches(ministream: list[BatchResult], spark: list[BatchResult]) -> 
         mine, other = ours.get(batch_id), theirs.get(batch_id)
         left = Counter(normalize_row(row) for row in (mine.rows if mine else []))
         right = Counter(normalize_row(row) for row in (other.rows if other else []))
-        shown = {normalize_row(row): tuple((name, normalize_value(value)) for name, value in row.items())
-                 for row in (other.rows if other else []) + (mine.rows if mine else [])}
-        compared.append(BatchComparison(
-            batch_id,
-            in_both=_ordered(left & right, shown),
-            only_ministream=_ordered(left - right, shown),
-            only_spark=_ordered(right - left, shown),
-            watermark_ministream=mine.watermark if mine else None,
-            watermark_spark=other.watermark if other else None,
-            in_ministream=mine is not None,
-            in_spark=other is not None))
+        shown = {
+            normalize_row(row): tuple((name, normalize_value(value)) for name, value in row.items())
+            for row in (other.rows if other else []) + (mine.rows if mine else [])
+        }
+        compared.append(
+            BatchComparison(
+                batch_id,
+                in_both=_ordered(left & right, shown),
+                only_ministream=_ordered(left - right, shown),
+                only_spark=_ordered(right - left, shown),
+                watermark_ministream=mine.watermark if mine else None,
+                watermark_spark=other.watermark if other else None,
+                in_ministream=mine is not None,
+                in_spark=other is not None,
+            )
+        )
     return Comparison(compared)

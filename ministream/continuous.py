@@ -153,8 +153,9 @@ class ContinuousDriver:
     [{'n': 1}, {'n': 2}]
     """
 
-    def __init__(self, graph: PhysicalGraph, clock: ManualClock, seed: int, idle_timeout: int | None,
-                 trace: Trace | None):
+    def __init__(
+        self, graph: PhysicalGraph, clock: ManualClock, seed: int, idle_timeout: int | None, trace: Trace | None
+    ):
         self.graph = graph
         self.clock = clock
         self.random = random.Random(seed)
@@ -184,10 +185,12 @@ class ContinuousDriver:
     def _run_until_quiet(self) -> None:
         """Read and deliver until no source may read and no message is waiting."""
         while True:
-            actors = [] if self.pending_clock_step is not None else [
-                reader for reader in self.readers if reader.has_next()]
-            actors += [(subtask, positions) for subtask in self.graph.subtasks
-                       if (positions := subtask.runnable_inputs())]
+            actors = (
+                [] if self.pending_clock_step is not None else [reader for reader in self.readers if reader.has_next()]
+            )
+            actors += [
+                (subtask, positions) for subtask in self.graph.subtasks if (positions := subtask.runnable_inputs())
+            ]
             if not actors:
                 return
             actor = actors[self.random.randrange(len(actors))]
@@ -201,8 +204,12 @@ class ContinuousDriver:
         entry = reader.next_entry()
         if isinstance(entry, ClockStep):
             self.pending_clock_step = entry
-            self._explain(reader.name, "clock", f"clock step of {format_duration(entry.advance)}: every "
-                          "source stops reading until the rows already read are processed")
+            self._explain(
+                reader.name,
+                "clock",
+                f"clock step of {format_duration(entry.advance)}: every "
+                "source stops reading until the rows already read are processed",
+            )
         else:
             if reader.idle:
                 reader.set_idle(False)
@@ -225,8 +232,7 @@ class ContinuousDriver:
         caused = len(self.trace.lines) if self.trace is not None else 0
         subtask.run_one(position)
         if sink:
-            self.arrivals[sink].extend(Arrival(row, subtask.watermark)
-                                       for row in subtask.operator.buffer[buffered:])
+            self.arrivals[sink].extend(Arrival(row, subtask.watermark) for row in subtask.operator.buffer[buffered:])
         if self.trace is not None:
             self._explain_watermark(subtask, *was, before=caused)
 
@@ -238,15 +244,20 @@ class ContinuousDriver:
         """Every row read so far is processed: move the clock, mark sources idle, fire processing-time
         timers."""
         now = self.clock.advance(step.advance)
-        self._explain("clock", "clock", f"processing time advances by {format_duration(step.advance)} "
-                      f"to {format_ts(now)}")
+        self._explain(
+            "clock", "clock", f"processing time advances by {format_duration(step.advance)} to {format_ts(now)}"
+        )
         if self.idle_timeout is not None:
             for reader in self.readers:
                 if not reader.idle and now - reader.last_active >= self.idle_timeout:
                     reader.set_idle(True)
-                    self._explain(reader.name, "idle", f"no row for {format_duration(now - reader.last_active)}"
-                                  f" of processing time (idle timeout {format_duration(self.idle_timeout)}):"
-                                  " idle, it leaves its receivers' minimum")
+                    self._explain(
+                        reader.name,
+                        "idle",
+                        f"no row for {format_duration(now - reader.last_active)}"
+                        f" of processing time (idle timeout {format_duration(self.idle_timeout)}):"
+                        " idle, it leaves its receivers' minimum",
+                    )
         for subtask in self.graph.subtasks:
             if subtask.operator is not None:
                 subtask.operator.on_processing_time(now)
@@ -256,8 +267,7 @@ class ContinuousDriver:
         for reader in self.readers:
             reader.set_idle(False)
             reader.subtask.output.broadcast(Watermark(MAX_WATERMARK))
-            self._explain(reader.name, "watermark", "end of all input: active again to send the final "
-                          "watermark +∞")
+            self._explain(reader.name, "watermark", "end of all input: active again to send the final watermark +∞")
 
     def _explain(self, step: str, kind: str, text: str, row: dict | None = None) -> None:
         if self.trace is not None:
@@ -274,8 +284,11 @@ class ContinuousDriver:
             changes.append(("watermark", f"watermark rises to {format_ts(subtask.watermark)}: {why}"))
         now_idle = subtask.valve.idle if subtask.valve else False
         if now_idle != idle:
-            changes.append(("idle", "every input is idle: idle too") if now_idle else
-                           ("active", "an input is active: active again"))
+            changes.append(
+                ("idle", "every input is idle: idle too")
+                if now_idle
+                else ("active", "an input is active: active again")
+            )
         for kind, text in changes:
             self.trace.record(name, index, kind, text)
             self.trace.lines.insert(before, self.trace.lines.pop())  # the cause before its effects
@@ -296,9 +309,16 @@ def check_continuous(flow: Dataflow) -> None:
         raise PipelineError(f"dataflow {flow.name!r} has no sink: add .sink('output', CollectingSink())")
 
 
-def run_continuous(flow: Dataflow, *, parallelism: int = 1, seed: int = 0, trace: bool | Trace = False,
-                   clock: ManualClock | None = None, idle_timeout=None,
-                   output_mode: str = "append") -> ContinuousRun:
+def run_continuous(
+    flow: Dataflow,
+    *,
+    parallelism: int = 1,
+    seed: int = 0,
+    trace: bool | Trace = False,
+    clock: ManualClock | None = None,
+    idle_timeout=None,
+    output_mode: str = "append",
+) -> ContinuousRun:
     """Run a dataflow row by row, as Flink runs a job, and return what the sinks received.
 
     >>> from ministream.testing import ScriptedSource, CollectingSink
@@ -329,8 +349,7 @@ def run_continuous(flow: Dataflow, *, parallelism: int = 1, seed: int = 0, trace
     if tracer is not None:
         tracer.model = "continuous"
         tracer.begin_batch(0, None)
-    graph = PhysicalGraph(flow, parallelism, output_mode=output_mode, model="continuous", trace=tracer,
-                          clock=clock)
+    graph = PhysicalGraph(flow, parallelism, output_mode=output_mode, model="continuous", trace=tracer, clock=clock)
     for step in flow.sinks:
         step.sink.reset()
     driver = ContinuousDriver(graph, clock, seed, timeout, tracer)
@@ -340,9 +359,13 @@ def run_continuous(flow: Dataflow, *, parallelism: int = 1, seed: int = 0, trace
         final[name] = subtask.watermark
         subtask.operator.on_batch_end(BatchInfo(0, watermark=subtask.watermark))
     if tracer is not None:
-        tracer.end_batch({step.name: sum(op.state_size() for op in graph.operators(step.name))
-                          for step in flow.steps if step.parallelism == "keyed"})
+        tracer.end_batch(
+            {
+                step.name: sum(op.state_size() for op in graph.operators(step.name))
+                for step in flow.steps
+                if step.parallelism == "keyed"
+            }
+        )
     outputs = {step.name: step.sink.batches for step in flow.sinks}
     watermarks = [final[flow.sinks[0].name]]  # one "batch": the first sink's final watermark
-    return ContinuousRun(outputs, watermarks, tracer, graph, driver.row_counts, arrivals=driver.arrivals,
-                         clock=clock)
+    return ContinuousRun(outputs, watermarks, tracer, graph, driver.row_counts, arrivals=driver.arrivals, clock=clock)

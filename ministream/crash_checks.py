@@ -21,8 +21,15 @@ from ministream.recovery import RecoveredRun, run_with_recovery
 from ministream.results import BatchResult
 
 
-def run_lesson_with_recovery(lesson, script=None, params: dict | None = None, *, crash_after_rows: int | None,
-                             model: str = "microbatch", **settings) -> RecoveredRun:
+def run_lesson_with_recovery(
+    lesson,
+    script=None,
+    params: dict | None = None,
+    *,
+    crash_after_rows: int | None,
+    model: str = "microbatch",
+    **settings,
+) -> RecoveredRun:
     """A lesson's pipeline, crashed after ``crash_after_rows`` rows of its script (``None``: no crash) and
     recovered: ``ministream run LESSON --crash-at N``. ``settings`` go to :func:`run_with_recovery`.
 
@@ -60,12 +67,14 @@ def same_output(model: str, ours: list[BatchResult], expected: list[BatchResult]
 
     if model == "microbatch":
         return compare_batches(ours, expected).matches
-    return (Counter(normalize_row(row) for batch in ours for row in batch.rows)
-            == Counter(normalize_row(row) for batch in expected for row in batch.rows))
+    return Counter(normalize_row(row) for batch in ours for row in batch.rows) == Counter(
+        normalize_row(row) for batch in expected for row in batch.rows
+    )
 
 
-def failure_free_outputs(lesson, script=None, params: dict | None = None, *, model: str = "microbatch",
-                         parallelism: int = 1, seed: int = 0) -> list[list[BatchResult]]:
+def failure_free_outputs(
+    lesson, script=None, params: dict | None = None, *, model: str = "microbatch", parallelism: int = 1, seed: int = 0
+) -> list[list[BatchResult]]:
     """What a lesson outputs without a crash: one output; but in the continuous model with several sources
     the output depends on the interleaving (``continuous.py``), so then every output of seeds 0 to 7 at
     parallelism 1, 2 and 4 (a recovered run interleaves differently and may give any of them).
@@ -85,9 +94,17 @@ def failure_free_outputs(lesson, script=None, params: dict | None = None, *, mod
     return outputs
 
 
-def check_recovery(lesson, script=None, params: dict | None = None, *, crash_after_rows: int,
-                   model: str = "microbatch", parallelism: int = 1, seed: int = 0,
-                   **settings) -> tuple[RecoveredRun, list[BatchResult], bool]:
+def check_recovery(
+    lesson,
+    script=None,
+    params: dict | None = None,
+    *,
+    crash_after_rows: int,
+    model: str = "microbatch",
+    parallelism: int = 1,
+    seed: int = 0,
+    **settings,
+) -> tuple[RecoveredRun, list[BatchResult], bool]:
     """Run a lesson crashed after ``crash_after_rows`` rows and recovered, and without a crash: returns the
     recovered run, the failure-free output it equals (or the first one), and whether it equals one
     (:func:`same_output`, :func:`failure_free_outputs`).
@@ -97,7 +114,15 @@ def check_recovery(lesson, script=None, params: dict | None = None, *, crash_aft
     >>> run.crashes, same
     (1, True)"""
     expected = failure_free_outputs(lesson, script, params, model=model, parallelism=parallelism, seed=seed)
-    run = run_lesson_with_recovery(lesson, script, params, crash_after_rows=crash_after_rows, model=model,
-                                   parallelism=parallelism, seed=seed, **settings)
+    run = run_lesson_with_recovery(
+        lesson,
+        script,
+        params,
+        crash_after_rows=crash_after_rows,
+        model=model,
+        parallelism=parallelism,
+        seed=seed,
+        **settings,
+    )
     matching = [output for output in expected if same_output(model, run.output(), output)]
     return run, (matching or expected)[0], bool(matching)

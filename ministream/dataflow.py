@@ -120,8 +120,9 @@ class Stream:
     step: Step
     output: str | None = None
 
-    def _then(self, name: str, kind: str, make_operator, edge: Edge | None = None, parallelism="inherit",
-              **options) -> "Stream":
+    def _then(
+        self, name: str, kind: str, make_operator, edge: Edge | None = None, parallelism="inherit", **options
+    ) -> "Stream":
         edge = edge or Edge(self.step, output=self.output)
         step = Step(name, kind, make_operator, [edge], parallelism, options=options)
         return Stream(self.flow, self.flow.add(step))
@@ -156,8 +157,7 @@ class Stream:
         delay_ms = parse_duration(delay)
         if delay_ms < 0:
             raise PipelineError(f"step {name!r}: a watermark delay cannot be negative, got {delay!r}")
-        return self._then(name, "watermark", lambda: WatermarkOperator(column, delay_ms),
-                          column=column, delay=delay_ms)
+        return self._then(name, "watermark", lambda: WatermarkOperator(column, delay_ms), column=column, delay=delay_ms)
 
     def select(self, name: str, **columns: str) -> "Stream":
         """Keep some columns under new names: ``select("clicks_renamed", click_time="ts")`` is Spark's
@@ -165,8 +165,12 @@ class Stream:
         pairs = tuple(columns.items())
         if not pairs:
             raise PipelineError(f"select {name!r} needs at least one column, e.g. click_time='ts'")
-        return self._then(name, "select", lambda: MapOperator(lambda row: {new: row[old] for new, old in pairs}),
-                          columns=", ".join(f"{new}={old}" for new, old in pairs))
+        return self._then(
+            name,
+            "select",
+            lambda: MapOperator(lambda row: {new: row[old] for new, old in pairs}),
+            columns=", ".join(f"{new}={old}" for new, old in pairs),
+        )
 
     def drop_duplicates(self, name: str, columns, within_watermark: bool = False) -> "Stream":
         """Keep the first row of each combination of ``columns`` (``dedup.py``): Spark's
@@ -187,8 +191,14 @@ class Stream:
         """Deliver the stream to ``sink`` (a ``CollectingSink`` in lessons and tests)."""
         from ministream.testing import SinkOperator
 
-        step = Step(name, "sink", lambda: SinkOperator(sink), [Edge(self.step, "gather", output=self.output)],
-                    parallelism="one", sink=sink)
+        step = Step(
+            name,
+            "sink",
+            lambda: SinkOperator(sink),
+            [Edge(self.step, "gather", output=self.output)],
+            parallelism="one",
+            sink=sink,
+        )
         self.flow.add(step)
 
 
@@ -208,12 +218,20 @@ class KeyedStream:
 
     def keyed_step(self, name: str, kind: str, make_operator, **options) -> Stream:
         """Attach a keyed step (one that receives ``(key, row)`` pairs) running at the run's parallelism."""
-        step = Step(name, kind, make_operator, [self.edge()], "keyed",
-                    options={"key": ", ".join(self.key_columns), **options})
+        step = Step(
+            name, kind, make_operator, [self.edge()], "keyed", options={"key": ", ".join(self.key_columns), **options}
+        )
         return Stream(self.flow, self.flow.add(step))
 
-    def join(self, name: str, other: "KeyedStream", *, how: str = "inner", between=None,
-             key_time: tuple[str, str] | None = None) -> Stream:
+    def join(
+        self,
+        name: str,
+        other: "KeyedStream",
+        *,
+        how: str = "inner",
+        between=None,
+        key_time: tuple[str, str] | None = None,
+    ) -> Stream:
         """A stream-stream join with ``other`` on equal keys (``join.py``): ``how`` is ``inner``,
         ``left_outer``, ``right_outer``, ``full_outer`` or ``left_semi``; ``between`` a ``join.TimeRange``
         on the two sides' event times; ``key_time`` the event-time column of each side that is in the key."""
@@ -237,12 +255,16 @@ class KeyedStream:
             raise PipelineError(f"aggregate {name!r} needs at least one aggregate, e.g. count=Count()")
         key_columns = self.key_columns
         return self.keyed_step(
-            name, "aggregate", lambda: RunningAggregate(key_columns, aggregates),
+            name,
+            "aggregate",
+            lambda: RunningAggregate(key_columns, aggregates),
             aggregates=", ".join(f"{n}={f.name}({f.column or '*'})" for n, f in aggregates.items()),
-            operator_class=RunningAggregate)
+            operator_class=RunningAggregate,
+        )
 
-    def window(self, name: str, assigner, *, column: str = "ts", allowed_lateness=0, late_rows: str | None = None,
-               **aggregates) -> Stream:
+    def window(
+        self, name: str, assigner, *, column: str = "ts", allowed_lateness=0, late_rows: str | None = None, **aggregates
+    ) -> Stream:
         """An aggregate per key and per event-time window (``window_aggregation.py``):
         ``window("counts", Tumbling("10 seconds"), count=Count())`` is Spark's
         ``groupBy("key", window("ts", "10 seconds")).agg(count("*"))``. The assigner (``windows.Tumbling``,
@@ -252,5 +274,6 @@ class KeyedStream:
         only, ``allowed_lateness`` keeps a fired window for late rows."""
         from ministream.window_aggregation import build_window
 
-        return build_window(self, name, assigner, column=column, allowed_lateness=allowed_lateness,
-                            late_rows=late_rows, **aggregates)
+        return build_window(
+            self, name, assigner, column=column, allowed_lateness=allowed_lateness, late_rows=late_rows, **aggregates
+        )

@@ -54,8 +54,13 @@ class Deduplicate(Operator):
     keyed = True
     output_modes = ("append", "update")
 
-    def __init__(self, columns: tuple[str, ...], event_time: str | None, key_has_event_time: bool,
-                 within_delay: int | None = None):
+    def __init__(
+        self,
+        columns: tuple[str, ...],
+        event_time: str | None,
+        key_has_event_time: bool,
+        within_delay: int | None = None,
+    ):
         self.columns = columns
         self.event_time = event_time
         self.key_has_event_time = key_has_event_time
@@ -65,8 +70,9 @@ class Deduplicate(Operator):
     def check_output_mode(step_name: str, output_mode: str, has_watermark: bool) -> None:
         """Deduplication emits each first row once: append (or update, which is the same here)."""
         if output_mode == "complete":
-            raise PipelineError(f"step {step_name!r}: deduplication has no result table to re-emit: use append "
-                                "output mode")
+            raise PipelineError(
+                f"step {step_name!r}: deduplication has no result table to re-emit: use append output mode"
+            )
 
     def open(self, ctx):
         super().open(ctx)
@@ -87,20 +93,23 @@ class Deduplicate(Operator):
 
     def on_batch_end(self, batch):
         pairs, self.arrived = self.arrived, []
-        if self.event_time is not None and batch.late_watermark is not None:   # rule 1
+        if self.event_time is not None and batch.late_watermark is not None:  # rule 1
             kept = []
             for key, row in pairs:
                 if row[self.event_time] <= batch.late_watermark:
-                    rule = (f"row dropped: {self.event_time} {format_ts(row[self.event_time])} <= watermark "
-                            f"{format_ts(batch.late_watermark)} of the previous batch")
-                    self.late_rows.append(LateRow(batch.batch_id, self.ctx.step_name, row, None,
-                                                  batch.late_watermark, rule))
+                    rule = (
+                        f"row dropped: {self.event_time} {format_ts(row[self.event_time])} <= watermark "
+                        f"{format_ts(batch.late_watermark)} of the previous batch"
+                    )
+                    self.late_rows.append(
+                        LateRow(batch.batch_id, self.ctx.step_name, row, None, batch.late_watermark, rule)
+                    )
                     self.ctx.explain("late", rule, row)
                 else:
                     kept.append((key, row))
             pairs = kept
-        self._keep_first(pairs)                                                 # rule 2
-        if batch.watermark is not None:                                         # rule 3
+        self._keep_first(pairs)  # rule 2
+        if batch.watermark is not None:  # rule 3
             self._evict(batch.watermark)
         if self.ctx.tracing:
             self.ctx.explain("state", f"keys in state: {self.state_size()}", {"keys": self.state_size()})
@@ -175,15 +184,24 @@ def build_dedup(stream, name: str, columns, within_watermark: bool):
                 f"drop_duplicates {name!r}: within_watermark needs a watermark, since a key is kept for the "
                 "watermark delay after its first row. Add with_watermark(...) before it. (Spark: "
                 "'dropDuplicatesWithinWatermark is not supported on streaming DataFrames/DataSets without "
-                "watermark'.)")
+                "watermark'.)"
+            )
         delay = _watermark_delay(stream.step)
     keyed = stream.key_by(list(columns))
     has_time = event_time in columns
-    options = {"columns": ", ".join(columns), "evicts": "key time <= watermark" if has_time and not delay else
-               ("first time + delay <= watermark" if delay is not None else "never")}
-    return keyed.keyed_step(name, "drop_duplicates" if not within_watermark else "drop_duplicates_within",
-                            lambda: Deduplicate(columns, event_time, has_time, delay),
-                            **options, operator_class=Deduplicate)
+    options = {
+        "columns": ", ".join(columns),
+        "evicts": "key time <= watermark"
+        if has_time and not delay
+        else ("first time + delay <= watermark" if delay is not None else "never"),
+    }
+    return keyed.keyed_step(
+        name,
+        "drop_duplicates" if not within_watermark else "drop_duplicates_within",
+        lambda: Deduplicate(columns, event_time, has_time, delay),
+        **options,
+        operator_class=Deduplicate,
+    )
 
 
 def _watermark_delay(step) -> int:

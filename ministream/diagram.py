@@ -50,9 +50,12 @@ def _edge_label(edge) -> str:
 
 def to_dot(flow: Dataflow, parallelism: int | None = None) -> str:
     """The dataflow as DOT text: the logical plan, or with ``parallelism`` the physical one (subtasks)."""
-    lines = [f"digraph {_quote(flow.name)} {{", "  rankdir=LR;",
-             '  node [shape=box, style="rounded,filled", fillcolor="#eef3fb", fontname="Helvetica"];',
-             '  edge [fontname="Helvetica", fontsize=10];']
+    lines = [
+        f"digraph {_quote(flow.name)} {{",
+        "  rankdir=LR;",
+        '  node [shape=box, style="rounded,filled", fillcolor="#eef3fb", fontname="Helvetica"];',
+        '  edge [fontname="Helvetica", fontsize=10];',
+    ]
     if parallelism is None:
         for step in flow.steps:
             color = _color(step)
@@ -60,8 +63,9 @@ def to_dot(flow: Dataflow, parallelism: int | None = None) -> str:
             lines.append(f'  {_quote(step.name)} [label="{_label(step)}"{fill}];')
         for step in flow.steps:
             for edge in step.inputs:
-                lines.append(f"  {_quote(edge.upstream.name)} -> {_quote(step.name)} "
-                             f"[label={_quote(_edge_label(edge))}];")
+                lines.append(
+                    f"  {_quote(edge.upstream.name)} -> {_quote(step.name)} [label={_quote(_edge_label(edge))}];"
+                )
     else:
         from ministream.runtime import PhysicalGraph
 
@@ -78,8 +82,7 @@ def to_dot(flow: Dataflow, parallelism: int | None = None) -> str:
             for partition, channels, edge in subtask.output.routes:
                 for channel in channels:
                     receiver = channel.name.split("->")[1]
-                    lines.append(f"  {_quote(str(subtask))} -> {_quote(receiver)} "
-                                 f"[label={_quote(_edge_label(edge))}];")
+                    lines.append(f"  {_quote(str(subtask))} -> {_quote(receiver)} [label={_quote(_edge_label(edge))}];")
     lines.append("}")
     return "\n".join(lines)
 
@@ -102,6 +105,5 @@ def render_lessons(directory: str | Path = "diagrams", parallelism: int = 2) -> 
     for lesson in all_lessons():
         flow = lesson.pipeline(lesson.default_script, lesson.resolve_params())
         written.append(render_svg(to_dot(flow), Path(directory) / f"{lesson.name}.svg"))
-        written.append(render_svg(to_dot(flow, parallelism),
-                                  Path(directory) / f"{lesson.name}.physical.svg"))
+        written.append(render_svg(to_dot(flow, parallelism), Path(directory) / f"{lesson.name}.physical.svg"))
     return written

@@ -53,8 +53,7 @@ def lessons_table() -> str:
 def sync_text(text: str) -> str:
     """``text`` with every include block replaced by the current source of its target, and the lessons
     table (between ``<!-- lessons -->`` markers) rebuilt from the registry."""
-    text = INCLUDE.sub(lambda m: m.group(1) + source_of(m.group("target")).rstrip("\n") + "\n" + m.group(4),
-                       text)
+    text = INCLUDE.sub(lambda m: m.group(1) + source_of(m.group("target")).rstrip("\n") + "\n" + m.group(4), text)
     return LESSONS_TABLE.sub(lambda m: m.group(1) + lessons_table() + m.group(3), text)
 
 
@@ -62,8 +61,11 @@ def stale_includes(path: str | Path) -> list[str]:
     """The include targets of a Markdown file whose block no longer matches the source (and ``"lessons"``
     when its lessons table is out of date)."""
     text = Path(path).read_text()
-    stale = [m.group("target") for m in INCLUDE.finditer(text)
-             if m.group("body").rstrip("\n") != source_of(m.group("target")).rstrip("\n")]
+    stale = [
+        m.group("target")
+        for m in INCLUDE.finditer(text)
+        if m.group("body").rstrip("\n") != source_of(m.group("target")).rstrip("\n")
+    ]
     stale += ["lessons" for m in LESSONS_TABLE.finditer(text) if m.group("body") != lessons_table()]
     return stale
 

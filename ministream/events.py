@@ -91,8 +91,7 @@ def _check_batch(value) -> int:
 def _check_ts(value) -> int:
     """Event time comes as an ISO-8601 string; a bare number is refused, since its unit would be a guess."""
     if not isinstance(value, str):
-        raise ValueError(f"{_shown(value)} is not a timestamp string: write it in quotes, like "
-                         f'"2024-01-01T10:00:05Z"')
+        raise ValueError(f'{_shown(value)} is not a timestamp string: write it in quotes, like "2024-01-01T10:00:05Z"')
     try:
         return parse_timestamp(value)
     except TimeFormatError as err:
@@ -134,14 +133,19 @@ def _read_batch(text: str, example: str) -> tuple[dict, int]:
     try:
         event = json.loads(text)
     except json.JSONDecodeError as err:
-        raise _Bad(None, f"this is not valid JSON ({err.msg} at column {err.colno}): "
-                         f"write each event as one JSON object on its own line, like {example}") from None
+        raise _Bad(
+            None,
+            f"this is not valid JSON ({err.msg} at column {err.colno}): "
+            f"write each event as one JSON object on its own line, like {example}",
+        ) from None
     if not isinstance(event, dict):
-        raise _Bad(None, f"this is {_JSON_TYPE.get(type(event), 'a number')}, not an object: "
-                         f"write each event like {example}")
+        raise _Bad(
+            None, f"this is {_JSON_TYPE.get(type(event), 'a number')}, not an object: write each event like {example}"
+        )
     if event.get("batch") is None:
-        raise _Bad("batch", f"{'null' if 'batch' in event else 'missing'}: every event needs a batch number, "
-                            f"like {example}")
+        raise _Bad(
+            "batch", f"{'null' if 'batch' in event else 'missing'}: every event needs a batch number, like {example}"
+        )
     return event, _checked("batch", _check_batch, event["batch"])
 
 
@@ -153,18 +157,23 @@ def _read_row(event: dict, fields: list[Field], streams: list[str] | None, examp
             raise _Bad(name, f"this lesson has no such field: the allowed fields are {_names(allowed)}")
     for name in allowed:
         if event.get(name) is None:
-            raise _Bad(name, f"{'null' if name in event else 'missing'}: every event needs {_names(allowed)}, "
-                             f"like {example}")
+            raise _Bad(
+                name, f"{'null' if name in event else 'missing'}: every event needs {_names(allowed)}, like {example}"
+            )
     if streams and event["stream"] not in streams:
-        raise _Bad("stream", f"{_shown(event['stream'])} is not an input of this lesson: "
-                             f"use {_names(streams, 'or')}")
+        raise _Bad("stream", f"{_shown(event['stream'])} is not an input of this lesson: use {_names(streams, 'or')}")
     row = {"ts": _checked("ts", _check_ts, event["ts"])}
     row.update({f.name: _checked(f.name, _check_value, event[f.name], f.kind) for f in fields})
     return event.get("stream"), row
 
 
-def parse_events(lines: Iterable[str], fields: list[Field], streams: list[str] | None = None,
-                 source_name: str = "<events>", dead_letters: list | None = None):
+def parse_events(
+    lines: Iterable[str],
+    fields: list[Field],
+    streams: list[str] | None = None,
+    source_name: str = "<events>",
+    dead_letters: list | None = None,
+):
     """Read events from lines of JSON: a list of batches, or ``{stream: batches}`` when ``streams`` is given.
 
     With a ``dead_letters`` list, a bad line is appended to it as a :class:`DeadLetter` instead of raising.
@@ -200,9 +209,13 @@ def parse_events(lines: Iterable[str], fields: list[Field], streams: list[str] |
             set_aside(number, text, bad)
             continue
         if batch < last_batch:
-            raise EventsFileError(source_name, number, "batch",
-                                  f"batch {batch} comes after batch {last_batch} on line {last_line}: batches "
-                                  f"must not go backwards, so sort the lines by batch")
+            raise EventsFileError(
+                source_name,
+                number,
+                "batch",
+                f"batch {batch} comes after batch {last_batch} on line {last_line}: batches "
+                f"must not go backwards, so sort the lines by batch",
+            )
         last_batch, last_line = batch, number
         for batches in scripts.values():
             batches.extend([] for _ in range(batch + 1 - len(batches)))
@@ -215,8 +228,9 @@ def parse_events(lines: Iterable[str], fields: list[Field], streams: list[str] |
     if last_batch < 0:
         count = len(dead_letters or [])
         aside = f" ({count} bad line{'s' if count > 1 else ''} set aside)" if count else ""
-        raise EventsFileError(source_name, None, None,
-                              f"the file has no events{aside}: write one JSON object per line, like {example}")
+        raise EventsFileError(
+            source_name, None, None, f"the file has no events{aside}: write one JSON object per line, like {example}"
+        )
     return scripts if streams else scripts[None]
 
 
@@ -236,11 +250,13 @@ def write_events(path, script, fields: list[Field], streams: list[str] | None = 
     scripts = script if streams else {None: script}
     length = max(len(batches) for batches in scripts.values()) if scripts else 0
     if not any(len(batches) == length and batches[-1] for batches in scripts.values()):
-        raise ValueError("an events file cannot hold a script that is empty or ends with an empty batch: "
-                         "a batch exists in the file only through the events in it")
+        raise ValueError(
+            "an events file cannot hold a script that is empty or ends with an empty batch: "
+            "a batch exists in the file only through the events in it"
+        )
     with open(path, "w", encoding="utf-8") as out:
         for batch in range(length):
-            for name in (streams or [None]):
+            for name in streams or [None]:
                 for row in scripts[name][batch] if batch < len(scripts[name]) else []:
                     event = {"batch": batch, "ts": format_ts(row["ts"])}
                     event.update({"stream": name} if streams else {})

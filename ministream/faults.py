@@ -97,8 +97,9 @@ def crash_at(flow, rows: int) -> tuple[str, int]:
 
     total = total_rows(flow)
     if not 0 <= rows < total:
-        raise PipelineError(f"--crash-at {rows}: the script has {total} rows, so a crash can come after "
-                            f"0 to {total - 1} of them")
+        raise PipelineError(
+            f"--crash-at {rows}: the script has {total} rows, so a crash can come after 0 to {total - 1} of them"
+        )
     seen, length = 0, max(len(step.source) for step in flow.sources)
     before = {step.name: 0 for step in flow.sources}
     for k in range(length):

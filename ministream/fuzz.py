@@ -39,6 +39,7 @@ KEYS = ("a", "b", "c")
 
 # -- random scripts -----------------------------------------------------------------------------------------------
 
+
 def generic_random_script(rng: random.Random, params: dict, fields: list[Field], inputs=("events",)):
     """A random script of 2 to 5 short batches for a lesson with these ``fields``: one list of batches, or
     ``{input: batches}`` for a lesson with several inputs.
@@ -52,8 +53,9 @@ def generic_random_script(rng: random.Random, params: dict, fields: list[Field],
     >>> script["right"][0]
     [{'ts': 1704103201000, 'key': 'b'}]
     """
-    durations = [value for name, value in params.items()
-                 if isinstance(value, int) and not isinstance(value, bool) and value > 0]
+    durations = [
+        value for name, value in params.items() if isinstance(value, int) and not isinstance(value, bool) and value > 0
+    ]
     step = math.gcd(1_000, *durations)
     span = max(durations, default=10_000)
     delay = params.get("delay", 0) if isinstance(params.get("delay"), int) else 0
@@ -116,6 +118,7 @@ def random_script(lesson: Lesson, rng: random.Random, params: dict):
 
 # -- running one script through both engines ----------------------------------------------------------------------
 
+
 @attrs.frozen
 class Outcome:
     """One script through both engines: the comparison, or the error one engine raised."""
@@ -153,8 +156,10 @@ def check_script(lesson: Lesson, script, params: dict | None = None, parallelism
         return lesson.run(script, params, parallelism=parallelism, **extra).output()
 
     def crash(error):
-        return Outcome(error=f"ministream failed: {type(error).__name__}: {error}",
-                       error_kind=f"ministream: {type(error).__name__}")
+        return Outcome(
+            error=f"ministream failed: {type(error).__name__}: {error}",
+            error_kind=f"ministream: {type(error).__name__}",
+        )
 
     replay = getattr(lesson, "replay_spark_clock", False)
     mine = None
@@ -180,6 +185,7 @@ def check_script(lesson: Lesson, script, params: dict | None = None, parallelism
 
 
 # -- shrinking ----------------------------------------------------------------------------------------------------
+
 
 def _as_inputs(script) -> dict:
     return script if isinstance(script, dict) else {None: script}
@@ -210,23 +216,34 @@ def shrink_candidates(script) -> list:
     length = max(len(batches) for batches in inputs.values())
     candidates = []
     for drop in reversed(range(length)):
-        candidates.append(_from_inputs({name: [b for i, b in enumerate(batches) if i != drop]
-                                        for name, batches in inputs.items()}))
-    places = [(name, b, r) for name, batches in inputs.items() for b, batch in enumerate(batches)
-              for r in range(len(batch))]
+        candidates.append(
+            _from_inputs({name: [b for i, b in enumerate(batches) if i != drop] for name, batches in inputs.items()})
+        )
+    places = [
+        (name, b, r) for name, batches in inputs.items() for b, batch in enumerate(batches) for r in range(len(batch))
+    ]
     size = len(places) // 2
     while size >= 1:
         for first in range(0, len(places), size):
-            cut = set(places[first:first + size])
-            candidates.append(_from_inputs({
-                name: [[row for r, row in enumerate(batch) if (name, b, r) not in cut]
-                       for b, batch in enumerate(batches)] for name, batches in inputs.items()}))
+            cut = set(places[first : first + size])
+            candidates.append(
+                _from_inputs(
+                    {
+                        name: [
+                            [row for r, row in enumerate(batch) if (name, b, r) not in cut]
+                            for b, batch in enumerate(batches)
+                        ]
+                        for name, batches in inputs.items()
+                    }
+                )
+            )
         size //= 2
     return [c for c in map(trimmed, candidates) if c is not None and c != trimmed(script)]
 
 
-def shrink(lesson: Lesson, script, outcome: Outcome, params: dict | None = None, budget: int = 20,
-           parallelism: int = 1) -> tuple:
+def shrink(
+    lesson: Lesson, script, outcome: Outcome, params: dict | None = None, budget: int = 20, parallelism: int = 1
+) -> tuple:
     """Cut ``script`` down while it still fails the way ``outcome`` did, with at most ``budget`` runs of
     both engines; returns ``(smallest failing script, its outcome, runs used)``."""
     current, current_outcome, runs = trimmed(script), outcome, 0
@@ -255,6 +272,7 @@ def batches_in(script) -> int:
 
 
 # -- the fuzzer ---------------------------------------------------------------------------------------------------
+
 
 @attrs.frozen
 class Failure:
@@ -286,8 +304,10 @@ class FuzzReport:
     def summary(self) -> str:
         """One line: how many scripts agreed."""
         agreed = sum(outcome.matches for outcome in self.outcomes)
-        return (f"{self.lesson}: {agreed} of {len(self.outcomes)} random scripts match Spark batch for batch "
-                f"(seed {self.seed})")
+        return (
+            f"{self.lesson}: {agreed} of {len(self.outcomes)} random scripts match Spark batch for batch "
+            f"(seed {self.seed})"
+        )
 
 
 def reproduce_command(lesson: Lesson, events_file, params: dict | None) -> str:
@@ -303,8 +323,17 @@ def reproduce_command(lesson: Lesson, events_file, params: dict | None) -> str:
     return shlex.join(words)
 
 
-def fuzz_lesson(lesson: Lesson, runs: int = 10, seed: int = 0, params: dict | None = None, *,
-                out_dir=None, shrink_budget: int = 20, parallelism: int = 1, log=None) -> FuzzReport:
+def fuzz_lesson(
+    lesson: Lesson,
+    runs: int = 10,
+    seed: int = 0,
+    params: dict | None = None,
+    *,
+    out_dir=None,
+    shrink_budget: int = 20,
+    parallelism: int = 1,
+    log=None,
+) -> FuzzReport:
     """Compare ministream with Spark on ``runs`` random scripts of ``lesson``; shrink each disagreement and,
     with ``out_dir``, write it as an events file.
 
@@ -336,8 +365,10 @@ def fuzz_lesson(lesson: Lesson, runs: int = 10, seed: int = 0, params: dict | No
                 write_events(path, small, lesson.fields, list(lesson.inputs) if len(lesson.inputs) > 1 else None)
             command = reproduce_command(lesson, path or "FILE", params)
             report.failures.append(Failure(index, script, small, small_outcome, used, path, command))
-            line += (f"\n  shrunk to {batches_in(small)} batches, {rows_in(small)} rows in {used} runs: "
-                     f"{small_outcome.describe()}\n  replay: {command}")
+            line += (
+                f"\n  shrunk to {batches_in(small)} batches, {rows_in(small)} rows in {used} runs: "
+                f"{small_outcome.describe()}\n  replay: {command}"
+            )
         if log is not None:
             log(line)
     return report

@@ -67,8 +67,9 @@ class StateDelta:
 
         >>> StateDelta(["t"], {3: {"t": {"a": 1, "b": 2}}}, {5: {"t": ["c"]}}).entries()
         3"""
-        return (sum(len(entries) for states in self.updated.values() for entries in states.values())
-                + sum(len(keys) for states in self.removed.values() for keys in states.values()))
+        return sum(len(entries) for states in self.updated.values() for entries in states.values()) + sum(
+            len(keys) for states in self.removed.values() for keys in states.values()
+        )
 
 
 def apply_delta(keyed: dict, delta: StateDelta) -> dict:
@@ -182,8 +183,10 @@ def resolve(chain: list):
     operators = full.operators
     for checkpoint in reversed(deltas):
         if checkpoint.parallelism != full.parallelism:
-            raise ValueError(f"checkpoint {checkpoint.checkpoint_id} (parallelism {checkpoint.parallelism}) is "
-                             f"built on one of parallelism {full.parallelism}: deltas apply subtask by subtask")
+            raise ValueError(
+                f"checkpoint {checkpoint.checkpoint_id} (parallelism {checkpoint.parallelism}) is "
+                f"built on one of parallelism {full.parallelism}: deltas apply subtask by subtask"
+            )
         newer: dict = {}
         for step, snapshots in checkpoint.operators.items():
             for index, snapshot in snapshots.items():

@@ -77,8 +77,10 @@ class IntervalJoin:
         column = self.columns[side]
         for key, row in pairs:
             if self.watermark is not None and row[column] < self.watermark:
-                rule = (f"{self.sides[side].name} row dropped: {column} {format_ts(row[column])} < watermark "
-                        f"{format_ts(self.watermark)}")
+                rule = (
+                    f"{self.sides[side].name} row dropped: {column} {format_ts(row[column])} < watermark "
+                    f"{format_ts(self.watermark)}"
+                )
                 self.late_rows.append(LateRow(None, ctx.step_name, row, None, self.watermark, rule))
                 ctx.explain("late", rule, row)
                 continue
@@ -91,8 +93,11 @@ class IntervalJoin:
                 if self.lower <= gap <= self.upper:
                     joined = _combine(left, right, max(left[self.columns[0]], right[self.columns[1]]))
                     out.append(joined)
-                    ctx.explain("emit", f"{self.sides[side].name} row met a stored "
-                                f"{self.sides[1 - side].name} row within the interval", joined)
+                    ctx.explain(
+                        "emit",
+                        f"{self.sides[side].name} row met a stored {self.sides[1 - side].name} row within the interval",
+                        joined,
+                    )
         ctx.emit(out)
 
     def on_watermark(self, watermark: int, ctx) -> None:
@@ -117,8 +122,10 @@ class IntervalJoin:
 
     def sizes(self) -> dict[str, int]:
         """Rows kept per side."""
-        return {side.name: sum(len(rows) for group in table.values() for rows in group.values())
-                for side, table in zip(self.sides, self.state)}
+        return {
+            side.name: sum(len(rows) for group in table.values() for rows in group.values())
+            for side, table in zip(self.sides, self.state)
+        }
 
     def snapshot(self) -> dict:
         """What a checkpoint needs besides the keyed tables (which the step's keyed snapshot carries): the
@@ -156,7 +163,9 @@ class WindowJoin:
         column = self.key_time[side]
         for key, row in pairs:
             if self.watermark is not None and row[column] - 1 <= self.watermark:
-                rule = f"{self.sides[side].name} row dropped: its window ended at {format_ts(row[column])}, already fired"
+                rule = (
+                    f"{self.sides[side].name} row dropped: its window ended at {format_ts(row[column])}, already fired"
+                )
                 self.late_rows.append(LateRow(None, ctx.step_name, row, None, self.watermark, rule))
                 ctx.explain("late", rule, row)
                 continue
@@ -187,8 +196,10 @@ class WindowJoin:
         ctx.emit(out)
 
     def sizes(self) -> dict[str, int]:
-        return {side.name: sum(len(entry[i]) for keys in self.state.values() for entry in keys.values())
-                for i, side in enumerate(self.sides)}
+        return {
+            side.name: sum(len(entry[i]) for keys in self.state.values() for entry in keys.values())
+            for i, side in enumerate(self.sides)
+        }
 
     # as the interval join's: only the watermark; the windows' rows come back with the step's keyed state
     snapshot = IntervalJoin.snapshot
@@ -203,11 +214,15 @@ def continuous_join(how: str, time_range, left, right, key_time, backend=None):
     'IntervalJoin'
     """
     if how != "inner":
-        raise PipelineError(f"the continuous model joins only with how='inner' (Flink's interval and window joins "
-                            f"are inner joins), not {how!r}: run the outer joins in the micro-batch model")
+        raise PipelineError(
+            f"the continuous model joins only with how='inner' (Flink's interval and window joins "
+            f"are inner joins), not {how!r}: run the outer joins in the micro-batch model"
+        )
     if key_time is not None:
         return WindowJoin(key_time, left, right, backend)
     if time_range is None or time_range.lower is None or time_range.upper is None:
-        raise PipelineError("the continuous model's interval join needs both bounds of the time range "
-                            "(between=TimeRange(..., lower=..., upper=...)): they decide when state is cleaned")
+        raise PipelineError(
+            "the continuous model's interval join needs both bounds of the time range "
+            "(between=TimeRange(..., lower=..., upper=...)): they decide when state is cleaned"
+        )
     return IntervalJoin(time_range, left, right, backend)

@@ -89,8 +89,14 @@ class StreamJoin(Operator):
     output_modes = ("append",)
     counts_rows = True  # each row that is not late is "stored in state", or "matched once, not stored" (semi)
 
-    def __init__(self, how: str, time_range: TimeRange | None, left: JoinSide, right: JoinSide,
-                 key_time: tuple[str, str] | None = None):
+    def __init__(
+        self,
+        how: str,
+        time_range: TimeRange | None,
+        left: JoinSide,
+        right: JoinSide,
+        key_time: tuple[str, str] | None = None,
+    ):
         self.how = how
         self.time_range = time_range
         self.sides = (left, right)
@@ -104,7 +110,8 @@ class StreamJoin(Operator):
                 f"step {step_name!r}: a stream-stream join runs only in append output mode: it emits each "
                 f"joined row once, and never updates it. (Spark: 'Join between two streaming DataFrames/"
                 f"Datasets is not supported in {output_mode.capitalize()} output mode, only in Append output "
-                "mode'.)")
+                "mode'.)"
+            )
 
     def open(self, ctx):
         super().open(ctx)
@@ -136,18 +143,21 @@ class StreamJoin(Operator):
         left_rows, right_rows = (self._drop_late(side, rows, batch) for side, rows in enumerate(self.arrived))
         self.arrived = ([], [])
         out = []
-        for key, row in left_rows:                     # rule 2: left rows meet the right state first
+        for key, row in left_rows:  # rule 2: left rows meet the right state first
             out += self._join_new_row(0, key, row)
-        for key, row in right_rows:                    # rule 3: then right rows meet the left state
+        for key, row in right_rows:  # rule 3: then right rows meet the left state
             out += self._join_new_row(1, key, row)
-        if batch.watermark is not None:                # rule 4: eviction, and the outer rows it releases
+        if batch.watermark is not None:  # rule 4: eviction, and the outer rows it releases
             for side in (0, 1):
                 out += self._evict(side, batch.watermark)
         self.ctx.emit(out)
         if self.ctx.tracing:
             sizes = self.state_sizes()
-            self.ctx.explain("state", f"subtask {self.ctx.subtask} keeps "
-                             + ", ".join(f"{n} {side} rows" for side, n in sizes.items()), sizes)
+            self.ctx.explain(
+                "state",
+                f"subtask {self.ctx.subtask} keeps " + ", ".join(f"{n} {side} rows" for side, n in sizes.items()),
+                sizes,
+            )
 
     def should_run_another_batch(self, watermark):
         """Spark runs a no-data batch for a join whenever the watermark moved and some state can be evicted
@@ -166,8 +176,10 @@ class StreamJoin(Operator):
         kept = []
         for key, row in pairs:
             if row[column] <= batch.late_watermark:
-                rule = (f"{self.sides[side].name} row dropped: {column} {format_ts(row[column])} <= watermark "
-                        f"{format_ts(batch.late_watermark)} of the previous batch")
+                rule = (
+                    f"{self.sides[side].name} row dropped: {column} {format_ts(row[column])} <= watermark "
+                    f"{format_ts(batch.late_watermark)} of the previous batch"
+                )
                 self.dropped.append(LateRow(batch.batch_id, self.ctx.step_name, row, None, batch.late_watermark, rule))
                 self.ctx.explain("late", rule, row)
             else:
@@ -202,8 +214,9 @@ class StreamJoin(Operator):
         self.changed[side][key] = None
         self.ctx.count("stored in state")
         if out:
-            self._explain_emit(out, f"a new {self.sides[side].name} row matched a stored "
-                                    f"{self.sides[1 - side].name} row")
+            self._explain_emit(
+                out, f"a new {self.sides[side].name} row matched a stored {self.sides[1 - side].name} row"
+            )
         return out
 
     def _state_watermark(self, side: int, watermark: int) -> int | None:
@@ -235,9 +248,12 @@ class StreamJoin(Operator):
                     if pads and not matched and row[column] <= limit:
                         padded = self._pad(side, row)
                         out.append(padded)
-                        self._explain_emit([padded], f"{self.sides[side].name} row evicted unmatched "
-                                           f"({column} {format_ts(row[column])} <= {format_ts(limit)}): "
-                                           "padded with nulls")
+                        self._explain_emit(
+                            [padded],
+                            f"{self.sides[side].name} row evicted unmatched "
+                            f"({column} {format_ts(row[column])} <= {format_ts(limit)}): "
+                            "padded with nulls",
+                        )
                 if kept:
                     table[group][key] = kept
                 else:
@@ -250,9 +266,11 @@ class StreamJoin(Operator):
         """An outer row: this side's columns, and nulls for the other side's."""
         columns = self.sides[1 - side].columns
         if columns is None:
-            raise PipelineError(f"an outer join pads {self.sides[side].name} rows with nulls for the "
-                                f"{self.sides[1 - side].name} columns, so it must know them: select them "
-                                "before the join (stream.select(...)), as Spark knows them from the schema")
+            raise PipelineError(
+                f"an outer join pads {self.sides[side].name} rows with nulls for the "
+                f"{self.sides[1 - side].name} columns, so it must know them: select them "
+                "before the join (stream.select(...)), as Spark knows them from the schema"
+            )
         nulls = dict.fromkeys(columns)
         return _combine(row, nulls) if side == 0 else _combine(nulls, row)
 
@@ -270,8 +288,10 @@ class StreamJoin(Operator):
         """How many rows each side keeps in state: ``{side name: rows}``."""
         if self.continuous is not None:
             return self.continuous.sizes()
-        return {side.name: sum(len(rows) for group in table.values() for rows in group.values())
-                for side, table in zip(self.sides, self.state)}
+        return {
+            side.name: sum(len(rows) for group in table.values() for rows in group.values())
+            for side, table in zip(self.sides, self.state)
+        }
 
     def state_size(self):
         return sum(self.state_sizes().values())
@@ -295,8 +315,10 @@ def _combine(left: dict, right: dict) -> dict:
     column name means nothing: rename one side first."""
     clash = left.keys() & right.keys()
     if clash:
-        raise PipelineError(f"both sides of the join have columns {sorted(clash)}: rename them on one side "
-                            "first (stream.select(...)), as Spark needs too")
+        raise PipelineError(
+            f"both sides of the join have columns {sorted(clash)}: rename them on one side "
+            "first (stream.select(...)), as Spark needs too"
+        )
     return {**left, **right}
 
 
@@ -351,8 +373,9 @@ def _must_evict(how: str) -> tuple[bool, bool]:
     return (how in ("left_outer", "full_outer", "left_semi"), how in ("right_outer", "full_outer"))
 
 
-def build_join(left_stream, name: str, right_stream, how: str, between: TimeRange | None,
-               key_time: tuple[str, str] | None):
+def build_join(
+    left_stream, name: str, right_stream, how: str, between: TimeRange | None, key_time: tuple[str, str] | None
+):
     """Add a join step to the dataflow, after refusing what Spark refuses (``KeyedStream.join`` calls it).
 
     >>> from ministream.dataflow import Dataflow
@@ -373,8 +396,11 @@ def build_join(left_stream, name: str, right_stream, how: str, between: TimeRang
     join = StreamJoin(how, between, left, right, key_time)
     has_watermark = left.watermark_column is not None or right.watermark_column is not None
     for side, must in enumerate(_must_evict(how)):
-        can = (key_time is not None and has_watermark) or (between is not None and (between.upper, between.lower)[side] is not None
-                and join.sides[1 - side].watermark_column == (between.right, between.left)[side])
+        can = (key_time is not None and has_watermark) or (
+            between is not None
+            and (between.upper, between.lower)[side] is not None
+            and join.sides[1 - side].watermark_column == (between.right, between.left)[side]
+        )
         if must and not can:
             this, other = join.sides[side].name, join.sides[1 - side].name
             raise PipelineError(
@@ -384,16 +410,28 @@ def build_join(left_stream, name: str, right_stream, how: str, between: TimeRang
                 "put an event-time column in the key. (Spark: 'Stream-stream "
                 f"{_SPARK_NAMES[how]} join between two streaming DataFrame/Datasets is not supported without "
                 "a watermark in the join keys, or a watermark on the nullable side and an appropriate range "
-                "condition'.)")
+                "condition'.)"
+            )
     options = {"how": how, "key": ", ".join(left_stream.key_columns) + " = " + ", ".join(right_stream.key_columns)}
     if between is not None:
-        options["between"] = repr(between)[len("TimeRange("):-1]
+        options["between"] = repr(between)[len("TimeRange(") : -1]
     if key_time is not None:
         options["key_time"] = " = ".join(key_time)
-    step = Step(name, "join", lambda: StreamJoin(how, between, left, right, key_time),
-                [left_stream.edge(), right_stream.edge()], "keyed", options={**options, "operator_class": StreamJoin})
+    step = Step(
+        name,
+        "join",
+        lambda: StreamJoin(how, between, left, right, key_time),
+        [left_stream.edge(), right_stream.edge()],
+        "keyed",
+        options={**options, "operator_class": StreamJoin},
+    )
     return Stream(left_stream.flow, left_stream.flow.add(step))
 
 
-_SPARK_NAMES = {"inner": "Inner", "left_outer": "LeftOuter", "right_outer": "RightOuter",
-                "full_outer": "FullOuter", "left_semi": "LeftSemi"}
+_SPARK_NAMES = {
+    "inner": "Inner",
+    "left_outer": "LeftOuter",
+    "right_outer": "RightOuter",
+    "full_outer": "FullOuter",
+    "left_semi": "LeftSemi",
+}

@@ -60,8 +60,13 @@ class Run:
         """The rows the watermark kept out, batch by batch: every entry an operator keeps in its ``late_rows``
         list (``window_aggregation.LateRow``: batch, step, row, window, watermark and the rule), for one step
         or all."""
-        found = [late for name, subtasks in self.graph.by_step.items() if step in (None, name)
-                 for subtask in subtasks for late in getattr(subtask.operator, "late_rows", ())]
+        found = [
+            late
+            for name, subtasks in self.graph.by_step.items()
+            if step in (None, name)
+            for subtask in subtasks
+            for late in getattr(subtask.operator, "late_rows", ())
+        ]
         return sorted(found, key=lambda late: -1 if late.batch_id is None else late.batch_id)
 
     def accounting(self, events_file=None, dead_letters=None):
@@ -90,13 +95,21 @@ def check_pipeline(flow: Dataflow, output_mode: str) -> None:
         raise PipelineError(
             "complete output mode needs an aggregation: it re-emits the whole result table every batch, "
             "and without an aggregation there is no table, only rows. (Spark: 'Complete output mode not "
-            "supported when there are no streaming aggregations on streaming DataFrames/Datasets'.)")
+            "supported when there are no streaming aggregations on streaming DataFrames/Datasets'.)"
+        )
 
 
-def run_microbatch(flow: Dataflow, *, output_mode: str = "append", parallelism: int = 1, seed: int = 0,
-                   watermark_policy: str = "min", trace: bool | Trace = False,
-                   batch_timestamps: list[int] | None = None,
-                   checkpoints=None) -> Run:
+def run_microbatch(
+    flow: Dataflow,
+    *,
+    output_mode: str = "append",
+    parallelism: int = 1,
+    seed: int = 0,
+    watermark_policy: str = "min",
+    trace: bool | Trace = False,
+    batch_timestamps: list[int] | None = None,
+    checkpoints=None,
+) -> Run:
     """Run a dataflow batch by batch, as Spark runs a streaming query, and return what the sinks received.
 
     Args:
@@ -116,8 +129,7 @@ def run_microbatch(flow: Dataflow, *, output_mode: str = "append", parallelism: 
     check_pipeline(flow, output_mode)
     tracer = (trace if isinstance(trace, Trace) else Trace()) if trace else None
     clock = ManualClock(batch_timestamps[0]) if batch_timestamps else None
-    graph = PhysicalGraph(flow, parallelism, output_mode=output_mode, model="microbatch", trace=tracer,
-                          clock=clock)
+    graph = PhysicalGraph(flow, parallelism, output_mode=output_mode, model="microbatch", trace=tracer, clock=clock)
     counts = count_rows(graph)
     scheduler = Scheduler(graph, seed)
     delays = {step.name: step.options["delay"] for step in flow.steps if step.kind == "watermark"}
@@ -130,8 +142,9 @@ def run_microbatch(flow: Dataflow, *, output_mode: str = "append", parallelism: 
     for subtask in graph.subtasks:
         subtask.on_marker = lambda subtask, marker: _end_batch(subtask, current["batch"])
         if subtask.step.kind == "watermark":
-            subtask.operator.ctx.report_event_time = (
-                lambda event_time, name=subtask.step.name: watermarks.observe(name, event_time))
+            subtask.operator.ctx.report_event_time = lambda event_time, name=subtask.step.name: watermarks.observe(
+                name, event_time
+            )
 
     sources = [(step.source, graph.by_step[step.name][0]) for step in flow.sources]
     script_length = max(len(source) for source, _ in sources)
@@ -141,13 +154,23 @@ def run_microbatch(flow: Dataflow, *, output_mode: str = "append", parallelism: 
     late_watermark = watermark
     batch_id = 0
     if checkpoints is not None:
-        batch_id, watermark, late_watermark = (checkpoints.restore(graph, watermarks)
-                                               or (batch_id, watermark, late_watermark))
+        batch_id, watermark, late_watermark = checkpoints.restore(graph, watermarks) or (
+            batch_id,
+            watermark,
+            late_watermark,
+        )
     while True:
         has_data = batch_id < script_length
         rerun = checkpoints is not None and checkpoints.planned(batch_id)  # logged, never committed: runs again
-        if not has_data and not rerun and not (watermark is not None and watermark != late_watermark and any(
-                operator.should_run_another_batch(watermark) for operator in stateful)):
+        if (
+            not has_data
+            and not rerun
+            and not (
+                watermark is not None
+                and watermark != late_watermark
+                and any(operator.should_run_another_batch(watermark) for operator in stateful)
+            )
+        ):
             break
         processing_time = None
         if clock is not None:
@@ -168,8 +191,13 @@ def run_microbatch(flow: Dataflow, *, output_mode: str = "append", parallelism: 
             subtask.output.broadcast(EndOfBatch(batch_id))
         scheduler.run_until_idle()
         if tracer:
-            tracer.end_batch({step.name: sum(op.state_size() for op in graph.operators(step.name))
-                              for step in flow.steps if step.parallelism == "keyed"})
+            tracer.end_batch(
+                {
+                    step.name: sum(op.state_size() for op in graph.operators(step.name))
+                    for step in flow.steps
+                    if step.parallelism == "keyed"
+                }
+            )
         history.append(watermark)
         if watermarks:
             late_watermark, watermark = watermark, watermarks.advance()

@@ -101,8 +101,9 @@ def late_flags(rows: list[dict], watermarks: list, column: str = "ts") -> list[b
     return [watermark is not None and row[column] <= watermark for row, watermark in zip(rows, watermarks)]
 
 
-def event_time_plot(script, watermarks: list, *, late: list[bool] | None = None, column: str = "ts",
-                    title: str | None = None):
+def event_time_plot(
+    script, watermarks: list, *, late: list[bool] | None = None, column: str = "ts", title: str | None = None
+):
     """Event time against arrival order, with the watermark line and late rows marked; returns the Figure.
 
     >>> figure = event_time_plot([[{"ts": 5_000}, {"ts": 1_000}]], [0, 3_999], title="two rows")
@@ -140,16 +141,27 @@ def event_time_plot(script, watermarks: list, *, late: list[bool] | None = None,
     on_time = [(i, seconds(t)) for i, (t, is_late) in enumerate(zip(times, late)) if not is_late]
     late_points = [(i, seconds(t)) for i, (t, is_late) in enumerate(zip(times, late)) if is_late]
     axes.scatter([x for x, _ in on_time], [y for _, y in on_time], color="tab:blue", zorder=3, label="row")
-    axes.scatter([x for x, _ in late_points], [y for _, y in late_points], color="tab:red", marker="x", s=70,
-                 zorder=3, label="late row (event time <= watermark)")
-    axes.plot(range(len(rows)), [seconds(w) for w in watermarks], drawstyle="steps-post", color="tab:orange",
-              label="watermark")
+    axes.scatter(
+        [x for x, _ in late_points],
+        [y for _, y in late_points],
+        color="tab:red",
+        marker="x",
+        s=70,
+        zorder=3,
+        label="late row (event time <= watermark)",
+    )
+    axes.plot(
+        range(len(rows)),
+        [seconds(w) for w in watermarks],
+        drawstyle="steps-post",
+        color="tab:orange",
+        label="watermark",
+    )
     start = 0
     for batch in batches[:-1]:
         start += len(batch)
         axes.axvline(start - 0.5, color="grey", linestyle=":", linewidth=1, label="_batch boundary")
-    axes.set_xlabel("arrival order (processing order)" + (", batches between dotted lines"
-                                                          if len(batches) > 1 else ""))
+    axes.set_xlabel("arrival order (processing order)" + (", batches between dotted lines" if len(batches) > 1 else ""))
     axes.set_ylabel(f"event time (seconds after {format_clock(base)})")
     axes.legend(loc="upper left")
     if title:

@@ -137,8 +137,9 @@ class ProcessOperator(Operator):
     keyed = True
     counts_rows = True  # each row that is not late is "handed to the processor" (what it does is its business)
 
-    def __init__(self, processor: Processor, time_mode: str, event_time_column: str | None = None,
-                 output_mode: str | None = None):
+    def __init__(
+        self, processor: Processor, time_mode: str, event_time_column: str | None = None, output_mode: str | None = None
+    ):
         self.template = processor
         self.time_mode = time_mode
         self.column = event_time_column
@@ -148,9 +149,11 @@ class ProcessOperator(Operator):
     def check_output_mode(step_name: str, output_mode: str, has_watermark: bool) -> None:
         """Spark's ``transformWithState`` runs in append or update mode: the processor says what to emit."""
         if output_mode == "complete":
-            raise PipelineError(f"step {step_name!r}: a process step emits the rows its processor returns, "
-                                "so it runs in append or update mode, not complete (Spark refuses "
-                                "transformWithState in complete mode too)")
+            raise PipelineError(
+                f"step {step_name!r}: a process step emits the rows its processor returns, "
+                "so it runs in append or update mode, not complete (Spark refuses "
+                "transformWithState in complete mode too)"
+            )
 
     def open(self, ctx):
         super().open(ctx)
@@ -180,13 +183,17 @@ class ProcessOperator(Operator):
 
     def on_batch_start(self, batch):
         if self.output_mode is not None and self.ctx.output_mode != self.output_mode:
-            raise PipelineError(f"step {self.ctx.step_name!r} was declared with output mode {self.output_mode!r} "
-                                f"but the query runs in {self.ctx.output_mode!r}: use the same mode for both")
+            raise PipelineError(
+                f"step {self.ctx.step_name!r} was declared with output mode {self.output_mode!r} "
+                f"but the query runs in {self.ctx.output_mode!r}: use the same mode for both"
+            )
         self.batch = batch
         self.processing_time = batch.processing_time
         if self.time_mode == PROCESSING_TIME and self.processing_time is None:
-            raise PipelineError("processing-time mode needs processing time: give the run batch timestamps "
-                                "(run_microbatch(..., batch_timestamps=[...]))")
+            raise PipelineError(
+                "processing-time mode needs processing time: give the run batch timestamps "
+                "(run_microbatch(..., batch_timestamps=[...]))"
+            )
         self.rows_by_key = {}
         self._start_processor()
 
@@ -196,8 +203,10 @@ class ProcessOperator(Operator):
         late = self.batch.late_watermark if self.time_mode == EVENT_TIME else None
         for key, row in pairs:
             if late is not None and row[self.column] <= late:
-                rule = (f"dropped: {self.column} {format_ts(row[self.column])} is at or before {format_ts(late)}, "
-                        "the previous batch's watermark")
+                rule = (
+                    f"dropped: {self.column} {format_ts(row[self.column])} is at or before {format_ts(late)}, "
+                    "the previous batch's watermark"
+                )
                 self.late_rows.append(LateRow(self.batch.batch_id, self.ctx.step_name, row, None, late, rule))
                 self.ctx.explain("late", rule, row)
                 continue
@@ -207,8 +216,12 @@ class ProcessOperator(Operator):
         values = self.timer_values(batch.watermark)
         for key, rows in self.rows_by_key.items():
             self.ctx.count("handed to the processor", len(rows))
-            self._call(key, "input", lambda: self.processor.handle_input_rows(key, rows, values),
-                       f"{len(rows)} row{'s' if len(rows) != 1 else ''} of this batch")
+            self._call(
+                key,
+                "input",
+                lambda: self.processor.handle_input_rows(key, rows, values),
+                f"{len(rows)} row{'s' if len(rows) != 1 else ''} of this batch",
+            )
         self.rows_by_key = {}
         for expiry, key in self._expired_timers(batch.watermark):
             self._fire(key, expiry, values)
@@ -228,8 +241,12 @@ class ProcessOperator(Operator):
     def _fire(self, key, expiry: int, values: TimerValues) -> None:
         now = values.watermark if self.time_mode == EVENT_TIME else values.processing_time
         clock = "watermark" if self.time_mode == EVENT_TIME else "processing time"
-        self._call(key, "timer", lambda: self.processor.handle_expired_timer(key, values, ExpiredTimerInfo(expiry)),
-                   f"timer at {format_ts(expiry)} fired: it is at or before the {clock}, {format_ts(now)}")
+        self._call(
+            key,
+            "timer",
+            lambda: self.processor.handle_expired_timer(key, values, ExpiredTimerInfo(expiry)),
+            f"timer at {format_ts(expiry)} fired: it is at or before the {clock}, {format_ts(now)}",
+        )
         self.handle.delete_timer(expiry)  # Spark deletes a fired timer after its handler, even if re-registered
 
     def _call(self, key, kind: str, handler, why: str) -> None:
@@ -244,8 +261,11 @@ class ProcessOperator(Operator):
     def _clean_up(self, now: int) -> None:
         for name, key in self.handle.remove_expired_state(now):
             if self.ctx.tracing:
-                self.ctx.explain("ttl", f"key {key!r}: expired entries of state {name!r} removed "
-                                 f"(their time-to-live ran out by processing time {format_ts(now)})")
+                self.ctx.explain(
+                    "ttl",
+                    f"key {key!r}: expired entries of state {name!r} removed "
+                    f"(their time-to-live ran out by processing time {format_ts(now)})",
+                )
 
     def should_run_another_batch(self, watermark):
         """A no-data batch runs when the watermark went up, in event-time and ``"none"`` modes (Spark's
@@ -315,8 +335,7 @@ def _watermark_column(step) -> str | None:
     return None
 
 
-def process_step(keyed, name: str, processor: Processor, time_mode: str = NO_TIME,
-                 output_mode: str | None = None):
+def process_step(keyed, name: str, processor: Processor, time_mode: str = NO_TIME, output_mode: str | None = None):
     """Attach a ``process`` step to a keyed stream (what ``KeyedStream.process`` does)."""
     if time_mode not in TIME_MODES:
         raise PipelineError(f"step {name!r}: time_mode must be one of {', '.join(TIME_MODES)}, not {time_mode!r}")
@@ -326,11 +345,17 @@ def process_step(keyed, name: str, processor: Processor, time_mode: str = NO_TIM
         raise PipelineError(f"step {name!r}: process() takes a Processor instance, got {processor!r}")
     column = _watermark_column(keyed.upstream)
     if time_mode == EVENT_TIME and column is None:
-        raise PipelineError(f"step {name!r}: event-time mode needs a watermark: add .with_watermark(...) "
-                            "before key_by (Spark refuses timeMode=EventTime without a watermark too)")
+        raise PipelineError(
+            f"step {name!r}: event-time mode needs a watermark: add .with_watermark(...) "
+            "before key_by (Spark refuses timeMode=EventTime without a watermark too)"
+        )
     options = {"processor": type(processor).__name__, "time_mode": time_mode}
     if output_mode is not None:
         options["output_mode"] = output_mode
-    return keyed.keyed_step(name, "process",
-                            lambda: ProcessOperator(processor, time_mode, column, output_mode),
-                            **options, operator_class=ProcessOperator)
+    return keyed.keyed_step(
+        name,
+        "process",
+        lambda: ProcessOperator(processor, time_mode, column, output_mode),
+        **options,
+        operator_class=ProcessOperator,
+    )

@@ -65,7 +65,8 @@ class ProcessorHandle:
             raise PipelineError(
                 f"state {name!r}: a time-to-live counts processing time, so it needs time_mode="
                 f"'processing_time', not {self.time_mode!r} (Spark: STATEFUL_PROCESSOR_INCORRECT_TIME_MODE_TO_"
-                f"ASSIGN_TTL, 'Cannot use TTL for state={name} in timeMode=...')")
+                f"ASSIGN_TTL, 'Cannot use TTL for state={name} in timeMode=...')"
+            )
         else:
             state = make_ttl(parse_duration(ttl))
         self.states[name] = state
@@ -73,24 +74,41 @@ class ProcessorHandle:
 
     def get_value_state(self, name: str, default=None, ttl=None) -> ValueState:
         """One value per key (``ttl``: it expires that long after its last update)."""
-        return self._state(name, ValueState, ttl, lambda: ValueState(self.backend, name, default),
-                           lambda ms: TtlValueState(self.backend, name, ms, self._now, default))
+        return self._state(
+            name,
+            ValueState,
+            ttl,
+            lambda: ValueState(self.backend, name, default),
+            lambda ms: TtlValueState(self.backend, name, ms, self._now, default),
+        )
 
     def get_list_state(self, name: str, ttl=None) -> ListState:
         """A list per key (``ttl``: each element expires that long after it was written)."""
-        return self._state(name, ListState, ttl, lambda: ListState(self.backend, name),
-                           lambda ms: TtlListState(self.backend, name, ms, self._now))
+        return self._state(
+            name,
+            ListState,
+            ttl,
+            lambda: ListState(self.backend, name),
+            lambda ms: TtlListState(self.backend, name, ms, self._now),
+        )
 
     def get_map_state(self, name: str, ttl=None) -> MapState:
         """A dict per key (``ttl``: each entry expires that long after it was last put)."""
-        return self._state(name, MapState, ttl, lambda: MapState(self.backend, name),
-                           lambda ms: TtlMapState(self.backend, name, ms, self._now))
+        return self._state(
+            name,
+            MapState,
+            ttl,
+            lambda: MapState(self.backend, name),
+            lambda ms: TtlMapState(self.backend, name, ms, self._now),
+        )
 
     def _now(self) -> int:
         now = self.now()
         if now is None:
-            raise PipelineError("state with a time-to-live needs processing time: give the run batch "
-                                "timestamps (run_microbatch(..., batch_timestamps=[...]))")
+            raise PipelineError(
+                "state with a time-to-live needs processing time: give the run batch "
+                "timestamps (run_microbatch(..., batch_timestamps=[...]))"
+            )
         return now
 
     def register_timer(self, expiry_time: int) -> None:
@@ -102,8 +120,10 @@ class ProcessorHandle:
         elif self.time_mode == PROCESSING_TIME:
             self.timers.register_processing_time_timer(key, expiry_time)
         else:
-            raise PipelineError("timers need a time mode: process(..., time_mode='event_time' or "
-                                "'processing_time') (Spark: 'Cannot use timers with timeMode=None')")
+            raise PipelineError(
+                "timers need a time mode: process(..., time_mode='event_time' or "
+                "'processing_time') (Spark: 'Cannot use timers with timeMode=None')"
+            )
 
     def delete_timer(self, expiry_time: int) -> None:
         """Cancel the current key's timer at ``expiry_time``; nothing happens if there is none."""

@@ -86,7 +86,8 @@ def merge_snapshots(step: str, snapshots: list[dict]) -> dict:
                 raise PipelineError(
                     f"step {step!r} cannot be restored at another parallelism: its subtasks keep different "
                     f"values of {part!r} ({merged[part]!r}, {value!r}), state that is not laid out by key group, "
-                    "so there is no way to split or merge it")
+                    "so there is no way to split or merge it"
+                )
     return merged
 
 
@@ -104,12 +105,16 @@ def restore_graph(graph: PhysicalGraph, checkpoint) -> None:
     >>> [subtask.operator.groups for subtask in graph.by_step["totals"]]
     [{38: {'alice': [1, 1.0]}}, {82: {'bob': [2, 5.0]}}]"""
     if checkpoint.base is not None:
-        raise PipelineError(f"checkpoint {checkpoint.checkpoint_id} holds deltas on checkpoint {checkpoint.base}: "
-                            "load it with checkpoint.load_checkpoint or load_latest, which apply them")
+        raise PipelineError(
+            f"checkpoint {checkpoint.checkpoint_id} holds deltas on checkpoint {checkpoint.base}: "
+            "load it with checkpoint.load_checkpoint or load_latest, which apply them"
+        )
     if checkpoint.channels and checkpoint.parallelism != graph.parallelism:
-        raise PipelineError(f"checkpoint {checkpoint.checkpoint_id} is unaligned: its in-flight data belongs to "
-                            f"the channels of parallelism {checkpoint.parallelism}, and ministream restores it "
-                            f"only there, not at {graph.parallelism}")
+        raise PipelineError(
+            f"checkpoint {checkpoint.checkpoint_id} is unaligned: its in-flight data belongs to "
+            f"the channels of parallelism {checkpoint.parallelism}, and ministream restores it "
+            f"only there, not at {graph.parallelism}"
+        )
     for step in graph.flow.steps:
         subtasks, saved = graph.by_step[step.name], checkpoint.operators.get(step.name)
         if not saved or subtasks[0].operator is None:
@@ -133,8 +138,11 @@ def _restore_watermarks(step: str, subtasks: list, saved_subtasks: dict) -> None
     shared = None
     for subtask in subtasks:
         state = saved.get(str(subtask))
-        if (state is not None and len(saved) == len(subtasks)
-                and state["inputs"] == [number for number, _ in subtask.inputs]):
+        if (
+            state is not None
+            and len(saved) == len(subtasks)
+            and state["inputs"] == [number for number, _ in subtask.inputs]
+        ):
             _set_valve(subtask, state, lambda position, valve: valve["channels"][position])
         elif saved:
             shared = shared or _shared_state(list(saved.values()))
@@ -153,16 +161,23 @@ def _shared_state(saved: list[dict]) -> tuple[dict, dict]:
     valves = [state["valve"] for state in saved if state["valve"] is not None]
     first = {"watermark": _lowest(watermarks), "valve": None}
     if valves:
-        first["valve"] = {"watermark": _lowest([valve["watermark"] for valve in valves]),
-                          "idle": all(valve["idle"] for valve in valves)}
+        first["valve"] = {
+            "watermark": _lowest([valve["watermark"] for valve in valves]),
+            "idle": all(valve["idle"] for valve in valves),
+        }
     by_input: dict = {}  # {input number: [the states of every old channel of that input]}
     for state in saved:
         if state["valve"] is not None:
             for position, channel in state["valve"]["channels"].items():
                 by_input.setdefault(state["inputs"][position], []).append(channel)
-    merged = {number: {"watermark": _lowest([c["watermark"] for c in channels]),
-                       "active": any(c["active"] for c in channels), "aligned": all(c["aligned"] for c in channels)}
-              for number, channels in by_input.items()}
+    merged = {
+        number: {
+            "watermark": _lowest([c["watermark"] for c in channels]),
+            "active": any(c["active"] for c in channels),
+            "aligned": all(c["aligned"] for c in channels),
+        }
+        for number, channels in by_input.items()
+    }
     return first, merged
 
 
@@ -182,6 +197,7 @@ def _set_valve(subtask, state: dict, channel_state) -> None:
 
 
 # -- a run that crashes and recovers ------------------------------------------------------------------------
+
 
 @attrs.frozen
 class Attempt:
@@ -235,12 +251,27 @@ class RecoveredRun:
         return sum(attempt.crash is not None for attempt in self.attempts)
 
 
-def run_with_recovery(flow, *, model: str = "microbatch", output_mode: str = "append", parallelism: int = 1,
-                      restore_parallelism: int | None = None, seed: int = 0, watermark_policy: str = "min",
-                      storage: CheckpointStorage | None = None, interval: int = 2, mode: str = "aligned",
-                      delivery: str = "exactly_once", sink_crash=None, trace: bool | Trace = False,
-                      batch_timestamps: list[int] | None = None, idle_timeout=None, pictures: bool = False,
-                      max_restarts: int = 10, incremental: int | None = None) -> RecoveredRun:
+def run_with_recovery(
+    flow,
+    *,
+    model: str = "microbatch",
+    output_mode: str = "append",
+    parallelism: int = 1,
+    restore_parallelism: int | None = None,
+    seed: int = 0,
+    watermark_policy: str = "min",
+    storage: CheckpointStorage | None = None,
+    interval: int = 2,
+    mode: str = "aligned",
+    delivery: str = "exactly_once",
+    sink_crash=None,
+    trace: bool | Trace = False,
+    batch_timestamps: list[int] | None = None,
+    idle_timeout=None,
+    pictures: bool = False,
+    max_restarts: int = 10,
+    incremental: int | None = None,
+) -> RecoveredRun:
     """Run a dataflow with checkpoints; each time it crashes, recover from the last complete checkpoint.
 
     Args:
@@ -271,8 +302,10 @@ def run_with_recovery(flow, *, model: str = "microbatch", output_mode: str = "ap
     """
     storage = storage if storage is not None else MemoryStorage()
     crashing = sink_crash and (sink_crash.sink or flow.sinks[0].name)
-    sinks = {step.name: DELIVERIES[delivery](step.sink, crash=sink_crash if step.name == crashing else None)
-             for step in flow.sinks}
+    sinks = {
+        step.name: DELIVERIES[delivery](step.sink, crash=sink_crash if step.name == crashing else None)
+        for step in flow.sinks
+    }
     for sink in sinks.values():
         sink.reset()
     tracer = (trace if isinstance(trace, Trace) else Trace(model=model)) if trace else None
@@ -282,12 +315,34 @@ def run_with_recovery(flow, *, model: str = "microbatch", output_mode: str = "ap
         restored = {"id": None}
         try:
             if model == "microbatch":
-                graph = _microbatch_attempt(flow, current, seed, output_mode, watermark_policy, storage, sinks,
-                                            tracer, batch_timestamps, restored, incremental)
+                graph = _microbatch_attempt(
+                    flow,
+                    current,
+                    seed,
+                    output_mode,
+                    watermark_policy,
+                    storage,
+                    sinks,
+                    tracer,
+                    batch_timestamps,
+                    restored,
+                    incremental,
+                )
             else:
-                graph = _continuous_attempt(flow, current, seed, storage, sinks, interval, mode, tracer,
-                                            idle_timeout, restored, pictures_taken if pictures else None,
-                                            incremental)
+                graph = _continuous_attempt(
+                    flow,
+                    current,
+                    seed,
+                    storage,
+                    sinks,
+                    interval,
+                    mode,
+                    tracer,
+                    idle_timeout,
+                    restored,
+                    pictures_taken if pictures else None,
+                    incremental,
+                )
             attempts.append(Attempt(current, restored["id"], None))
             break
         except SimulatedCrash as crash:
@@ -303,8 +358,9 @@ def run_with_recovery(flow, *, model: str = "microbatch", output_mode: str = "ap
     return RecoveredRun(model, outputs, attempts, problems, tracer, graph, pictures_taken)
 
 
-def _microbatch_attempt(flow, parallelism, seed, output_mode, policy, storage, sinks, tracer, timestamps, restored,
-                        incremental):
+def _microbatch_attempt(
+    flow, parallelism, seed, output_mode, policy, storage, sinks, tracer, timestamps, restored, incremental
+):
     from ministream.microbatch import run_microbatch
 
     hook = MicroBatchCheckpoints(storage, sinks, incremental)
@@ -318,12 +374,21 @@ def _microbatch_attempt(flow, parallelism, seed, output_mode, policy, storage, s
 
     hook.restore = restore
     extra = {} if timestamps is None else {"batch_timestamps": timestamps}
-    return run_microbatch(flow, output_mode=output_mode, parallelism=parallelism, seed=seed, watermark_policy=policy,
-                          trace=tracer if tracer is not None else False, checkpoints=hook, **extra).graph
+    return run_microbatch(
+        flow,
+        output_mode=output_mode,
+        parallelism=parallelism,
+        seed=seed,
+        watermark_policy=policy,
+        trace=tracer if tracer is not None else False,
+        checkpoints=hook,
+        **extra,
+    ).graph
 
 
-def _continuous_attempt(flow, parallelism, seed, storage, sinks, interval, mode, tracer, idle_timeout, restored,
-                        pictures, incremental):
+def _continuous_attempt(
+    flow, parallelism, seed, storage, sinks, interval, mode, tracer, idle_timeout, restored, pictures, incremental
+):
     from ministream.barriers import CheckpointingDriver
     from ministream.clock import ManualClock
     from ministream.continuous import check_continuous
@@ -334,11 +399,28 @@ def _continuous_attempt(flow, parallelism, seed, storage, sinks, interval, mode,
     graph = PhysicalGraph(flow, parallelism, model="continuous", trace=tracer, clock=clock)
     install_sinks(graph, sinks)
     checkpoint = load_latest(storage)
-    coordinator = CheckpointCoordinator(graph, storage, sinks, "continuous", mode,
-                                        next_id=max(storage.checkpoint_ids(), default=0) + 1, incremental=incremental)
+    coordinator = CheckpointCoordinator(
+        graph,
+        storage,
+        sinks,
+        "continuous",
+        mode,
+        next_id=max(storage.checkpoint_ids(), default=0) + 1,
+        incremental=incremental,
+    )
     timeout = None if idle_timeout is None else parse_duration(idle_timeout)
-    driver = CheckpointingDriver(graph, clock, seed, timeout, tracer, coordinator=coordinator, interval=interval,
-                                 mode=mode, sinks=sinks, pictures=pictures is not None)
+    driver = CheckpointingDriver(
+        graph,
+        clock,
+        seed,
+        timeout,
+        tracer,
+        coordinator=coordinator,
+        interval=interval,
+        mode=mode,
+        sinks=sinks,
+        pictures=pictures is not None,
+    )
     for sink in sinks.values():
         sink.recover(None if checkpoint is None else checkpoint.checkpoint_id)
     if checkpoint is not None:
@@ -361,5 +443,9 @@ def _explain_restore(tracer, checkpoint, storage, what_next) -> None:
         tracer.record("recovery", 0, "skip", str(problem))
     if checkpoint is not None:
         offsets = ", ".join(f"{name} at {saved['offset']}" for name, saved in checkpoint.sources.items())
-        tracer.record("recovery", 0, "restore", f"restored checkpoint {checkpoint.checkpoint_id} "
-                      f"(sources: {offsets}); {what_next}")
+        tracer.record(
+            "recovery",
+            0,
+            "restore",
+            f"restored checkpoint {checkpoint.checkpoint_id} (sources: {offsets}); {what_next}",
+        )

@@ -82,8 +82,11 @@ TIME_COLUMNS = ("ts", "window_start", "window_end", "time", "event_time")
 
 def format_value(name: str, value) -> str:
     """A value as a person reads it: timestamps as UTC times, the rest as they are."""
-    if isinstance(value, int) and not isinstance(value, bool) and (
-            name in TIME_COLUMNS or name.endswith(("_time", "_start", "_end", "_ts"))):
+    if (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and (name in TIME_COLUMNS or name.endswith(("_time", "_start", "_end", "_ts")))
+    ):
         return format_ts(value)
     if isinstance(value, float) and value == int(value):
         return str(int(value))

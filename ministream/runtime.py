@@ -167,8 +167,7 @@ class Subtask:
 
     def runnable_inputs(self) -> list[int]:
         """Positions of the input channels that have a message and are not held back."""
-        return [i for i, (_, channel) in enumerate(self.inputs)
-                if channel.messages and i not in self.held_back]
+        return [i for i, (_, channel) in enumerate(self.inputs) if channel.messages and i not in self.held_back]
 
     def run_one(self, position: int) -> None:
         """Take one message from input channel ``position`` and act on it."""
@@ -228,8 +227,15 @@ class Subtask:
 class PhysicalGraph:
     """Subtasks and channels for a dataflow at a given parallelism, in topological order."""
 
-    def __init__(self, flow: Dataflow, parallelism: int = 1, output_mode: str = "append",
-                 model: str = "microbatch", trace=None, clock=None):
+    def __init__(
+        self,
+        flow: Dataflow,
+        parallelism: int = 1,
+        output_mode: str = "append",
+        model: str = "microbatch",
+        trace=None,
+        clock=None,
+    ):
         if not 1 <= parallelism <= MAX_PARALLELISM:
             raise PipelineError(f"parallelism must be between 1 and {MAX_PARALLELISM}, got {parallelism}")
         self.flow = flow
@@ -238,8 +244,9 @@ class PhysicalGraph:
         self.by_step: dict[str, list[Subtask]] = {}
         for step in flow.steps:
             count = self._parallelism_of(step)
-            subtasks = [Subtask(step, i, count, step.make_operator() if step.make_operator else None)
-                        for i in range(count)]
+            subtasks = [
+                Subtask(step, i, count, step.make_operator() if step.make_operator else None) for i in range(count)
+            ]
             self.by_step[step.name] = subtasks
             self.subtasks.extend(subtasks)
             for edge in step.inputs:
@@ -247,12 +254,19 @@ class PhysicalGraph:
         for subtask in self.subtasks:
             if subtask.operator is not None:
                 keyed = subtask.operator.keyed
-                ctx = StepContext(subtask.step.name, subtask.index, subtask.parallelism,
-                                  emit=subtask.output.send,
-                                  emit_side=lambda name, records, out=subtask.output: out.send(records, name),
-                                  emit_watermark=lambda time, out=subtask.output: out.broadcast(Watermark(time)),
-                                  state=KeyedStateBackend() if keyed else None,
-                                  output_mode=output_mode, model=model, trace=trace, clock=clock)
+                ctx = StepContext(
+                    subtask.step.name,
+                    subtask.index,
+                    subtask.parallelism,
+                    emit=subtask.output.send,
+                    emit_side=lambda name, records, out=subtask.output: out.send(records, name),
+                    emit_watermark=lambda time, out=subtask.output: out.broadcast(Watermark(time)),
+                    state=KeyedStateBackend() if keyed else None,
+                    output_mode=output_mode,
+                    model=model,
+                    trace=trace,
+                    clock=clock,
+                )
                 subtask.operator.open(ctx)
 
     def _parallelism_of(self, step: Step) -> int:
@@ -303,8 +317,7 @@ class Scheduler:
         """Deliver messages until every channel is empty (or held back with nothing else to do)."""
         subtasks = self.graph.subtasks
         while True:
-            ready = [(subtask, positions) for subtask in subtasks
-                     if (positions := subtask.runnable_inputs())]
+            ready = [(subtask, positions) for subtask in subtasks if (positions := subtask.runnable_inputs())]
             if not ready:
                 return
             subtask, positions = ready[self.random.randrange(len(ready))]

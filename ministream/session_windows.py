@@ -60,8 +60,10 @@ from ministream.window_aggregation import WindowAggregate
 from ministream.window_state import WindowsByKey
 from ministream.windows import describe_window
 
-SPARK_UPDATE_MODE_ERROR = ("Invalid streaming output mode: update. This output mode is not supported for "
-                           "session window streaming aggregations on streaming DataFrames/DataSets.")
+SPARK_UPDATE_MODE_ERROR = (
+    "Invalid streaming output mode: update. This output mode is not supported for "
+    "session window streaming aggregations on streaming DataFrames/DataSets."
+)
 SPARK_NO_KEY_ERROR = "Global aggregation with session window in streaming query is not supported."
 
 
@@ -139,7 +141,8 @@ class Session:
         if not callable(self.gap) and self.gap <= 0:
             raise PipelineError(
                 f"a session gap must be longer than zero, got {format_duration(self.gap)}: every session "
-                "[ts, ts + gap) would be empty. (Spark does not refuse it: it silently drops every row.)")
+                "[ts, ts + gap) would be empty. (Spark does not refuse it: it silently drops every row.)"
+            )
 
     def gap_of(self, row: dict) -> int | None:
         """The gap of this row's session in ms (``None`` when a per-row gap gives none or cannot be read)."""
@@ -184,12 +187,14 @@ class SessionWindowAggregate(WindowAggregate):
         if not key_columns:
             raise PipelineError(
                 "a session window needs a key to group by besides the session: sessions are per key "
-                f"(user, device...). Use key_by(column) before window(). (Spark: '{SPARK_NO_KEY_ERROR}')")
+                f"(user, device...). Use key_by(column) before window(). (Spark: '{SPARK_NO_KEY_ERROR}')"
+            )
         cannot_merge = [name for name, function in aggregates.items() if function.merge is None]
         if cannot_merge:
             raise PipelineError(
                 f"aggregate {cannot_merge[0]!r} has no merge function: when two sessions merge, their "
-                "accumulators are merged, so a session window needs Custom(..., merge=...)")
+                "accumulators are merged, so a session window needs Custom(..., merge=...)"
+            )
         super().__init__(key_columns, assigner, aggregates, **settings)
 
     @classmethod
@@ -200,7 +205,8 @@ class SessionWindowAggregate(WindowAggregate):
                 f"step {step_name!r}: a session window cannot run in update output mode. A session's bounds "
                 "change as it merges, so an updated row would replace a row with other bounds that is no "
                 "longer there. Use 'append' (each session once, when the watermark passes its end) or "
-                f"'complete'. (Spark: '{SPARK_UPDATE_MODE_ERROR}')")
+                f"'complete'. (Spark: '{SPARK_UPDATE_MODE_ERROR}')"
+            )
         super().check_output_mode(step_name, output_mode, has_watermark)
 
     def open(self, ctx):
@@ -236,8 +242,11 @@ class SessionWindowAggregate(WindowAggregate):
         self.windows.put(key, merged, accumulators)
         if touching and self.ctx.tracing:
             joined = ", ".join(describe_window(*s) for s in sorted(touching))
-            self.ctx.explain("merge", f"session {describe_window(*window)} of key {key!r} merged with {joined} "
-                                      f"into {describe_window(*merged)}")
+            self.ctx.explain(
+                "merge",
+                f"session {describe_window(*window)} of key {key!r} merged with {joined} "
+                f"into {describe_window(*merged)}",
+            )
         return merged, accumulators
 
     def _late_watermark(self) -> int | None:
@@ -259,9 +268,13 @@ class SessionWindowAggregate(WindowAggregate):
             return
         late_watermark = self._late_watermark()
         if late_watermark is not None and window[1] <= late_watermark:  # rule 1: the row's own session
-            self._late(row, window, late_watermark,
-                       f"its session ends at {format_clock(window[1])} (ts + gap), at or before the watermark "
-                       f"{format_clock(late_watermark)} of the previous batch")
+            self._late(
+                row,
+                window,
+                late_watermark,
+                f"its session ends at {format_clock(window[1])} (ts + gap), at or before the watermark "
+                f"{format_clock(late_watermark)} of the previous batch",
+            )
             if self.late_output is not None:
                 self.ctx.emit_side(self.late_output, [row])
             return
@@ -279,9 +292,13 @@ class SessionWindowAggregate(WindowAggregate):
         touching = self._touching(key, window)
         end = max([window[1]] + [s[1] for s in touching])
         if watermark is not None and end - 1 + lateness <= watermark:  # Flink: the merged window is late
-            self._late(row, window, watermark,
-                       f"its session ends at {format_clock(end)} and end - 1 + allowed lateness "
-                       f"{format_duration(lateness)} <= watermark {format_clock(watermark)}")
+            self._late(
+                row,
+                window,
+                watermark,
+                f"its session ends at {format_clock(end)} and end - 1 + allowed lateness "
+                f"{format_duration(lateness)} <= watermark {format_clock(watermark)}",
+            )
             if self.late_output is not None:
                 self.ctx.emit_side(self.late_output, [row])
             return
@@ -289,8 +306,11 @@ class SessionWindowAggregate(WindowAggregate):
         add_row(accumulators, self.functions, row)
         self.ctx.count("aggregated")
         if watermark is not None and session[1] - 1 <= watermark:  # it had fired: fire it again
-            self._emit([(session, {key: accumulators})], f"late firing: end - 1 <= watermark "
-                       f"{format_clock(watermark)}, within the allowed lateness of {format_duration(lateness)}")
+            self._emit(
+                [(session, {key: accumulators})],
+                f"late firing: end - 1 <= watermark "
+                f"{format_clock(watermark)}, within the allowed lateness of {format_duration(lateness)}",
+            )
 
 
 class SessionWindowAggregateWithoutWatermark(SessionWindowAggregate):

@@ -89,10 +89,12 @@ class AtLeastOnceSink:
         rows = list(rows)
         if self.crash is not None and not self.crashed and batch_id == self.crash.batch_id:
             self.crashed = True
-            written = sorted(rows, key=row_order)[:self.crash.after_rows]
+            written = sorted(rows, key=row_order)[: self.crash.after_rows]
             self._accept(batch_id, watermark, written, processing_time)
-            raise SimulatedCrash(f"the sink crashed while writing batch {batch_id}, after "
-                                 f"{min(self.crash.after_rows, len(rows))} of its {len(rows)} rows")
+            raise SimulatedCrash(
+                f"the sink crashed while writing batch {batch_id}, after "
+                f"{min(self.crash.after_rows, len(rows))} of its {len(rows)} rows"
+            )
         self._accept(batch_id, watermark, rows, processing_time)
 
     def _accept(self, batch_id, watermark, rows, processing_time) -> None:

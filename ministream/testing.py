@@ -64,8 +64,9 @@ class ScriptedSource:
             from ministream.faults import SimulatedCrash
 
             self.crashed = True
-            raise SimulatedCrash(f"source crashed after delivering {self.crash_after} of its records "
-                                 f"(crash_after={self.crash_after})")
+            raise SimulatedCrash(
+                f"source crashed after delivering {self.crash_after} of its records (crash_after={self.crash_after})"
+            )
 
     def __repr__(self):
         return f"ScriptedSource({len(self.batches)} batches, {sum(map(len, self.batches))} rows)"

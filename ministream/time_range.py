@@ -65,8 +65,14 @@ class TimeRange:
         return watermark + self.lower - (1 if self.lower_inclusive else 0)
 
     def __repr__(self):
-        low = "" if self.lower is None else (
-            f"{self.left} + {format_duration(self.lower)} {'<=' if self.lower_inclusive else '<'} ")
-        high = "" if self.upper is None else (
-            f" {'<=' if self.upper_inclusive else '<'} {self.left} + {format_duration(self.upper)}")
+        low = (
+            ""
+            if self.lower is None
+            else (f"{self.left} + {format_duration(self.lower)} {'<=' if self.lower_inclusive else '<'} ")
+        )
+        high = (
+            ""
+            if self.upper is None
+            else (f" {'<=' if self.upper_inclusive else '<'} {self.left} + {format_duration(self.upper)}")
+        )
         return f"TimeRange({low}{self.right}{high})"

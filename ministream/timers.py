@@ -265,8 +265,10 @@ class TimerService:
                         self.queues[domain].add(key, ts)
 
     def __repr__(self):
-        return (f"TimerService({len(self.queues[EVENT_TIME])} event-time, "
-                f"{len(self.queues[PROCESSING_TIME])} processing-time timers)")
+        return (
+            f"TimerService({len(self.queues[EVENT_TIME])} event-time, "
+            f"{len(self.queues[PROCESSING_TIME])} processing-time timers)"
+        )
 
 
 def _whole_ms(ts) -> int:

@@ -28,10 +28,15 @@ MS_PER_UNIT = {
     "week": 7 * 86_400_000,
 }
 _UNIT_ALIASES = {
-    "ms": "millisecond", "msec": "millisecond", "milli": "millisecond",
-    "s": "second", "sec": "second",
-    "m": "minute", "min": "minute",
-    "h": "hour", "hr": "hour",
+    "ms": "millisecond",
+    "msec": "millisecond",
+    "milli": "millisecond",
+    "s": "second",
+    "sec": "second",
+    "m": "minute",
+    "min": "minute",
+    "h": "hour",
+    "hr": "hour",
     "d": "day",
 }
 _PART = re.compile(r"\s*(-?\d+)\s*([a-zA-Z]+)\s*")
@@ -52,8 +57,7 @@ def _unit(word: str) -> str:
     if word.endswith("s") and word[:-1] in MS_PER_UNIT:
         word = word[:-1]
     if word not in MS_PER_UNIT:
-        raise TimeFormatError(
-            f"unknown time unit {word!r}: use milliseconds, seconds, minutes, hours, days or weeks")
+        raise TimeFormatError(f"unknown time unit {word!r}: use milliseconds, seconds, minutes, hours, days or weeks")
     return word
 
 
@@ -86,7 +90,8 @@ def parse_duration(text: str | int) -> int:
         pos = match.end()
     if pos != len(s) or not s:
         raise TimeFormatError(
-            f"cannot read {text!r} as a duration: write it like '10 seconds' or '1 minute 30 seconds'")
+            f"cannot read {text!r} as a duration: write it like '10 seconds' or '1 minute 30 seconds'"
+        )
     return total
 
 
@@ -128,8 +133,7 @@ def parse_timestamp(text: str) -> int:
     try:
         moment = _dt.datetime.fromisoformat(text.strip().replace("z", "Z"))
     except ValueError:
-        raise TimeFormatError(
-            f"{text!r} is not an ISO-8601 timestamp: write it like '2024-01-01T10:00:05Z'") from None
+        raise TimeFormatError(f"{text!r} is not an ISO-8601 timestamp: write it like '2024-01-01T10:00:05Z'") from None
     return from_datetime(moment, original=text)
 
 
@@ -144,7 +148,8 @@ def from_datetime(moment: _dt.datetime, original: object = None) -> int:
     if moment.microsecond % 1000:
         shown = original if original is not None else moment.isoformat()
         raise TimeFormatError(
-            f"{shown!r} has a fraction finer than a millisecond; ministream keeps event time in whole milliseconds")
+            f"{shown!r} has a fraction finer than a millisecond; ministream keeps event time in whole milliseconds"
+        )
     delta = moment - EPOCH
     return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
 

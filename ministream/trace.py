@@ -70,8 +70,9 @@ class Trace:
         self.batches: list[BatchSummary] = []
         self.batch_id = 0
 
-    def begin_batch(self, batch_id: int, watermark: int | None, late_watermark: int | None = None,
-                    has_data: bool = True) -> None:
+    def begin_batch(
+        self, batch_id: int, watermark: int | None, late_watermark: int | None = None, has_data: bool = True
+    ) -> None:
         self.batch_id = batch_id
         self.batches.append(BatchSummary(batch_id, watermark, late_watermark, has_data))
 
@@ -98,8 +99,10 @@ class Trace:
             header = f"batch {batch_id}"
             if summary is not None:
                 if summary.watermark is not None:
-                    header += (f": watermark {format_ts(summary.watermark)}"
-                               f" (late rows: at or before {format_ts(summary.late_watermark)})")
+                    header += (
+                        f": watermark {format_ts(summary.watermark)}"
+                        f" (late rows: at or before {format_ts(summary.late_watermark)})"
+                    )
                 if not summary.has_data:
                     header += " [no-data batch: run because the watermark advanced]"
             out.append(header)

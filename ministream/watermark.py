@@ -88,8 +88,8 @@ class WatermarkOperator(Operator):
     def open(self, ctx):
         super().open(ctx)
         self.batch_max = None  # micro-batch: the largest event time of the running batch
-        self.max_seen = None   # continuous: the largest event time so far
-        self.emitted = None    # continuous: the last watermark sent downstream
+        self.max_seen = None  # continuous: the largest event time so far
+        self.emitted = None  # continuous: the last watermark sent downstream
 
     def process(self, rows, input_index):
         column = self.column
@@ -115,8 +115,11 @@ class WatermarkOperator(Operator):
                 pending = []
                 self.emitted = watermark
                 if self.ctx.tracing:
-                    self.ctx.explain("watermark", f"emits watermark {format_ts(watermark)}: max event time "
-                                     f"{format_ts(event_time)} - delay {format_duration(self.delay)} - 1 ms")
+                    self.ctx.explain(
+                        "watermark",
+                        f"emits watermark {format_ts(watermark)}: max event time "
+                        f"{format_ts(event_time)} - delay {format_duration(self.delay)} - 1 ms",
+                    )
                 self.ctx.emit_watermark(watermark)
         self.ctx.emit(pending)
 
@@ -174,8 +177,7 @@ class WatermarkValve:
 
     def __init__(self, inputs: int):
         # {position: {"watermark": latest watermark or None, "active": bool, "aligned": bool}}
-        self.channels = {position: {"watermark": None, "active": True, "aligned": True}
-                         for position in range(inputs)}
+        self.channels = {position: {"watermark": None, "active": True, "aligned": True} for position in range(inputs)}
         self.watermark: int | None = None
         self.idle = False
 

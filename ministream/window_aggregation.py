@@ -53,8 +53,9 @@ from ministream.window_state import WindowsByWindow
 from ministream.windows import describe_window
 
 
-def build_window(keyed, name: str, assigner, *, column: str = "ts", allowed_lateness=0,
-                 late_rows: str | None = None, **aggregates):
+def build_window(
+    keyed, name: str, assigner, *, column: str = "ts", allowed_lateness=0, late_rows: str | None = None, **aggregates
+):
     """The step behind ``KeyedStream.window``: checks the settings, then adds a keyed step running the
     operator class the assigner asks for (:class:`WindowAggregate` for tumbling and sliding windows).
 
@@ -85,17 +86,24 @@ def build_window(keyed, name: str, assigner, *, column: str = "ts", allowed_late
     if column not in watermarked_columns(keyed.upstream):
         operator_class = getattr(operator_class, "without_watermark", operator_class)
     key_columns = keyed.key_columns
-    options = {"window": assigner.describe(), "column": column,
-               "aggregates": ", ".join(f"{n}={f.name}({f.column or '*'})" for n, f in aggregates.items())}
+    options = {
+        "window": assigner.describe(),
+        "column": column,
+        "aggregates": ", ".join(f"{n}={f.name}({f.column or '*'})" for n, f in aggregates.items()),
+    }
     if lateness:
         options["allowed lateness"] = format_duration(lateness)
     if late_rows:
         options["side outputs"] = late_rows  # the rows too late for all their windows go there
     return keyed.keyed_step(
-        name, "window_aggregate",
-        lambda: operator_class(key_columns, assigner, aggregates, column=column, allowed_lateness=lateness,
-                               late_rows=late_rows),
-        **options, operator_class=operator_class)
+        name,
+        "window_aggregate",
+        lambda: operator_class(
+            key_columns, assigner, aggregates, column=column, allowed_lateness=lateness, late_rows=late_rows
+        ),
+        **options,
+        operator_class=operator_class,
+    )
 
 
 class WindowAggregate(Operator):
@@ -124,8 +132,16 @@ class WindowAggregate(Operator):
     """False when no ``with_watermark`` upstream tracks the window's column: then no row is ever late, no
     window is ever final, and append mode is refused (see :class:`WindowAggregateWithoutWatermark`)."""
 
-    def __init__(self, key_columns: tuple[str, ...], assigner, aggregates: dict, *, column: str = "ts",
-                 allowed_lateness: int = 0, late_rows: str | None = None):
+    def __init__(
+        self,
+        key_columns: tuple[str, ...],
+        assigner,
+        aggregates: dict,
+        *,
+        column: str = "ts",
+        allowed_lateness: int = 0,
+        late_rows: str | None = None,
+    ):
         self.key_columns = key_columns
         self.assigner = assigner
         self.names = list(aggregates)
@@ -145,7 +161,8 @@ class WindowAggregate(Operator):
                 "column the moment never comes. Add .with_watermark(name, column, delay) before key_by, or use "
                 "output mode 'update' or 'complete'. (Spark 4: 'Invalid streaming output mode: append. This "
                 "output mode is not supported for streaming aggregations without watermark on streaming "
-                "DataFrames/DataSets'.)")
+                "DataFrames/DataSets'.)"
+            )
 
     def open(self, ctx):
         super().open(ctx)
@@ -196,7 +213,7 @@ class WindowAggregate(Operator):
                 pane_start = max(latest_start, earliest_end - slide)  # the next boundary back from ts
                 pane_end = min(earliest_end, latest_start + slide)  # and the next one on
                 late = [] if late_watermark is None else [w for w in windows if w[1] <= late_watermark]
-                in_time = windows[len(late):]
+                in_time = windows[len(late) :]
                 tables = [self.windows.keys_of(window) for window in in_time]
             if late:
                 self._late_for(row, late, in_time, late_watermark)
@@ -220,9 +237,12 @@ class WindowAggregate(Operator):
         """Micro-batch: record the row as late for each window of ``late`` (rule 1, per window); a row late
         for all its windows also goes to the side output."""
         for window in late:
-            self._late(row, window, late_watermark,
-                       f"end {format_clock(window[1])} <= watermark {format_clock(late_watermark)} "
-                       "of the previous batch")
+            self._late(
+                row,
+                window,
+                late_watermark,
+                f"end {format_clock(window[1])} <= watermark {format_clock(late_watermark)} of the previous batch",
+            )
         if not in_time and self.late_output is not None:
             self.ctx.emit_side(self.late_output, [row])
 
@@ -246,26 +266,34 @@ class WindowAggregate(Operator):
             touched = {}  # {window: {key: accumulators}}
             for key, window in self.touched:
                 touched.setdefault(window, {})[key] = self.windows.get(key, window)
-            self._emit(list(touched.items()), "updated in this batch (update mode emits every window a batch "
-                                              "touched)")
+            self._emit(list(touched.items()), "updated in this batch (update mode emits every window a batch touched)")
             if watermark is not None:
                 gone = self.windows.take_final(watermark)
                 if self.ctx.tracing:
                     for window, by_key in gone:
                         for key in by_key:
-                            self.ctx.explain("evict", f"window {describe_window(*window)} of key {key!r} removed "
-                                                      f"from state: end <= watermark {format_clock(watermark)}")
+                            self.ctx.explain(
+                                "evict",
+                                f"window {describe_window(*window)} of key {key!r} removed "
+                                f"from state: end <= watermark {format_clock(watermark)}",
+                            )
         elif watermark is not None:
-            self._emit(self.windows.take_final(watermark), f"end <= watermark {format_clock(watermark)}: final "
-                                                           "(append mode emits a window once, then removes it)")
+            self._emit(
+                self.windows.take_final(watermark),
+                f"end <= watermark {format_clock(watermark)}: final (append mode emits a window once, then removes it)",
+            )
         self.touched = {}
         self.evicted_with = batch.watermark
 
     def should_run_another_batch(self, watermark):
         """Spark's rule: in append and update mode, run a no-data batch when the new watermark is above the
         one the last batch evicted with, whether or not any window would go."""
-        return (self.ctx.output_mode in ("append", "update") and watermark is not None
-                and self.evicted_with is not None and watermark > self.evicted_with)
+        return (
+            self.ctx.output_mode in ("append", "update")
+            and watermark is not None
+            and self.evicted_with is not None
+            and watermark > self.evicted_with
+        )
 
     def _make_rows(self, windows: list) -> list[dict]:
         """The output rows of ``[(window, {key: accumulators})]``: the key columns, ``window_start``,
@@ -273,17 +301,25 @@ class WindowAggregate(Operator):
         if len(self.key_columns) == 1 and len(self.names) == 1:  # the common case, in one go
             column, name, result = self.key_columns[0], self.names[0], self.functions[0].result
             if result is identity:  # the accumulator is the result (count, sum, min, max): no call per row
-                return [{column: key, "window_start": start, "window_end": end, name: accumulators[0]}
-                        for (start, end), by_key in windows for key, accumulators in by_key.items()]
-            return [{column: key, "window_start": start, "window_end": end, name: result(accumulators[0])}
-                    for (start, end), by_key in windows for key, accumulators in by_key.items()]
+                return [
+                    {column: key, "window_start": start, "window_end": end, name: accumulators[0]}
+                    for (start, end), by_key in windows
+                    for key, accumulators in by_key.items()
+                ]
+            return [
+                {column: key, "window_start": start, "window_end": end, name: result(accumulators[0])}
+                for (start, end), by_key in windows
+                for key, accumulators in by_key.items()
+            ]
         entries = [(key, window, accumulators) for window, by_key in windows for key, accumulators in by_key.items()]
         if len(self.key_columns) == 1:
             column = self.key_columns[0]
             rows = [{column: key, "window_start": window[0], "window_end": window[1]} for key, window, _ in entries]
         else:
-            rows = [{**key_columns_of(self.key_columns, key), "window_start": window[0], "window_end": window[1]}
-                    for key, window, _ in entries]
+            rows = [
+                {**key_columns_of(self.key_columns, key), "window_start": window[0], "window_end": window[1]}
+                for key, window, _ in entries
+            ]
         for i, (name, function) in enumerate(zip(self.names, self.functions)):
             result = function.result
             for row, (_, _, accumulators) in zip(rows, entries):
@@ -312,12 +348,17 @@ class WindowAggregate(Operator):
                 self.windows.changed[key] = None
             added = True
             if watermark is not None and window[1] - 1 <= watermark:  # it already fired: fire it again
-                self._emit([(window, {key: self.windows.get(key, window)})], f"late firing: end - 1 <= watermark "
-                           f"{format_clock(watermark)}, within the allowed lateness of {format_duration(lateness)}")
+                self._emit(
+                    [(window, {key: self.windows.get(key, window)})],
+                    f"late firing: end - 1 <= watermark "
+                    f"{format_clock(watermark)}, within the allowed lateness of {format_duration(lateness)}",
+                )
         if not added:  # every window of the row is gone; the latest is the one that ends last
             windows = self.assigner.assign(ts)
-            rule = (f"end - 1 + allowed lateness {format_duration(lateness)} <= watermark "
-                    f"{format_clock(watermark)}: the window fired and its state is gone")
+            rule = (
+                f"end - 1 + allowed lateness {format_duration(lateness)} <= watermark "
+                f"{format_clock(watermark)}: the window fired and its state is gone"
+            )
             self._late(row, windows[-1] if windows else None, watermark, rule)
             if self.late_output is not None:
                 self.ctx.emit_side(self.late_output, [row])
@@ -326,17 +367,23 @@ class WindowAggregate(Operator):
 
     def on_watermark(self, watermark):
         previous, self.watermark = self.watermark, watermark
-        due = [(window, by_key) for window, by_key in self.windows.items()
-               if window[1] - 1 <= watermark and (previous is None or window[1] - 1 > previous)]
+        due = [
+            (window, by_key)
+            for window, by_key in self.windows.items()
+            if window[1] - 1 <= watermark and (previous is None or window[1] - 1 > previous)
+        ]
         due.sort(key=lambda item: item[0][1])  # fire in end order, as Flink's timers fire
         self._emit(due, f"end - 1 <= watermark {format_clock(watermark)}")
         gone = self.windows.take_final(watermark + 1, self.allowed_lateness)  # end - 1 + lateness <= watermark
         if self.ctx.tracing:
             for window, by_key in gone:
                 for key in by_key:
-                    self.ctx.explain("evict", f"window {describe_window(*window)} of key {key!r} removed from "
-                                              "state: end - 1 + allowed lateness <= watermark "
-                                              f"{format_clock(watermark)}")
+                    self.ctx.explain(
+                        "evict",
+                        f"window {describe_window(*window)} of key {key!r} removed from "
+                        "state: end - 1 + allowed lateness <= watermark "
+                        f"{format_clock(watermark)}",
+                    )
         self.ctx.emit_watermark(watermark)
 
     # -- state -----------------------------------------------------------------------------------------------

@@ -93,7 +93,7 @@ class WindowsByWindow(ChangedKeys):
         wanted = None if keys is None else set(keys)
         groups: dict = {}
         for window, by_key in self.windows.items():
-            for key in (by_key if wanted is None else by_key.keys() & wanted):
+            for key in by_key if wanted is None else by_key.keys() & wanted:
                 groups.setdefault(key_group_of(key), {}).setdefault(key, {})[window] = by_key[key]
         return dict(sorted(groups.items()))
 
@@ -120,8 +120,11 @@ class WindowsByKey(ChangedKeys):
 
     def items(self) -> list[tuple]:
         """Every session with its key's accumulators: ``[(window, {key: accumulators})]``, key by key."""
-        return [(window, {key: accumulators}) for key, by_window in self.keys.items()
-                for window, accumulators in by_window.items()]
+        return [
+            (window, {key: accumulators})
+            for key, by_window in self.keys.items()
+            for window, accumulators in by_window.items()
+        ]
 
     def take_final(self, watermark: int, lateness: int = 0) -> list[tuple]:
         taken = []
@@ -153,7 +156,7 @@ class WindowsByKey(ChangedKeys):
 
     def by_key_group(self, keys: list | None = None) -> dict:
         groups: dict = {}
-        for key in (self.keys if keys is None else [key for key in keys if key in self.keys]):
+        for key in self.keys if keys is None else [key for key in keys if key in self.keys]:
             groups.setdefault(key_group_of(key), {})[key] = dict(self.keys[key])
         return dict(sorted(groups.items()))
 

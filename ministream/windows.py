@@ -106,21 +106,27 @@ def check_window(size: int, slide: int | None = None, offset: int = 0) -> None:
     """
     slide = size if slide is None else slide
     if size <= 0:
-        raise PipelineError(f"a window size must be longer than zero, got {format_duration(size)}. "
-                            "(Spark: 'The `window_duration` must be between (0, ...]'.)")
+        raise PipelineError(
+            f"a window size must be longer than zero, got {format_duration(size)}. "
+            "(Spark: 'The `window_duration` must be between (0, ...]'.)"
+        )
     if slide <= 0:
-        raise PipelineError(f"a window slide must be longer than zero, got {format_duration(slide)}. "
-                            "(Spark: 'The `slide_duration` must be between (0, ...]'.)")
+        raise PipelineError(
+            f"a window slide must be longer than zero, got {format_duration(slide)}. "
+            "(Spark: 'The `slide_duration` must be between (0, ...]'.)"
+        )
     if slide > size:
         raise PipelineError(
             f"the slide ({format_duration(slide)}) must be at most the window size ({format_duration(size)}): "
             "with a longer slide, the rows between two windows would belong to none. "
-            "(Spark: 'The `slide_duration` must be <= the `window_duration`'.)")
+            "(Spark: 'The `slide_duration` must be <= the `window_duration`'.)"
+        )
     if abs(offset) >= slide:
         raise PipelineError(
             f"a window offset ({format_duration(offset)}) must be shorter than the slide "
             f"({format_duration(slide)}): an offset of a whole slide gives the same windows as none. "
-            "(Spark: 'The `abs(start_time)` must be < the `slide_duration`'.)")
+            "(Spark: 'The `abs(start_time)` must be < the `slide_duration`'.)"
+        )
 
 
 def describe_window(start: int, end: int) -> str:

@@ -32,7 +32,6 @@ checkpoint with another parallelism, and explain why Spark keeps its number of s
 The tutorial pages are `tutorials/15-checkpoint-recovery.md`, `16-barrier-alignment.md` and `17-rescale.md`;
 the code is `ministream/checkpoint.py`, `barriers.py`, `recovery.py`, `sinks.py`, `checkpoint_storage.py` and
 `ministream/spark/checkpoint.py`."""),
-
     md("""## 15. A crash in the middle of batch 3
 
 A count and a sum per key and per 10-second window. Both engines checkpoint at every batch end: the batch's
@@ -80,7 +79,6 @@ print("Spark's foreachBatch saw, per start of the query:", folders.spark.batch_i
 result = compare_batches(folders.ministream.output(), folders.spark.batches)
 print(result.table())
 assert folders.spark.batch_ids == [[0, 1, 2, 3], [3, 4]] and result.matches"""),
-
     md("""### Incremental checkpoints: only what changed
 
 A full checkpoint writes every key; an *incremental* one writes a *delta*: the keys changed since the previous
@@ -98,7 +96,6 @@ for n in storage.checkpoint_ids():
 assert [Checkpoint.from_files(storage.files[n]).base for n in storage.checkpoint_ids()][:3] == [None, 0, 1]"""),
     md("""Batch 4 closes key `a`'s last window: checkpoint 4 writes nothing but `a`'s removal, whatever the size
 of the rest of the state. Its cost follows the keys that changed."""),
-
     md("""## 16. Barriers: a consistent cut while rows flow
 
 Two inputs, `web` and `mobile`, counted together. In the continuous model, barriers flow with the rows;
@@ -125,7 +122,6 @@ assert results == {"aligned": {"a": 6, "b": 4}, "unaligned": {"a": 6, "b": 4}, "
     code("""result = compare_lesson(barriers)
 print(result.table())
 assert result.matches"""),
-
     md("""## 17. Rescale: 2 subtasks before the crash, 4 after
 
 Keyed state is stored by key group; each new subtask takes the groups of its range."""),
@@ -149,7 +145,6 @@ assert partitions["state folders"] == ["0", "1"]
 result = compare_batches(run.output(), spark_run.batches)
 print(result.table())
 assert result.matches"""),
-
     md("""## Recap
 
 - A checkpoint is the sources' offsets plus every step's state at one cut; the last complete one is restored.

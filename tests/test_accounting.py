@@ -50,15 +50,24 @@ def test_every_lesson_accounts_for_every_row(name):
 def test_a_hand_made_run_counts_each_outcome_exactly():
     """Ten rows: one filtered out, two duplicates, one without event time, one late for its window; the rest
     reach the window step and are aggregated."""
-    script = [[{"id": "p1", **event(1, "a", 5)}, {"id": "p1", **event(1, "a", 5)},   # a duplicate
-               {"id": "p2", **event(3, "b", 0)},                                      # filtered out
-               {"id": "p3", **event(12, "a", 2)}],
-              [{"id": "p4", **event(4, "b", 1)},
-               {"id": "p5", **event(6, "a", 1), "ts": None},                          # no event time
-               {"id": "p6", **event(25, "a", 1)}],
-              [{"id": "p7", **event(8, "b", 1)},          # [10:00:00, 10:00:10) ends at WM_1 = 10:00:10: late
-               {"id": "p3", **event(12, "a", 2)},         # a duplicate
-               {"id": "p8", **event(15, "b", 1)}]]
+    script = [
+        [
+            {"id": "p1", **event(1, "a", 5)},
+            {"id": "p1", **event(1, "a", 5)},  # a duplicate
+            {"id": "p2", **event(3, "b", 0)},  # filtered out
+            {"id": "p3", **event(12, "a", 2)},
+        ],
+        [
+            {"id": "p4", **event(4, "b", 1)},
+            {"id": "p5", **event(6, "a", 1), "ts": None},  # no event time
+            {"id": "p6", **event(25, "a", 1)},
+        ],
+        [
+            {"id": "p7", **event(8, "b", 1)},  # [10:00:00, 10:00:10) ends at WM_1 = 10:00:10: late
+            {"id": "p3", **event(12, "a", 2)},  # a duplicate
+            {"id": "p8", **event(15, "b", 1)},
+        ],
+    ]
     flow = Dataflow("payments")
     paid = flow.source("payments", ScriptedSource(script)).filter("paid", lambda row: row["value"] > 0)
     events = paid.drop_duplicates("once", ["id"]).with_watermark("watermark", "ts", "2 seconds")
@@ -82,7 +91,8 @@ def test_a_hand_made_run_counts_each_outcome_exactly():
         "  per_window: 7 rows in: 5 aggregated, 1 late (end <= watermark of the previous batch), "
         "1 dropped (no event time in column 'ts'); 4 rows out",
         "  output: 4 rows in: 4 written to the sink",
-        "every row is accounted for"]
+        "every row is accounted for",
+    ]
 
 
 def test_a_row_late_for_some_of_its_sliding_windows_counts_as_aggregated():
@@ -90,8 +100,10 @@ def test_a_row_late_for_some_of_its_sliding_windows_counts_as_aggregated():
     [10:00:00, 10:00:10) but counts in [10:00:05, 10:00:15); 10:00:02 is late for both of its windows."""
     flow = Dataflow("sliding")
     flow.source("events", ScriptedSource([[event(12, "a")], [], [event(8, "a"), event(2, "a")]])).with_watermark(
-        "watermark", "ts", "0 seconds").key_by("key").window(
-        "per_window", Sliding("10 seconds", "5 seconds"), count=Count()).sink("output", CollectingSink())
+        "watermark", "ts", "0 seconds"
+    ).key_by("key").window("per_window", Sliding("10 seconds", "5 seconds"), count=Count()).sink(
+        "output", CollectingSink()
+    )
     run = run_microbatch(flow)
     step = run.accounting().step("per_window")
     assert (step.rows_in, step.outcomes, step.partly_late) == (3, {"aggregated": 2, "late": 1}, 1)
@@ -122,7 +134,8 @@ def test_a_step_that_loses_rows_is_caught():
 
     flow = Dataflow("lossy")
     flow.source("events", ScriptedSource([[{"key": "a"}, {"key": "b"}]])).key_by("key").keyed_step(
-        "swallow", "custom", Swallow).sink("output", CollectingSink())
+        "swallow", "custom", Swallow
+    ).sink("output", CollectingSink())
     accounting = run_microbatch(flow).accounting()
     assert not accounting.balanced
     assert accounting.problems() == ["step 'swallow': 2 rows in, but its outcomes add up to 0"]
@@ -133,10 +146,14 @@ def test_flat_map_counts_the_rows_it_turned_into_rows_and_those_that_gave_none()
     """A flat_map keeps a row that gives at least one row, and drops one that gives none."""
     flow = Dataflow("words")
     flow.source("lines", ScriptedSource([[{"line": "to be"}, {"line": ""}, {"line": "or"}]])).flat_map(
-        "split", lambda row: [{"word": word} for word in row["line"].split()]).sink("output", CollectingSink())
+        "split", lambda row: [{"word": word} for word in row["line"].split()]
+    ).sink("output", CollectingSink())
     step = run_microbatch(flow).accounting().step("split")
     assert (step.rows_in, step.outcomes, step.rows_out) == (
-        3, {"turned into rows": 2, "dropped: flat_map returned no rows": 1}, {None: 3})
+        3,
+        {"turned into rows": 2, "dropped: flat_map returned no rows": 1},
+        {None: 3},
+    )
 
 
 BAD_EVENTS = [
@@ -159,12 +176,16 @@ def test_lines_read_are_rows_entered_plus_dead_letters(tmp_path):
     script = lesson.read_script(path, dead_letters)
     accounting = lesson.run(script).accounting(path, dead_letters)
     assert (accounting.read, accounting.entered, accounting.dead_letters) == (
-        6, 3, {"bad field 'ts'": 1, "not valid JSON": 1, "bad field 'value'": 1})
+        6,
+        3,
+        {"bad field 'ts'": 1, "not valid JSON": 1, "bad field 'value'": 1},
+    )
     assert accounting.read == accounting.entered + sum(accounting.dead_letters.values())
     assert accounting.balanced
     short = lesson.run(script).accounting(path, dead_letters[:2])  # a dead letter the account did not get
-    assert short.problems() == ["6 lines read from events.jsonl, but 3 rows entered the pipeline and 2 were "
-                                "dead-lettered"]
+    assert short.problems() == [
+        "6 lines read from events.jsonl, but 3 rows entered the pipeline and 2 were dead-lettered"
+    ]
 
 
 def test_the_command_prints_the_accounting_with_dead_letters(tmp_path, capsys):
@@ -174,7 +195,7 @@ def test_the_command_prints_the_accounting_with_dead_letters(tmp_path, capsys):
     path.write_text("\n".join(BAD_EVENTS) + "\n")
     assert main(["run", "late-data", "--events", str(path), "--dead-letters", str(dead), "--accounting"]) == 0
     printed = capsys.readouterr().out
-    assert printed[printed.index("accounting:"):].splitlines() == [
+    assert printed[printed.index("accounting:") :].splitlines() == [
         "accounting: read 6 lines of events.jsonl: 3 entered the pipeline, 3 dead-lettered "
         "(1 bad field 'ts', 1 not valid JSON, 1 bad field 'value')",
         "  events: 3 rows delivered by the source",
@@ -182,7 +203,8 @@ def test_the_command_prints_the_accounting_with_dead_letters(tmp_path, capsys):
         "  per_window: 3 rows in: 3 aggregated; 2 rows out",
         "  output: 2 rows in: 2 written to the sink",
         "  late: 0 rows in: 0 written to the sink",
-        "every row is accounted for"]
+        "every row is accounted for",
+    ]
     assert len(dead.read_text().splitlines()) == 3
 
 
@@ -201,9 +223,9 @@ def test_the_continuous_model_accounts_for_every_row_too():
 
 def test_general_rule_leaves_the_times_out():
     """Late rows add up under one rule whatever their times: the times are left out of it."""
-    assert general_rule("clicks row dropped: click_time 2024-01-01T10:00:28Z <= watermark "
-                        "2024-01-01T10:00:30Z of the previous batch") == (
-        "clicks row dropped: click_time <= watermark of the previous batch")
+    assert general_rule(
+        "clicks row dropped: click_time 2024-01-01T10:00:28Z <= watermark 2024-01-01T10:00:30Z of the previous batch"
+    ) == ("clicks row dropped: click_time <= watermark of the previous batch")
 
 
 def test_session_windows_count_what_they_aggregate_and_drop():
@@ -211,4 +233,7 @@ def test_session_windows_count_what_they_aggregate_and_drop():
     counts its 8 aggregated rows itself, so nothing is derived."""
     step = get_lesson("session-window").run(params={"gap_by": "key"}).accounting().step("sessions")
     assert (step.rows_in, step.outcomes, step.derived) == (
-        12, {"aggregated": 8, "dropped: no session gap longer than zero": 4}, None)
+        12,
+        {"aggregated": 8, "dropped: no session gap longer than zero": 4},
+        None,
+    )

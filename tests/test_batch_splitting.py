@@ -48,6 +48,7 @@ SPLIT_EXAMPLES = settings(max_examples=150, deadline=None)
 
 # -- the micro-batch model, written out independently of the engine ---------------------------------------------
 
+
 def model_watermarks(script, delay: int) -> list[int]:
     """``[WM_0, ..., WM_n]`` for a script of n batches: WM_n is the watermark of the no-data batch after it."""
     watermarks = [0]
@@ -69,8 +70,13 @@ def windows_of(ts: int, size: int, slide: int) -> list[tuple[int, int]]:
 def counted(script, size: int, slide: int, delay: int) -> list[tuple[int, int, dict]]:
     """``(batch, window, row)`` for every row and window the late rule keeps: end > WM_{k-1} in batch k."""
     watermarks = model_watermarks(script, delay)
-    return [(k, window, row) for k, batch in enumerate(script) for row in batch
-            for window in windows_of(row["ts"], size, slide) if window[1] > watermarks[max(k - 1, 0)]]
+    return [
+        (k, window, row)
+        for k, batch in enumerate(script)
+        for row in batch
+        for window in windows_of(row["ts"], size, slide)
+        if window[1] > watermarks[max(k - 1, 0)]
+    ]
 
 
 def table(contributions) -> Counter:
@@ -83,28 +89,34 @@ def table(contributions) -> Counter:
     return Counter((*group, count, total) for group, (count, total) in totals.items())
 
 
-def newly_late(script, j: int, first_half: list, second_half: list, size: int, slide: int,
-               delay: int) -> list[tuple]:
+def newly_late(script, j: int, first_half: list, second_half: list, size: int, slide: int, delay: int) -> list[tuple]:
     """The split rule: ``(window, row)`` for what splitting batch j into ``first_half`` (L) and ``second_half``
     (R) makes late: rows of R for windows whose end lies in (WM_{j-1}, WM_j], and rows of batch j + 1 for
     windows whose end lies in (WM_j, max(WM_j, max(L) - delay)]."""
     watermarks = model_watermarks(script, delay)
     raised = max([watermarks[j]] + [row["ts"] - delay for row in first_half])
     following = script[j + 1] if j + 1 < len(script) else []
-    return ([(window, row) for row in second_half for window in windows_of(row["ts"], size, slide)
-             if watermarks[max(j - 1, 0)] < window[1] <= watermarks[j]]
-            + [(window, row) for row in following for window in windows_of(row["ts"], size, slide)
-               if watermarks[j] < window[1] <= raised])
+    return [
+        (window, row)
+        for row in second_half
+        for window in windows_of(row["ts"], size, slide)
+        if watermarks[max(j - 1, 0)] < window[1] <= watermarks[j]
+    ] + [
+        (window, row)
+        for row in following
+        for window in windows_of(row["ts"], size, slide)
+        if watermarks[j] < window[1] <= raised
+    ]
 
 
 # -- the engine -------------------------------------------------------------------------------------------------
+
 
 def windowed_run(script, size: int, slide: int, delay: int, mode: str):
     flow = Dataflow("split")
     events = flow.source("events", ScriptedSource(script)).with_watermark("watermark", "ts", delay)
     windows = Tumbling(size) if slide == size else Sliding(size, slide)
-    events.key_by("key").window("per_window", windows, count=Count(), sum=Sum("value")).sink("output",
-                                                                                            CollectingSink())
+    events.key_by("key").window("per_window", windows, count=Count(), sum=Sum("value")).sink("output", CollectingSink())
     return run_microbatch(flow, output_mode=mode)
 
 
@@ -117,8 +129,11 @@ def running_run(script, mode: str):
 
 def emitted(run) -> Counter:
     """Append mode: every window row ever emitted, batch ids ignored (a multiset)."""
-    return Counter((r["key"], r["window_start"], r["window_end"], r["count"], r["sum"])
-                   for batch in run.output() for r in batch.rows)
+    return Counter(
+        (r["key"], r["window_start"], r["window_end"], r["count"], r["sum"])
+        for batch in run.output()
+        for r in batch.rows
+    )
 
 
 def last_values(run, *columns) -> dict:
@@ -137,12 +152,23 @@ def as_last_values(expected: Counter) -> dict:
 # -- scripts and splits -------------------------------------------------------------------------------------------
 
 SECOND = 1_000
-rows = st.builds(lambda second, jitter, key, value: {"ts": second * SECOND + jitter, "key": key,
-                                                     "value": float(value)},
-                 st.integers(1, 20), st.sampled_from([0, 0, 0, 1, -1]), st.sampled_from("ab"), st.integers(1, 9))
+rows = st.builds(
+    lambda second, jitter, key, value: {"ts": second * SECOND + jitter, "key": key, "value": float(value)},
+    st.integers(1, 20),
+    st.sampled_from([0, 0, 0, 1, -1]),
+    st.sampled_from("ab"),
+    st.integers(1, 9),
+)
 scripts = st.lists(st.lists(rows, max_size=5), min_size=1, max_size=5)
-windows = st.sampled_from([(2 * SECOND, 2 * SECOND), (5 * SECOND, 5 * SECOND), (10 * SECOND, 10 * SECOND),
-                           (10 * SECOND, 5 * SECOND), (6 * SECOND, 2 * SECOND)])  # (size, slide)
+windows = st.sampled_from(
+    [
+        (2 * SECOND, 2 * SECOND),
+        (5 * SECOND, 5 * SECOND),
+        (10 * SECOND, 10 * SECOND),
+        (10 * SECOND, 5 * SECOND),
+        (6 * SECOND, 2 * SECOND),
+    ]
+)  # (size, slide)
 delays = st.sampled_from([0, 2 * SECOND, 5 * SECOND])
 
 
@@ -158,10 +184,11 @@ def splits(draw, script_strategy=scripts):
 
 
 def split_script(script, j, first, second):
-    return script[:j] + [first, second] + script[j + 1:]
+    return script[:j] + [first, second] + script[j + 1 :]
 
 
 # -- the rule on two small examples -----------------------------------------------------------------------------
+
 
 def a(second: int) -> dict:
     return {"ts": second * SECOND, "key": "a", "value": 1.0}
@@ -173,8 +200,8 @@ def test_a_split_makes_a_row_of_the_second_half_late():
     script = [[a(5)], [a(12), a(3)]]
     split = split_script(script, 1, [a(12)], [a(3)])
     assert model_watermarks(split, 0)[:3] == [0, 5_000, 12_000]
-    assert (("a", 2_000, 4_000, 1, 1.0) in emitted(windowed_run(script, 2 * SECOND, 2 * SECOND, 0, "append")))
-    assert (("a", 2_000, 4_000, 1, 1.0) not in emitted(windowed_run(split, 2 * SECOND, 2 * SECOND, 0, "append")))
+    assert ("a", 2_000, 4_000, 1, 1.0) in emitted(windowed_run(script, 2 * SECOND, 2 * SECOND, 0, "append"))
+    assert ("a", 2_000, 4_000, 1, 1.0) not in emitted(windowed_run(split, 2 * SECOND, 2 * SECOND, 0, "append"))
     assert newly_late(script, 1, [a(12)], [a(3)], 2 * SECOND, 2 * SECOND, 0) == [((2_000, 4_000), a(3))]
 
 
@@ -191,6 +218,7 @@ def test_a_split_makes_a_row_of_the_next_batch_late():
 
 # -- the properties -----------------------------------------------------------------------------------------------
 
+
 @EXAMPLES
 @given(splits(), windows, delays)
 def test_the_engine_follows_the_model_on_the_unsplit_script(split, window, delay):
@@ -199,7 +227,7 @@ def test_the_engine_follows_the_model_on_the_unsplit_script(split, window, delay
     script = split[0]
     (size, slide), watermarks = window, model_watermarks(script, delay)
     run = windowed_run(script, size, slide, delay, "append")
-    assert run.watermarks[:len(script)] == watermarks[:len(script)]
+    assert run.watermarks[: len(script)] == watermarks[: len(script)]
     expected = table((w, row) for _, w, row in counted(script, size, slide, delay) if w[1] <= watermarks[-1])
     assert emitted(run) == expected
 
@@ -212,9 +240,9 @@ def test_splitting_a_batch_inserts_one_watermark(split, window, delay):
     script, j, first, second = split
     (size, slide), watermarks = window, model_watermarks(script, delay)
     inserted = max([watermarks[j]] + [row["ts"] - delay for row in first])
-    expected = watermarks[:j + 1] + [inserted] + watermarks[j + 1:len(script)]
+    expected = watermarks[: j + 1] + [inserted] + watermarks[j + 1 : len(script)]
     run = windowed_run(split_script(*split), size, slide, delay, "append")
-    assert run.watermarks[:len(script) + 1] == expected
+    assert run.watermarks[: len(script) + 1] == expected
 
 
 @SPLIT_EXAMPLES
@@ -245,8 +273,9 @@ def test_update_splitting_changes_the_last_values_only_by_the_rows_the_split_mak
     the split makes late (the append rule's); a window left with no row is never emitted."""
     script, j, first, second = split
     size, slide = window
-    after = last_values(windowed_run(split_script(*split), size, slide, delay, "update"),
-                        "key", "window_start", "window_end")
+    after = last_values(
+        windowed_run(split_script(*split), size, slide, delay, "update"), "key", "window_start", "window_end"
+    )
     kept = [(w, row) for _, w, row in counted(script, size, slide, delay)]
     late = newly_late(script, j, first, second, size, slide, delay)
     target(float(len(late)), label="rows the split makes late")
@@ -265,8 +294,10 @@ def test_complete_windows_never_drop_late_rows_so_the_split_changes_nothing(spli
     everything = table((w, row) for batch in script for row in batch for w in windows_of(row["ts"], size, slide))
     for candidate in (script, split_script(*split)):
         last = windowed_run(candidate, size, slide, delay, "complete").output()[-1]
-        assert Counter((r["key"], r["window_start"], r["window_end"], r["count"], r["sum"])
-                       for r in last.rows) == everything
+        assert (
+            Counter((r["key"], r["window_start"], r["window_end"], r["count"], r["sum"]) for r in last.rows)
+            == everything
+        )
 
 
 def totals(script) -> dict:
@@ -296,17 +327,21 @@ def test_update_running_aggregation_ends_with_the_same_values_per_key_whatever_t
     the split (its totals over every row)."""
     script = split[0]
     for candidate in (script, split_script(*split)):
-        assert {key[0]: value for key, value in last_values(running_run(candidate, "update"), "key").items()} \
-            == totals(script)
+        assert {key[0]: value for key, value in last_values(running_run(candidate, "update"), "key").items()} == totals(
+            script
+        )
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("script", [[[a(5)], [a(12), a(3)]], [[a(5)], [a(12)], [a(3)]], [[a(1), a(2)], [a(1)]],
-                                    [[a(2)], [a(1)], [a(1)]]], ids=["R unsplit", "R split", "next unsplit",
-                                                                    "next split"])
+@pytest.mark.parametrize(
+    "script",
+    [[[a(5)], [a(12), a(3)]], [[a(5)], [a(12)], [a(3)]], [[a(1), a(2)], [a(1)]], [[a(2)], [a(1)], [a(1)]]],
+    ids=["R unsplit", "R split", "next unsplit", "next split"],
+)
 def test_the_two_examples_are_what_spark_does(script):
     """The two examples above, split and unsplit, give the same batches in Spark (the tumbling-window twin with
     2-second windows and no delay): Spark makes the same rows late."""
     from ministream.lessons import compare_lesson, get_lesson
+
     result = compare_lesson(get_lesson("tumbling-window"), script, {"size": "2 seconds", "delay": "0 seconds"})
     assert result.matches, result.table()

@@ -4,17 +4,30 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ministream.checkpoint import load_latest
-from ministream.checkpoint_storage import (DirectoryStorage, MemoryStorage, decode_json, encode_json, file_tree,
-                                           from_plain, to_plain)
+from ministream.checkpoint_storage import (
+    DirectoryStorage,
+    MemoryStorage,
+    decode_json,
+    encode_json,
+    file_tree,
+    from_plain,
+    to_plain,
+)
 from ministream.lessons import get_lesson
 from ministream.faults import crash_at
 from ministream.recovery import run_with_recovery
 
-scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=5),
-                    st.floats(allow_nan=False, allow_infinity=False))
+scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.text(max_size=5), st.floats(allow_nan=False, allow_infinity=False)
+)
 keys = st.one_of(st.integers(), st.text(max_size=5), st.tuples(st.text(max_size=3), st.integers()))
-values = st.recursive(scalars, lambda inner: st.one_of(
-    st.lists(inner, max_size=3), st.tuples(inner, inner), st.dictionaries(keys, inner, max_size=3)), max_leaves=12)
+values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.tuples(inner, inner), st.dictionaries(keys, inner, max_size=3)
+    ),
+    max_leaves=12,
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -30,6 +43,7 @@ def test_state_round_trips_through_json(value):
 def test_objects_json_cannot_hold_are_pickled():
     """A user's accumulator of any class is stored (pickled) and comes back equal."""
     from fractions import Fraction
+
     assert from_plain(to_plain({"acc": Fraction(1, 3)})) == {"acc": Fraction(1, 3)}
     assert "__pickle__" in to_plain(Fraction(1, 3))
 
@@ -61,7 +75,8 @@ def test_corrupt_checkpoint_file_is_reported_and_the_previous_one_is_used(tmp_pa
     checkpoint = load_latest(storage)
     assert checkpoint.checkpoint_id == 1
     assert [str(p) for p in storage.problems] == [
-        "checkpoint 2 skipped: chk-2/state/totals/0.json is corrupt (its sha256 differs from the manifest's)"]
+        "checkpoint 2 skipped: chk-2/state/totals/0.json is corrupt (its sha256 differs from the manifest's)"
+    ]
 
 
 def test_recovery_after_a_corrupt_checkpoint_still_gives_the_failure_free_output(tmp_path):
@@ -81,8 +96,9 @@ def test_recovery_after_a_corrupt_checkpoint_still_gives_the_failure_free_output
     storage.save_files = save_and_damage
     run = run_with_recovery(flow, output_mode="update", storage=storage)
     assert [attempt.restored_from for attempt in run.attempts] == [None, 0]
-    assert run.problems == ["checkpoint 1 skipped: chk-1/checkpoint.json is corrupt (its sha256 differs from the "
-                            "manifest's)"]
+    assert run.problems == [
+        "checkpoint 1 skipped: chk-1/checkpoint.json is corrupt (its sha256 differs from the manifest's)"
+    ]
     assert run.output() == lesson.run().output()
 
 
@@ -92,8 +108,9 @@ def test_torn_checkpoint_without_manifest_is_skipped(tmp_path):
     _checkpointed_storage(storage)
     (tmp_path / "chk-2" / "manifest.json").unlink()
     assert load_latest(storage).checkpoint_id == 1
-    assert str(storage.problems[0]) == ("checkpoint 2 skipped: chk-2/manifest.json is missing: the checkpoint is "
-                                        "torn (the run died while storing it)")
+    assert str(storage.problems[0]) == (
+        "checkpoint 2 skipped: chk-2/manifest.json is missing: the checkpoint is torn (the run died while storing it)"
+    )
 
 
 def test_missing_state_file_makes_a_checkpoint_torn():
@@ -102,7 +119,9 @@ def test_missing_state_file_makes_a_checkpoint_torn():
     _checkpointed_storage(storage)
     del storage.files[2]["state/totals/0.json"]
     assert load_latest(storage).checkpoint_id == 1
-    assert str(storage.problems[0]) == "checkpoint 2 skipped: chk-2/state/totals/0.json is missing: the checkpoint is torn"
+    assert (
+        str(storage.problems[0]) == "checkpoint 2 skipped: chk-2/state/totals/0.json is missing: the checkpoint is torn"
+    )
 
 
 def test_retain_keeps_only_the_newest_checkpoints():

@@ -8,6 +8,7 @@ from ministream.cli import main
 def test_lessons_lists_every_lesson(capsys):
     """`ministream lessons` prints one line per lesson: its name and its title."""
     from ministream.lessons import all_lessons
+
     assert main(["lessons"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert [line.split()[0] for line in lines] == [lesson.name for lesson in all_lessons()]
@@ -17,19 +18,29 @@ def test_run_with_trace_explains_each_emitted_row(capsys):
     """`ministream run LESSON --trace` says why each row was emitted."""
     assert main(["run", "running-aggregation", "--trace"]) == 0
     out = capsys.readouterr().out
-    assert ("[totals] emit: key 'b' emitted: updated in this batch (update mode emits the keys a batch "
-            "touched) -> {key: b, count: 3, sum: 13}") in out
+    assert (
+        "[totals] emit: key 'b' emitted: updated in this batch (update mode emits the keys a batch "
+        "touched) -> {key: b, count: 3, sum: 13}"
+    ) in out
 
 
-@pytest.mark.parametrize("line, message", [
-    ("not json", "events.jsonl line 2: "),
-    ('{"batch": 0, "ts": "2024-01-01T10:00:00Z", "value": 1}', "events.jsonl line 2, field 'key': "),
-    ('{"batch": 0, "key": "a", "value": 1}', "events.jsonl line 2, field 'ts': "),
-    ('{"batch": 0, "ts": "yesterday", "key": "a", "value": 1}', "line 2, field 'ts': 'yesterday' is not an ISO-8601 timestamp"),
-    ('{"batch": "one", "ts": "2024-01-01T10:00:00Z", "key": "a", "value": 1}', "line 2, field 'batch': "),
-    ('{"batch": 0, "ts": "2024-01-01T10:00:00Z", "key": "a", "value": 1}',
-     "line 2, field 'batch': batch 0 comes after batch 1 on line 1"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("not json", "events.jsonl line 2: "),
+        ('{"batch": 0, "ts": "2024-01-01T10:00:00Z", "value": 1}', "events.jsonl line 2, field 'key': "),
+        ('{"batch": 0, "key": "a", "value": 1}', "events.jsonl line 2, field 'ts': "),
+        (
+            '{"batch": 0, "ts": "yesterday", "key": "a", "value": 1}',
+            "line 2, field 'ts': 'yesterday' is not an ISO-8601 timestamp",
+        ),
+        ('{"batch": "one", "ts": "2024-01-01T10:00:00Z", "key": "a", "value": 1}', "line 2, field 'batch': "),
+        (
+            '{"batch": 0, "ts": "2024-01-01T10:00:00Z", "key": "a", "value": 1}',
+            "line 2, field 'batch': batch 0 comes after batch 1 on line 1",
+        ),
+    ],
+)
 def test_bad_events_file_names_the_line_and_exits_2(tmp_path, capsys, line, message):
     """A bad line in an events file gets an error naming the file, the line and the problem, and exit 2."""
     events = tmp_path / "events.jsonl"
@@ -54,11 +65,14 @@ def test_bad_param_syntax(capsys):
 def test_dead_letters_keep_bad_lines_with_their_reason(tmp_path, capsys):
     """With --dead-letters, bad lines are set aside with their reason and the good ones still run."""
     import json
+
     events = tmp_path / "events.jsonl"
-    events.write_text('{"batch": 0, "ts": "2024-01-01T10:00:00Z", "key": "a", "value": 1}\n'
-                      '{"batch": 0, "ts": "2024-01-01T10:00:01Z", "key": "a", "value": NaN}\n'
-                      '{"batch": 1, "ts": "2024-01-01T10:00:02Z", "value": 2}\n'
-                      '{"batch": 1, "ts": "2024-01-01T10:00:03Z", "key": "a", "value": 4}\n')
+    events.write_text(
+        '{"batch": 0, "ts": "2024-01-01T10:00:00Z", "key": "a", "value": 1}\n'
+        '{"batch": 0, "ts": "2024-01-01T10:00:01Z", "key": "a", "value": NaN}\n'
+        '{"batch": 1, "ts": "2024-01-01T10:00:02Z", "value": 2}\n'
+        '{"batch": 1, "ts": "2024-01-01T10:00:03Z", "key": "a", "value": 4}\n'
+    )
     letters = tmp_path / "dead.jsonl"
     assert main(["run", "running-aggregation", "--events", str(events), "--dead-letters", str(letters)]) == 0
     out = capsys.readouterr().out
@@ -69,22 +83,44 @@ def test_dead_letters_keep_bad_lines_with_their_reason(tmp_path, capsys):
     assert kept[1]["text"] == '{"batch": 1, "ts": "2024-01-01T10:00:02Z", "value": 2}'
 
 
-@pytest.mark.parametrize("args, message", [
-    (["run", "tumbling-window", "--param", "size=ten seconds"],
-     "--param size: cannot read 'ten seconds' as a duration: write it like '10 seconds' or '1 minute 30 seconds'"),
-    (["run", "tumbling-window", "--param", "size=0 seconds"], "--param size: must be longer than zero, got '0 seconds'"),
-    (["run", "sliding-window", "--param", "slide=-2 seconds"],
-     "--param slide: must be longer than zero, got '-2 seconds'"),
-    (["run", "session-window", "--param", "gap=0 seconds"], "--param gap: must be longer than zero, got '0 seconds'"),
-    (["run", "late-data", "--param", "delay=-1 second"], "--param delay: cannot be negative, got '-1 second'"),
-    (["run", "session-window", "--param", "mode=update"], "--param mode: must be one of append, complete, not 'update'"),
-    (["run", "running-aggregation", "--param", "mode=append"],
-     "--param mode: must be one of update, complete, not 'append'"),
-    (["run", "running-aggregation", "--param", "window=10 seconds"],
-     "lesson 'running-aggregation' has no parameter 'window'; it has: mode"),
-    (["run", "outer-join", "--param", "gap=5 seconds"],
-     "lesson 'outer-join' has no parameter 'gap'; it has: how, within, delay"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ["run", "tumbling-window", "--param", "size=ten seconds"],
+            "--param size: cannot read 'ten seconds' as a duration: write it like '10 seconds' or '1 minute 30 seconds'",
+        ),
+        (
+            ["run", "tumbling-window", "--param", "size=0 seconds"],
+            "--param size: must be longer than zero, got '0 seconds'",
+        ),
+        (
+            ["run", "sliding-window", "--param", "slide=-2 seconds"],
+            "--param slide: must be longer than zero, got '-2 seconds'",
+        ),
+        (
+            ["run", "session-window", "--param", "gap=0 seconds"],
+            "--param gap: must be longer than zero, got '0 seconds'",
+        ),
+        (["run", "late-data", "--param", "delay=-1 second"], "--param delay: cannot be negative, got '-1 second'"),
+        (
+            ["run", "session-window", "--param", "mode=update"],
+            "--param mode: must be one of append, complete, not 'update'",
+        ),
+        (
+            ["run", "running-aggregation", "--param", "mode=append"],
+            "--param mode: must be one of update, complete, not 'append'",
+        ),
+        (
+            ["run", "running-aggregation", "--param", "window=10 seconds"],
+            "lesson 'running-aggregation' has no parameter 'window'; it has: mode",
+        ),
+        (
+            ["run", "outer-join", "--param", "gap=5 seconds"],
+            "lesson 'outer-join' has no parameter 'gap'; it has: how, within, delay",
+        ),
+    ],
+)
 def test_a_misconfigured_param_exits_2_with_the_reason(capsys, args, message):
     """A duration that does not parse, a window, slide or gap of zero or less, a negative delay, an output mode
     the lesson refuses (append without a watermark, a session window in update mode) and a parameter the lesson
@@ -98,6 +134,8 @@ def test_an_empty_events_file_exits_2_with_the_reason(tmp_path, capsys):
     events = tmp_path / "events.jsonl"
     events.write_text("")
     assert main(["run", "running-aggregation", "--events", str(events)]) == 2
-    assert capsys.readouterr().err == (f"ministream: error: {events}: the file has no events: write one JSON object "
-                                       'per line, like {"batch": 0, "ts": "2024-01-01T10:00:05Z", "key": "a", '
-                                       '"value": 1.0}\n')
+    assert capsys.readouterr().err == (
+        f"ministream: error: {events}: the file has no events: write one JSON object "
+        'per line, like {"batch": 0, "ts": "2024-01-01T10:00:05Z", "key": "a", '
+        '"value": 1.0}\n'
+    )

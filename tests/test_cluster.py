@@ -41,20 +41,28 @@ def cluster_cases() -> list:
     watermarked = next((lesson for lesson in lessons if len(lesson.inputs) == 1 and _has_watermark(lesson)), None)
     two_inputs = next((lesson for lesson in lessons if len(lesson.inputs) > 1), None)
     return [
-        pytest.param(watermarked.name, {}, id=watermarked.name) if watermarked else
-        pytest.param("running-aggregation", {"mode": "update"}, id="running-aggregation-update (no watermark lesson yet)"),
-        pytest.param(two_inputs.name, {}, id=two_inputs.name) if two_inputs else
-        pytest.param("running-aggregation", {"mode": "complete"}, id="running-aggregation-complete (no two-input lesson yet)"),
+        pytest.param(watermarked.name, {}, id=watermarked.name)
+        if watermarked
+        else pytest.param(
+            "running-aggregation", {"mode": "update"}, id="running-aggregation-update (no watermark lesson yet)"
+        ),
+        pytest.param(two_inputs.name, {}, id=two_inputs.name)
+        if two_inputs
+        else pytest.param(
+            "running-aggregation", {"mode": "complete"}, id="running-aggregation-complete (no two-input lesson yet)"
+        ),
     ]
 
 
 def finished_tasks(run_dir: Path) -> int:
     """Tasks the cluster's executors finished so far, as their own logs (work/APP/EXECUTOR/stderr) record them."""
-    return sum(log.read_text(errors="replace").count("Executor: Finished task")
-               for log in run_dir.glob("work/app-*/*/stderr"))
+    return sum(
+        log.read_text(errors="replace").count("Executor: Finished task") for log in run_dir.glob("work/app-*/*/stderr")
+    )
 
 
 # --- a cluster for the module ---------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
@@ -87,6 +95,7 @@ def on_cluster(cluster):
 
 
 # --- on the cluster ------------------------------------------------------------------------------------------
+
 
 @pytest.mark.spark
 @pytest.mark.cluster
@@ -150,6 +159,7 @@ def _daemon_pids(run_dir: Path) -> set[int]:
 
 # --- starting and stopping, without a running cluster ---------------------------------------------------------
 
+
 def test_stop_never_signals_a_process_it_did_not_start(tmp_path):
     """A pid file whose pid now belongs to another process (here a `sleep`) is ignored by stop."""
     other = subprocess.Popen(["sleep", "30"])
@@ -185,7 +195,9 @@ def test_status_without_a_cluster(tmp_path, capsys):
 @pytest.mark.cluster
 def test_a_start_that_times_out_shows_the_log_and_leaves_nothing(tmp_path):
     """When the master does not answer in time, start fails with the log's path and stops what it started."""
-    with pytest.raises(ClusterError, match=r"timed out waiting until the master answered(.|\n)*last lines of .*master\.log"):
+    with pytest.raises(
+        ClusterError, match=r"timed out waiting until the master answered(.|\n)*last lines of .*master\.log"
+    ):
         start_cluster(tmp_path, port=0, web_ui_port=0, worker_web_ui_port=0, timeout=0.5)
     master = int((tmp_path / "master.pid").read_text())
     assert not alive(master)
@@ -217,8 +229,9 @@ def test_tutorial_records_the_same_summary_locally_and_on_the_cluster():
         if mine[0] in on_the_clock:  # lesson, batches matched, result
             mine, theirs = mine[:2] + mine[3:], theirs[:2] + theirs[3:]
         assert mine == theirs
-    assert sorted(row[0] for row in table) == sorted(lesson.name for lesson in all_lessons()), \
+    assert sorted(row[0] for row in table) == sorted(lesson.name for lesson in all_lessons()), (
         "the recorded lessons are not today's: run .venv/bin/python tutorials/record_cluster.py"
+    )
     assert all(row[-1] == "match" for row in table)
     count = len(all_lessons())
     assert local[-1] == f"{count} of {count} lessons match Spark batch for batch"

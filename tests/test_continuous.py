@@ -117,6 +117,7 @@ SCRIPT = [
 
 # --- the watermark valve: one subtask's watermark from its channels --------------------------------------------
 
+
 def test_valve_is_the_minimum_over_channels():
     """A subtask's watermark is the minimum of its channels' latest watermarks."""
     valve = WatermarkValve(3)
@@ -161,8 +162,8 @@ def test_valve_returning_channel_rejoins_when_caught_up():
     valve = WatermarkValve(2)
     valve.on_watermark(0, 10)
     valve.on_watermark(1, 30)
-    valve.on_status(0, idle=True)          # watermark 30
-    valve.on_status(0, idle=False)         # back at 10: unaligned
+    valve.on_status(0, idle=True)  # watermark 30
+    valve.on_status(0, idle=False)  # back at 10: unaligned
     assert valve.on_watermark(1, 40) == 40  # channel 0 does not hold it at 10
     assert valve.on_watermark(0, 35) is None
     assert valve.on_watermark(0, 45) is None and valve.on_watermark(1, 60) == 45  # caught up: back in the min
@@ -170,15 +171,20 @@ def test_valve_returning_channel_rejoins_when_caught_up():
 
 # --- the engine -----------------------------------------------------------------------------------------------
 
+
 def test_watermark_is_max_minus_delay_minus_one_and_rows_carry_the_one_before_them():
     """with_watermark emits max - delay - 1 when it rises; a row reaches the sink with the watermark of the rows
     before it, and the sink ends at +infinity."""
     flow = Dataflow("wm")
     flow.source("events", ScriptedSource([[{"ts": s(10)}, {"ts": s(5)}, {"ts": s(12)}]])).with_watermark(
-        "wm", "ts", "2 seconds").sink("output", CollectingSink())
+        "wm", "ts", "2 seconds"
+    ).sink("output", CollectingSink())
     run = run_continuous(flow)
     assert [(a.row["ts"], a.watermark) for a in run.arrivals_at("output")] == [
-        (s(10), None), (s(5), s(8) - 1), (s(12), s(8) - 1)]
+        (s(10), None),
+        (s(5), s(8) - 1),
+        (s(12), s(8) - 1),
+    ]
     assert run.output("output")[0].watermark == MAX_WATERMARK
 
 
@@ -205,8 +211,14 @@ def test_event_time_timers_fire_when_the_watermark_passes_and_all_at_the_end():
     # watermarks 2.999 s (after a@5), 6.999 s (a@9), 9.999 s (b@12), 17.999 s (c@20), then +inf; c@1 came after
     # 6.999 s: its timer is already due and fires at the next watermark
     assert [(r["key"], r["ts"] // 1000, r["final"]) for r in rows] == [
-        ("b", 2, False), ("a", 5, False), ("c", 1, False), ("a", 9, False), ("a", 11, False),
-        ("b", 12, False), ("c", 20, True)]
+        ("b", 2, False),
+        ("a", 5, False),
+        ("c", 1, False),
+        ("a", 9, False),
+        ("a", 11, False),
+        ("b", 12, False),
+        ("c", 20, True),
+    ]
 
 
 def test_slower_input_holds_the_minimum_until_it_goes_idle():
@@ -246,13 +258,22 @@ def test_idle_timeout_marks_a_silent_source_idle_until_it_delivers_again():
     """A source that delivered nothing for idle_timeout of processing time goes idle (and its receivers with
     it) when the clock moves, and is active again with its next row."""
     flow = Dataflow("idle")
-    events = flow.source("events", ScriptedSource([[{"key": "a", "ts": s(1)}, ClockStep("10 seconds"),
-                                                    {"key": "a", "ts": s(2)}]]))
+    events = flow.source(
+        "events", ScriptedSource([[{"key": "a", "ts": s(1)}, ClockStep("10 seconds"), {"key": "a", "ts": s(2)}]])
+    )
     events.with_watermark("wm", "ts", 0).sink("output", CollectingSink())
     run = run_continuous(flow, trace=True, idle_timeout="5 seconds")
     story = [(line.step, line.kind) for line in run.trace.lines if line.kind in ("clock", "idle", "active", "read")]
-    assert story[:8] == [("events", "read"), ("events", "clock"), ("clock", "clock"), ("events", "idle"),
-                         ("wm", "idle"), ("output", "idle"), ("events", "active"), ("events", "read")]
+    assert story[:8] == [
+        ("events", "read"),
+        ("events", "clock"),
+        ("clock", "clock"),
+        ("events", "idle"),
+        ("wm", "idle"),
+        ("output", "idle"),
+        ("events", "active"),
+        ("events", "read"),
+    ]
     assert "no row for 10 seconds" in run.trace.of_kind("idle")[0].text
 
 
@@ -260,11 +281,13 @@ def test_no_idle_timeout_keeps_a_silent_source_active():
     """Without an idle_timeout only a finished source goes idle, however far the clock moves."""
     flow = Dataflow("idle")
     flow.source("events", ScriptedSource([[{"ts": s(1)}, ClockStep("1 hour"), {"ts": s(2)}]])).sink(
-        "output", CollectingSink())
+        "output", CollectingSink()
+    )
     run = run_continuous(flow, trace=True)
     idle = run.trace.of_kind("idle")
     assert [line.text for line in idle if line.step == "events"] == [
-        "finished its script: idle, it leaves its receivers' minimum"]
+        "finished its script: idle, it leaves its receivers' minimum"
+    ]
 
 
 @pytest.mark.parametrize("parallelism", [1, 2, 4])
@@ -287,16 +310,22 @@ def test_same_seed_same_order():
 def test_processing_time_timers_fire_when_the_clock_moves():
     """Processing-time timers fire only at a clock step, after every row before the step was processed, with
     the clock's time; a clock passed in is the operators' ctx.clock."""
-    script = [[{"key": "a"}, {"key": "b"}, ClockStep("3 seconds"), {"key": "a"}, ClockStep("2 seconds")],
-              [ClockStep("10 seconds")]]
+    script = [
+        [{"key": "a"}, {"key": "b"}, ClockStep("3 seconds"), {"key": "a"}, ClockStep("2 seconds")],
+        [ClockStep("10 seconds")],
+    ]
     for parallelism, seed in [(1, 0), (2, 1), (3, 5)]:
         flow = Dataflow("alarm")
         keyed(flow, flow.source("events", ScriptedSource(script)), "alarm", ProcessingTimeAlarm).sink(
-            "output", CollectingSink())
+            "output", CollectingSink()
+        )
         clock = ManualClock(start_ms=1_000)
         run = run_continuous(flow, parallelism=parallelism, seed=seed, clock=clock)
         assert sorted((r["fired_at"], r["key"], r["due"]) for r in run.output()[0].rows) == [
-            (6_000, "a", 6_000), (6_000, "b", 6_000), (16_000, "a", 9_000)]
+            (6_000, "a", 6_000),
+            (6_000, "b", 6_000),
+            (16_000, "a", 9_000),
+        ]
         assert clock.now() == 16_000 and run.clock is clock
         assert all(op.ctx.clock is clock for op in run.graph.operators("alarm"))
 
@@ -307,7 +336,11 @@ def test_trace_is_read_per_step():
     text = run.trace.format()
     assert text.startswith("continuous model: one block per step")
     assert [line for line in text.splitlines() if line.startswith("step ")] == [
-        "step events", "step wm", "step counts", "step output"]
+        "step events",
+        "step wm",
+        "step counts",
+        "step output",
+    ]
     assert "#4 [0] watermark: watermark rises to 1970-01-01T00:00:02.999Z: from its input" in text
     assert text.endswith("state at the end of input: counts=3")
 

@@ -48,7 +48,7 @@ def test_keys_without_event_time_are_never_evicted():
 def test_keys_with_event_time_leave_when_it_is_at_or_before_the_watermark():
     """dropDuplicates(id, ts): a key leaves at the end of the first batch whose watermark is >= its ts."""
     _, trace = dedup([[E(10 * S)], [E(15 * S, "x")], []], columns=("id", "ts"))
-    assert [s.state_sizes["dedup"] for s in trace.batches] == [1, 2, 1]   # WM 0, 5 s, 10 s: e@10 s leaves
+    assert [s.state_sizes["dedup"] for s in trace.batches] == [1, 2, 1]  # WM 0, 5 s, 10 s: e@10 s leaves
 
 
 def test_within_watermark_keys_expire_delay_after_their_first_row():

@@ -11,8 +11,15 @@ import ministream.fuzz as fuzz
 from ministream.cli import main
 from ministream.compare import compare_batches
 from ministream.events import Field, read_events
-from ministream.fuzz import (Outcome, fuzz_lesson, generic_random_script, random_script, shrink,
-                             shrink_candidates, trimmed)
+from ministream.fuzz import (
+    Outcome,
+    fuzz_lesson,
+    generic_random_script,
+    random_script,
+    shrink,
+    shrink_candidates,
+    trimmed,
+)
 from ministream.lessons import get_lesson
 from ministream.results import BatchResult
 
@@ -84,6 +91,7 @@ def fake_check(culprit):
         bad = any(row["value"] == culprit for row in rows)
         ours = [BatchResult(0, None, [{"n": len(rows) + bad}])]
         return Outcome(compare_batches(ours, [BatchResult(0, None, [{"n": len(rows)}])]))
+
     return check, calls
 
 
@@ -144,14 +152,22 @@ def test_a_disagreement_is_shrunk_to_an_events_file_that_compare_replays(tmp_pat
     assert main(["compare", "session-window", "--events", str(failure.events_file), "--param", "mode=complete"]) == 0
 
 
-GENERIC_FITS = {"running-aggregation": "no event time and no crash: only keys and values matter",
-                "barrier-alignment": "a running count over two inputs, which the generic generator fills both"}
+GENERIC_FITS = {
+    "running-aggregation": "no event time and no crash: only keys and values matter",
+    "barrier-alignment": "a running count over two inputs, which the generic generator fills both",
+}
 """The lessons whose random scripts come from ``generic_random_script``, and why it fits them."""
 
-NOT_IN_OTHER_FUZZ_TESTS = [("running-aggregation", {}), ("state-ttl", {}), ("processing-time", {}),
-                           ("microbatch-vs-continuous", {}), ("checkpoint-recovery", {}),
-                           ("checkpoint-recovery", {"delivery": "at_least_once"}), ("barrier-alignment", {}),
-                           ("rescale", {})]
+NOT_IN_OTHER_FUZZ_TESTS = [
+    ("running-aggregation", {}),
+    ("state-ttl", {}),
+    ("processing-time", {}),
+    ("microbatch-vs-continuous", {}),
+    ("checkpoint-recovery", {}),
+    ("checkpoint-recovery", {"delivery": "at_least_once"}),
+    ("barrier-alignment", {}),
+    ("rescale", {}),
+]
 """Lessons whose random scripts no other test compares with Spark (test_window_fuzz, test_join_fuzz,
 test_lesson_session_window and test_lesson_device_sessions cover the other ten)."""
 
@@ -163,12 +179,20 @@ a longer run of any lesson: ``ministream fuzz LESSON --runs 20`` (tutorials/diff
 def test_every_lesson_has_a_random_script_that_fits_it():
     """Every lesson with a twin has its own random_script, unless the generic generator fits it (GENERIC_FITS)."""
     from ministream.lessons import all_lessons
+
     lacking = {lesson.name for lesson in all_lessons() if lesson.twin is not None and lesson.random_script is None}
     assert lacking == set(GENERIC_FITS)
 
 
-@pytest.mark.parametrize("name,params", [("checkpoint-recovery", {}), ("checkpoint-recovery", {"crash_batch": "6"}),
-                                         ("rescale", {}), ("rescale", {"crash_batch": "3"})])
+@pytest.mark.parametrize(
+    "name,params",
+    [
+        ("checkpoint-recovery", {}),
+        ("checkpoint-recovery", {"crash_batch": "6"}),
+        ("rescale", {}),
+        ("rescale", {"crash_batch": "3"}),
+    ],
+)
 def test_recovery_scripts_reach_the_crash_batch_and_end_with_a_row(name, params):
     """A recovery lesson's random scripts have more batches than crash_batch and a last batch with rows, so that
     both engines crash there (Spark's twin fails when its query never gets there) and an events file keeps
@@ -200,8 +224,11 @@ def test_processing_time_scripts_leave_keys_silent(name):
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("name,params", NOT_IN_OTHER_FUZZ_TESTS,
-                         ids=[f"{n}-{'-'.join(p.values()) or 'default'}" for n, p in NOT_IN_OTHER_FUZZ_TESTS])
+@pytest.mark.parametrize(
+    "name,params",
+    NOT_IN_OTHER_FUZZ_TESTS,
+    ids=[f"{n}-{'-'.join(p.values()) or 'default'}" for n, p in NOT_IN_OTHER_FUZZ_TESTS],
+)
 def test_fuzzing_finds_no_difference(name, params):
     """On a fixed-seed random script, the lessons no other fuzz test covers give the same batches as Spark
     (what ``ministream fuzz LESSON --runs 1 --seed 2`` checks)."""
@@ -217,6 +244,7 @@ def test_the_results_page_has_a_row_for_every_lesson_and_a_replay_for_every_disa
     from pathlib import Path
 
     from ministream.lessons import all_lessons
+
     root = Path(__file__).resolve().parent.parent
     page = (root / "tutorials" / "differential-testing.md").read_text()
     rows = re.findall(r"^\| `([\w-]+)` \| (\d+) \| (\d+) \| (\d+) \|$", page, re.M)

@@ -35,8 +35,9 @@ def test_snapshot_plus_deltas_restores_what_a_full_checkpoint_restores(name, mod
         settings.pop("mode", None), settings.pop("interval", None)
     full, incremental = MemoryStorage(), MemoryStorage()
     run_lesson_with_recovery(lesson, crash_after_rows=rows, model=model, storage=full, **settings)
-    run = run_lesson_with_recovery(lesson, crash_after_rows=rows, model=model, storage=incremental,
-                                   incremental=2, **settings)
+    run = run_lesson_with_recovery(
+        lesson, crash_after_rows=rows, model=model, storage=incremental, incremental=2, **settings
+    )
     assert incremental.checkpoint_ids() == full.checkpoint_ids()
     for checkpoint_id in full.checkpoint_ids():
         assert load_checkpoint(incremental, checkpoint_id) == load_checkpoint(full, checkpoint_id), checkpoint_id
@@ -61,8 +62,9 @@ def test_removed_keys_stay_removed():
     last.clear()
     delta = checkpoint_snapshot(backend, delta=True)
     assert delta.removed and delta.updated == {}
-    storage.save_files(2, Checkpoint(2, "microbatch", "aligned", 1, base=1, operators={"s": {0: {"keyed": delta}}}).files(),
-                       base=1)
+    storage.save_files(
+        2, Checkpoint(2, "microbatch", "aligned", 1, base=1, operators={"s": {0: {"keyed": delta}}}).files(), base=1
+    )
     restored = KeyedStateBackend()
     restored.restore(load_latest(storage).operators["s"][0]["keyed"])
     assert sorted(restored.keys("last")) == ["a", "c"]
@@ -74,10 +76,14 @@ def test_a_lesson_with_removals_restores_without_them():
     lesson = get_lesson("device-sessions")
     full, incremental = MemoryStorage(), MemoryStorage()
     run_lesson_with_recovery(lesson, crash_after_rows=None, model="continuous", interval=1, storage=full)
-    run_lesson_with_recovery(lesson, crash_after_rows=None, model="continuous", interval=1, storage=incremental,
-                             incremental=3)
-    removed = [n for n in _deltas(incremental)
-               if Checkpoint.from_files(incremental.files[n]).operators["sessions"][0]["keyed"].removed]
+    run_lesson_with_recovery(
+        lesson, crash_after_rows=None, model="continuous", interval=1, storage=incremental, incremental=3
+    )
+    removed = [
+        n
+        for n in _deltas(incremental)
+        if Checkpoint.from_files(incremental.files[n]).operators["sessions"][0]["keyed"].removed
+    ]
     assert removed
     for checkpoint_id in full.checkpoint_ids():
         assert load_checkpoint(incremental, checkpoint_id) == load_checkpoint(full, checkpoint_id)
@@ -87,8 +93,12 @@ def _incremental_storage():
     """A running-aggregation run with checkpoints 0 (full), 1 and 2 (deltas on 0 and on 1)."""
     lesson = get_lesson("running-aggregation")
     storage = MemoryStorage()
-    run_with_recovery(lesson.pipeline(lesson.default_script, lesson.resolve_params()), output_mode="update",
-                      storage=storage, incremental=5)
+    run_with_recovery(
+        lesson.pipeline(lesson.default_script, lesson.resolve_params()),
+        output_mode="update",
+        storage=storage,
+        incremental=5,
+    )
     assert _deltas(storage) == [1, 2]
     return storage
 
@@ -100,7 +110,8 @@ def test_a_corrupt_delta_is_skipped_and_reported():
     storage.files[2]["state/totals/0.delta.json"] += b" "
     assert load_latest(storage).checkpoint_id == 1
     assert [str(p) for p in storage.problems] == [
-        "checkpoint 2 skipped: chk-2/state/totals/0.delta.json is corrupt (its sha256 differs from the manifest's)"]
+        "checkpoint 2 skipped: chk-2/state/totals/0.delta.json is corrupt (its sha256 differs from the manifest's)"
+    ]
 
 
 def test_a_torn_delta_is_skipped():
@@ -118,8 +129,9 @@ def test_deltas_on_a_corrupt_base_are_skipped_and_say_why():
     assert load_latest(storage) is None
     assert [str(p) for p in storage.problems] == [
         f"checkpoint {n} skipped: chk-0/state/totals/0.json is corrupt (its sha256 differs from the manifest's), "
-        f"and checkpoint {n} is incremental: it needs checkpoint 0 whole" for n in (2, 1)] + [
-        "checkpoint 0 skipped: chk-0/state/totals/0.json is corrupt (its sha256 differs from the manifest's)"]
+        f"and checkpoint {n} is incremental: it needs checkpoint 0 whole"
+        for n in (2, 1)
+    ] + ["checkpoint 0 skipped: chk-0/state/totals/0.json is corrupt (its sha256 differs from the manifest's)"]
 
 
 def test_a_base_stored_again_breaks_the_chain():
@@ -151,7 +163,8 @@ def _counts_graph(keys: int) -> PhysicalGraph:
     script = [[{"key": f"key-{i:05}"} for i in range(keys)]]
     flow = Dataflow("counts")
     flow.source("events", ScriptedSource(script)).key_by("key").aggregate("counts", count=Count()).sink(
-        "output", CollectingSink())
+        "output", CollectingSink()
+    )
     graph = PhysicalGraph(flow, 1, output_mode="update")
     _send(graph, script[0])
     return graph
@@ -176,7 +189,7 @@ def test_a_delta_costs_what_changed_not_the_size_of_the_state():
     sizes = {}
     for keys in (1_000, 10_000):
         graph = _counts_graph(keys)
-        snapshot_operator(graph.by_step["counts"][0].operator)        # the full checkpoint
+        snapshot_operator(graph.by_step["counts"][0].operator)  # the full checkpoint
         for k in (10, 100, 1_000):
             _send(graph, [{"key": f"key-{i:05}"} for i in range(k)])
             delta, sizes[keys, k] = _delta_file(graph)
@@ -189,9 +202,13 @@ def test_a_delta_costs_what_changed_not_the_size_of_the_state():
 def test_a_copy_on_write_snapshot_does_not_change_when_the_state_does():
     """A snapshot shares the aggregate's accumulator lists, and so does a restore from it; the operator copies
     a list before it changes it, so the snapshot keeps the values it was taken with."""
+
     def counts(snapshot_or_operator) -> dict:
-        groups = (snapshot_or_operator.groups.values() if hasattr(snapshot_or_operator, "groups")
-                  else [states["aggregate"] for states in snapshot_or_operator["keyed"].values()])
+        groups = (
+            snapshot_or_operator.groups.values()
+            if hasattr(snapshot_or_operator, "groups")
+            else [states["aggregate"] for states in snapshot_or_operator["keyed"].values()]
+        )
         return {key: accumulators[0] for group in groups for key, accumulators in group.items()}
 
     graph = _counts_graph(3)
@@ -215,13 +232,16 @@ def test_primitives_mark_changes_made_in_place():
         backend.set_current_key(key)
         seen.add(1), sessions.put("s", 1), count.update(1), box.update({"x": 1})
     checkpoint_snapshot(backend)
-    backend.set_current_key("a"); seen.add(2)
-    backend.set_current_key("b"); sessions.put("t", 2)
-    backend.set_current_key("c"); count.value()
-    backend.set_current_key("d"); box.value()["x"] = 2
+    backend.set_current_key("a")
+    seen.add(2)
+    backend.set_current_key("b")
+    sessions.put("t", 2)
+    backend.set_current_key("c")
+    count.value()
+    backend.set_current_key("d")
+    box.value()["x"] = 2
     delta = checkpoint_snapshot(backend, delta=True)
-    changed = {(name, key) for states in delta.updated.values() for name, entries in states.items()
-               for key in entries}
+    changed = {(name, key) for states in delta.updated.values() for name, entries in states.items() for key in entries}
     assert changed == {("seen", "a"), ("sessions", "b"), ("box", "d")}
 
 
@@ -238,7 +258,7 @@ def test_a_table_whose_writer_does_not_mark_is_written_whole():
     backend.set_current_key("a")
     score.update(2)
     now[0] = 12
-    score.remove_expired(12)   # b expired at 10; a lives until 15
+    score.remove_expired(12)  # b expired at 10; a lives until 15
     delta = checkpoint_snapshot(backend, delta=True)
     assert "score" not in delta.tracked
     assert apply_delta(base, delta) == {key_group_of("a"): {"score": {"a": (2, 15)}}}
@@ -256,8 +276,9 @@ def _continuous_join(**settings):
 
 
 def _removed_keys(delta: StateDelta) -> dict:
-    return {name: sorted(key for states in delta.removed.values() for key in states.get(name, []))
-            for name in delta.tracked}
+    return {
+        name: sorted(key for states in delta.removed.values() for key in states.get(name, [])) for name in delta.tracked
+    }
 
 
 def test_a_continuous_interval_join_writes_the_keys_it_stored_or_cleaned_and_its_rows_once():
@@ -268,9 +289,9 @@ def test_a_continuous_interval_join_writes_the_keys_it_stored_or_cleaned_and_its
     full = snapshot_operator(join)
     assert full["continuous"] == {"watermark": None}
     assert sum(len(states["left"]) for states in full["keyed"].values()) == 50
-    join.process([("k5", {"u": 112})], 1)          # joins k5's left row, and is stored on the right
+    join.process([("k5", {"u": 112})], 1)  # joins k5's left row, and is stored on the right
     assert join.ctx.emitted == [{"t": 105, "u": 112, "time": 112}]
-    join.continuous.on_watermark(111, join.ctx)     # cleans the left rows of k0 and k1 (t + 10 <= 111)
+    join.continuous.on_watermark(111, join.ctx)  # cleans the left rows of k0 and k1 (t + 10 <= 111)
     delta = snapshot_operator(join, delta=True)
     assert delta["continuous"] == {"watermark": 111}
     keyed = delta["keyed"]
@@ -289,11 +310,12 @@ def test_a_continuous_window_join_writes_the_windows_it_stored_or_fired():
     join.process([(("k", end), {"t": end}) for end in (10, 20, 30)], 0)
     full = snapshot_operator(join)
     join.process([(("k", 30), {"u": 30})], 1)
-    join.continuous.on_watermark(19, join.ctx)      # fires the windows ending at 10 and 20
+    join.continuous.on_watermark(19, join.ctx)  # fires the windows ending at 10 and 20
     keyed = snapshot_operator(join, delta=True)["keyed"]
     assert keyed.tracked == ["windows"] and keyed.entries() == 3
-    assert [entries for states in keyed.updated.values() for entries in states.values()] == \
-        [{("k", 30): ([{"t": 30}], [{"u": 30}])}]
+    assert [entries for states in keyed.updated.values() for entries in states.values()] == [
+        {("k", 30): ([{"t": 30}], [{"u": 30}])}
+    ]
     assert _removed_keys(keyed) == {"windows": [("k", 10), ("k", 20)]}
     restored = _continuous_join(key_time=("t", "u"))
     restored.restore({"keyed": apply_delta(full["keyed"], keyed), "continuous": {"watermark": 19}})

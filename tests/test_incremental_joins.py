@@ -27,21 +27,36 @@ def test_a_join_delta_holds_the_keys_stored_matched_or_evicted():
     """After a full checkpoint, a join's delta writes, per side, the keys that stored a row or whose stored
     row matched, and as removed the keys whose last row was evicted; a key that lost some rows is written with
     the rest; the full checkpoint plus the deltas is the state."""
-    join = StreamJoin("left_outer", TimeRange("t", "u", lower=0, upper=10), JoinSide("orders", "t", ("id", "t")),
-                      JoinSide("payments", "u", ("pid", "u")))
+    join = StreamJoin(
+        "left_outer",
+        TimeRange("t", "u", lower=0, upper=10),
+        JoinSide("orders", "t", ("id", "t")),
+        JoinSide("payments", "u", ("pid", "u")),
+    )
     join.open(StepContext.for_testing())
     run_batch(join, 0, 0, [(f"k{i}", {"id": f"k{i}", "t": 100 + i}) for i in range(100)], [])
     full = snapshot_operator(join)["keyed"]  # the full checkpoint the deltas build on
 
-    run_batch(join, 1, 0, [("k50", {"id": "k50", "t": 200})],
-              [("k1", {"pid": "k1", "u": 105}), ("k2", {"pid": "k2", "u": 106})])
+    run_batch(
+        join,
+        1,
+        0,
+        [("k50", {"id": "k50", "t": 200})],
+        [("k1", {"pid": "k1", "u": 105}), ("k2", {"pid": "k2", "u": 106})],
+    )
     delta = snapshot_operator(join, delta=True)["keyed"]
-    assert written(delta, "left") == ({"k1": [[{"id": "k1", "t": 101}, True]],
-                                       "k2": [[{"id": "k2", "t": 102}, True]],
-                                       "k50": [[{"id": "k50", "t": 150}, False], [{"id": "k50", "t": 200}, False]]},
-                                      [])
-    assert written(delta, "right") == ({"k1": [[{"pid": "k1", "u": 105}, True]],
-                                        "k2": [[{"pid": "k2", "u": 106}, True]]}, [])
+    assert written(delta, "left") == (
+        {
+            "k1": [[{"id": "k1", "t": 101}, True]],
+            "k2": [[{"id": "k2", "t": 102}, True]],
+            "k50": [[{"id": "k50", "t": 150}, False], [{"id": "k50", "t": 200}, False]],
+        },
+        [],
+    )
+    assert written(delta, "right") == (
+        {"k1": [[{"pid": "k1", "u": 105}, True]], "k2": [[{"pid": "k2", "u": 106}, True]]},
+        [],
+    )
     state = apply_delta(full, delta)
 
     run_batch(join, 2, 0, [], [])  # nothing happens: an empty delta
@@ -49,8 +64,7 @@ def test_a_join_delta_holds_the_keys_stored_matched_or_evicted():
 
     run_batch(join, 3, 161)  # left rows with t <= 161 - 10 - 1 leave (k0..k49, k50's first), right ones u <= 160
     delta = snapshot_operator(join, delta=True)["keyed"]
-    assert written(delta, "left") == ({"k50": [[{"id": "k50", "t": 200}, False]]},
-                                      sorted(f"k{i}" for i in range(50)))
+    assert written(delta, "left") == ({"k50": [[{"id": "k50", "t": 200}, False]]}, sorted(f"k{i}" for i in range(50)))
     assert written(delta, "right") == ({}, ["k1", "k2"])
     assert apply_delta(state, delta) == join.ctx.state.snapshot()
 
@@ -58,8 +72,12 @@ def test_a_join_delta_holds_the_keys_stored_matched_or_evicted():
 def test_a_join_full_checkpoint_keeps_the_matched_flag_it_saw():
     """A stored row that matches after a full checkpoint changes in place; the checkpoint still holds it
     unmatched (the table is not copy on write, so the snapshot copied it)."""
-    join = StreamJoin("left_outer", TimeRange("t", "u", lower=0, upper=10), JoinSide("orders", "t", ("id", "t")),
-                      JoinSide("payments", "u", ("pid", "u")))
+    join = StreamJoin(
+        "left_outer",
+        TimeRange("t", "u", lower=0, upper=10),
+        JoinSide("orders", "t", ("id", "t")),
+        JoinSide("payments", "u", ("pid", "u")),
+    )
     join.open(StepContext.for_testing())
     run_batch(join, 0, 0, [("k", {"id": "k", "t": 100})], [])
     full = snapshot_operator(join)["keyed"]
@@ -75,8 +93,17 @@ def test_a_dedup_delta_holds_the_new_keys_and_the_forgotten_ones():
     run_batch(dedup, 0, 0, [(f"e{i}", {"id": f"e{i}", "ts": 100 + i}) for i in range(100)])
     full = snapshot_operator(dedup)["keyed"]
 
-    run_batch(dedup, 1, 0, [("e1", {"id": "e1", "ts": 101}), ("n1", {"id": "n1", "ts": 300}),
-                            ("n2", {"id": "n2", "ts": 301}), ("n3", {"id": "n3", "ts": 302})])
+    run_batch(
+        dedup,
+        1,
+        0,
+        [
+            ("e1", {"id": "e1", "ts": 101}),
+            ("n1", {"id": "n1", "ts": 300}),
+            ("n2", {"id": "n2", "ts": 301}),
+            ("n3", {"id": "n3", "ts": 302}),
+        ],
+    )
     delta = snapshot_operator(dedup, delta=True)["keyed"]
     assert written(delta, "seen") == ({"n1": 310, "n2": 311, "n3": 312}, [])
     state = apply_delta(full, delta)

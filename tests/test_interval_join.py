@@ -12,7 +12,8 @@ SIDES = (JoinSide("left", "t"), JoinSide("right", "u"))
 
 def interval(lower=-5, upper=10, **inclusive):
     return IntervalJoin(TimeRange("t", "u", lower, upper, **inclusive), *SIDES), StepContext.for_testing(
-        model="continuous")
+        model="continuous"
+    )
 
 
 def test_rows_join_on_arrival_within_inclusive_bounds_with_the_later_time():
@@ -61,7 +62,7 @@ def test_window_join_pairs_a_windows_rows_when_it_fires():
     assert ctx.emitted == []
     join.on_watermark(9, ctx)
     assert [(row["t"], row["u"], row["time"]) for row in ctx.emitted] == [(1, 5, 9), (2, 5, 9)]
-    join.process([(("k", 10), {"u": 6, "end_r": 10})], 1, ctx)   # its window has fired: late
+    join.process([(("k", 10), {"u": 6, "end_r": 10})], 1, ctx)  # its window has fired: late
     assert join.sizes() == {"left": 0, "right": 0}
 
 

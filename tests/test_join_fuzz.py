@@ -15,9 +15,14 @@ from ministream.lessons import compare_lesson, get_lesson
 
 RUNS = int(os.environ.get("MINISTREAM_FUZZ_RUNS", "1"))
 
-CASES = [("stream-join", {}), ("outer-join", {"how": "full_outer"}),
-         ("outer-join", {"how": "left_semi", "within": "7 seconds"}), ("idle-input", {"policy": "max"}),
-         ("deduplication", {"key": "within"}), ("deduplication", {"key": "id_and_time", "delay": "3 seconds"})]
+CASES = [
+    ("stream-join", {}),
+    ("outer-join", {"how": "full_outer"}),
+    ("outer-join", {"how": "left_semi", "within": "7 seconds"}),
+    ("idle-input", {"policy": "max"}),
+    ("deduplication", {"key": "within"}),
+    ("deduplication", {"key": "id_and_time", "delay": "3 seconds"}),
+]
 
 
 def scripts(name, params, runs, seed=0):

@@ -20,14 +20,22 @@ def R(t, key="k"):
     return {"r_key": key, "r_time": t}
 
 
-def join_flow(left, right, how="inner", between=TimeRange("l_time", "r_time", 0, 10 * S), delay=0,
-              watermarks=(True, True), key_time=None):
+def join_flow(
+    left,
+    right,
+    how="inner",
+    between=TimeRange("l_time", "r_time", 0, 10 * S),
+    delay=0,
+    watermarks=(True, True),
+    key_time=None,
+):
     """Left and right scripts joined on their key; both watermarked with ``delay`` unless told otherwise."""
     flow = Dataflow("rules")
     sides = []
     for name, script, prefix, watermarked in (("left", left, "l", watermarks[0]), ("right", right, "r", watermarks[1])):
         stream = flow.source(name, ScriptedSource(script)).select(
-            f"{name}_columns", **{f"{prefix}_key": f"{prefix}_key", f"{prefix}_time": f"{prefix}_time"})
+            f"{name}_columns", **{f"{prefix}_key": f"{prefix}_key", f"{prefix}_time": f"{prefix}_time"}
+        )
         if watermarked:
             stream = stream.with_watermark(f"{name}_watermark", f"{prefix}_time", delay)
         sides.append(stream.key_by(f"{prefix}_key"))
@@ -68,13 +76,15 @@ def test_time_range_bounds_are_inclusive_unless_told():
 def test_late_rows_are_dropped_against_the_previous_batchs_watermark():
     """In batch k a row with event time <= WM_{k-1} is dropped before it can join, and the trace says so."""
     left = [[L(20 * S)], [], [L(5 * S)]]
-    right = [[R(20 * S)], [R(10 * S)], [R(10 * S)]]   # WM_1 = 10 s: R(10 s) is late in batch 2, not in 1
+    right = [[R(20 * S)], [R(10 * S)], [R(10 * S)]]  # WM_1 = 10 s: R(10 s) is late in batch 2, not in 1
     flow = join_flow(left, right, delay=10 * S, between=TimeRange("l_time", "r_time", -60 * S, 60 * S))
     run = run_microbatch(flow, trace=True)
     assert [len(batch.rows) for batch in run.output()] == [1, 1, 0]
     late = run.trace.of_kind("late")
-    assert [(line.batch_id, line.row) for line in late] == [(2, {"l_key": "k", "l_time": 5000}),
-                                                           (2, {"r_key": "k", "r_time": 10000})]
+    assert [(line.batch_id, line.row) for line in late] == [
+        (2, {"l_key": "k", "l_time": 5000}),
+        (2, {"r_key": "k", "r_time": 10000}),
+    ]
 
 
 def test_left_state_watermark_is_wm_minus_upper_minus_one_ms_for_an_inclusive_bound():
@@ -83,11 +93,10 @@ def test_left_state_watermark_is_wm_minus_upper_minus_one_ms_for_an_inclusive_bo
     left = [[L(10 * S), L(40 * S)], [], [L(41 * S)]]
     right = [[R(40 * S)], [], [R(41 * S)]]
     flow = join_flow(left, right, how="left_outer", delay=10 * S)
-    assert batches(flow)[1] == (1, 30000, [(10000, None)])   # 10 s <= 30 s - 10 s - 1 ms: evicted
+    assert batches(flow)[1] == (1, 30000, [(10000, None)])  # 10 s <= 30 s - 10 s - 1 ms: evicted
     flow = join_flow([[L(20 * S), L(40 * S)], [], [L(41 * S)]], right, how="left_outer", delay=10 * S)
-    out = batches(flow)   # 20 s > 30 s - 10 s - 1 ms: kept at WM 30 s, evicted at WM 31 s
-    assert [rows for _, _, rows in out] == [[(40000, 40000)], [], [(40000, 41000), (41000, 41000)],
-                                            [(20000, None)]]
+    out = batches(flow)  # 20 s > 30 s - 10 s - 1 ms: kept at WM 30 s, evicted at WM 31 s
+    assert [rows for _, _, rows in out] == [[(40000, 40000)], [], [(40000, 41000), (41000, 41000)], [(20000, None)]]
     assert [wm for _, wm, _ in out] == [0, 30000, 30000, 31000]
 
 
@@ -100,17 +109,21 @@ def test_strict_upper_bound_evicts_without_the_extra_millisecond():
 
 def test_right_state_watermark_comes_from_the_lower_bound():
     """With ``r >= l + lower`` a right row leaves when ``r <= WM + lower - 1 ms`` (right outer pads it then)."""
-    flow = join_flow([[L(40 * S)], [], [L(41 * S)]], [[R(30 * S), R(40 * S)], [], [R(41 * S)]],
-                     how="right_outer", delay=10 * S)
+    flow = join_flow(
+        [[L(40 * S)], [], [L(41 * S)]], [[R(30 * S), R(40 * S)], [], [R(41 * S)]], how="right_outer", delay=10 * S
+    )
     out = batches(flow)
-    assert [rows for _, _, rows in out] == [[(40000, 40000)], [], [(40000, 41000), (41000, 41000)],
-                                            [(None, 30000)]]
+    assert [rows for _, _, rows in out] == [[(40000, 40000)], [], [(40000, 41000), (41000, 41000)], [(None, 30000)]]
 
 
 def test_null_padded_rows_appear_only_when_their_row_is_evicted_unmatched():
     """An outer join emits an unmatched row with nulls at its eviction, never before; a matched row never."""
-    flow = join_flow([[L(1 * S, "a"), L(2 * S, "b")], [L(50 * S, "z")]], [[R(3 * S, "a")], [R(50 * S, "z")]],
-                     how="full_outer", delay=5 * S)
+    flow = join_flow(
+        [[L(1 * S, "a"), L(2 * S, "b")], [L(50 * S, "z")]],
+        [[R(3 * S, "a")], [R(50 * S, "z")]],
+        how="full_outer",
+        delay=5 * S,
+    )
     out = batches(flow)
     assert out == [(0, 0, [(1000, 3000)]), (1, 0, [(50000, 50000)]), (2, 45000, [(2000, None)])]
 
@@ -120,9 +133,11 @@ def test_left_semi_emits_a_left_row_once_at_its_first_match_and_does_not_keep_it
     row that matches on arrival is not stored, one that matches later stays (marked matched) until evicted."""
     flow = join_flow([[L(1 * S)], [L(2 * S)]], [[R(3 * S), R(4 * S)], [R(5 * S)]], how="left_semi", delay=60 * S)
     run = run_microbatch(flow, trace=True)
-    assert [batch.rows for batch in run.output()] == [[{"l_key": "k", "l_time": 1000}],
-                                                      [{"l_key": "k", "l_time": 2000}]]
-    assert state_sizes_by_side(run.trace, "join")["left"] == [1, 1]   # L(1 s) stored, L(2 s) not
+    assert [batch.rows for batch in run.output()] == [
+        [{"l_key": "k", "l_time": 1000}],
+        [{"l_key": "k", "l_time": 2000}],
+    ]
+    assert state_sizes_by_side(run.trace, "join")["left"] == [1, 1]  # L(1 s) stored, L(2 s) not
 
 
 def test_state_grows_without_a_time_range_and_shrinks_with_one():
@@ -140,13 +155,23 @@ def test_an_idle_input_holds_the_watermark_at_zero_under_min_and_not_under_max()
     flow = join_flow([[L(30 * S)], [L(40 * S)], [L(60 * S)]], [[], [], []], how="left_outer", delay=5 * S)
     assert batches(flow) == [(0, 0, []), (1, 0, []), (2, 0, [])]
     assert batches(flow, watermark_policy="max") == [
-        (0, 0, []), (1, 25000, []), (2, 35000, []), (3, 55000, [(30000, None), (40000, None)])]
+        (0, 0, []),
+        (1, 25000, []),
+        (2, 35000, []),
+        (3, 55000, [(30000, None), (40000, None)]),
+    ]
 
 
 def test_key_time_evicts_both_sides_when_the_key_time_is_at_or_before_the_watermark():
     """With an event-time column in the key (a window end), both sides leave when it is <= WM_k."""
-    flow = join_flow([[L(10 * S)], [L(30 * S)]], [[R(10 * S)], [R(30 * S)]], how="full_outer", between=None,
-                     delay=5 * S, key_time=("l_time", "r_time"))
+    flow = join_flow(
+        [[L(10 * S)], [L(30 * S)]],
+        [[R(10 * S)], [R(30 * S)]],
+        how="full_outer",
+        between=None,
+        delay=5 * S,
+        key_time=("l_time", "r_time"),
+    )
     run = run_microbatch(flow, trace=True)
     assert state_sizes_by_side(run.trace, "join") == {"left": [1, 2, 1], "right": [1, 2, 1]}
 
@@ -161,12 +186,17 @@ def test_outer_join_without_a_bound_on_the_padded_side_is_refused():
         join_flow([[]], [[]], how="right_outer", between=TimeRange("l_time", "r_time", None, 10))
 
 
-@pytest.mark.parametrize("how, spark_name", [("left_outer", "LeftOuter"), ("right_outer", "RightOuter"),
-                                             ("full_outer", "FullOuter")])
-@pytest.mark.parametrize("watermarks, between", [((False, False), TimeRange("l_time", "r_time", 0, 10 * S)),
-                                                 ((True, True), None)], ids=["no watermarks", "no time range"])
-def test_an_outer_join_without_watermarks_or_a_time_range_is_refused_with_the_reason(how, spark_name, watermarks,
-                                                                                     between):
+@pytest.mark.parametrize(
+    "how, spark_name", [("left_outer", "LeftOuter"), ("right_outer", "RightOuter"), ("full_outer", "FullOuter")]
+)
+@pytest.mark.parametrize(
+    "watermarks, between",
+    [((False, False), TimeRange("l_time", "r_time", 0, 10 * S)), ((True, True), None)],
+    ids=["no watermarks", "no time range"],
+)
+def test_an_outer_join_without_watermarks_or_a_time_range_is_refused_with_the_reason(
+    how, spark_name, watermarks, between
+):
     """An outer join with no watermark on either side, or with watermarks but no time range, is refused: the
     message says what the join must know, what to give it, and quotes Spark's refusal."""
     padded, other = ("right", "left") if how == "right_outer" else ("left", "right")
@@ -177,7 +207,8 @@ def test_an_outer_join_without_watermarks_or_a_time_range_is_refused_with_the_re
         f"nulls and forget it. Give {other} a watermark and bound its time from the {padded} time "
         f"(between=TimeRange(...)), or put an event-time column in the key. (Spark: 'Stream-stream {spark_name} "
         "join between two streaming DataFrame/Datasets is not supported without a watermark in the join keys, or "
-        "a watermark on the nullable side and an appropriate range condition'.)")
+        "a watermark on the nullable side and an appropriate range condition'.)"
+    )
 
 
 def test_joins_run_only_in_append_mode_and_know_their_join_types():
@@ -218,10 +249,15 @@ def window_join_flow(how):
     flow = Dataflow("window-join")
     sides = []
     for name, script, p in (("left", WINDOW_LEFT, "l"), ("right", WINDOW_RIGHT, "r")):
-        stream = (flow.source(name, ScriptedSource(script)).with_watermark(f"{name}_watermark", f"{p}_time", 5 * S)
-                  .map(f"{name}_window", lambda row, p=p: {f"{p}_key": row[f"{p}_key"],
-                                                         f"{p}_end": tumbling(row[f"{p}_time"], 10 * S)[1]})
-                  .select(f"{name}_columns", **{f"{p}_key": f"{p}_key", f"{p}_end": f"{p}_end"}))
+        stream = (
+            flow.source(name, ScriptedSource(script))
+            .with_watermark(f"{name}_watermark", f"{p}_time", 5 * S)
+            .map(
+                f"{name}_window",
+                lambda row, p=p: {f"{p}_key": row[f"{p}_key"], f"{p}_end": tumbling(row[f"{p}_time"], 10 * S)[1]},
+            )
+            .select(f"{name}_columns", **{f"{p}_key": f"{p}_key", f"{p}_end": f"{p}_end"})
+        )
         sides.append(stream.key_by([f"{p}_key", f"{p}_end"]))
     sides[0].join("join", sides[1], how=how, key_time=("l_end", "r_end")).sink("output", CollectingSink())
     return flow
@@ -240,7 +276,9 @@ def test_a_window_in_the_join_key_matches_spark(how):
     spark = spark_session()
 
     def side(script, p):
-        df = scripted_stream(spark, f"{p}_key STRING, {p}_time TIMESTAMP", script).withWatermark(f"{p}_time", "5 seconds")
+        df = scripted_stream(spark, f"{p}_key STRING, {p}_time TIMESTAMP", script).withWatermark(
+            f"{p}_time", "5 seconds"
+        )
         return df.select(f"{p}_key", F.window(f"{p}_time", "10 seconds").alias(f"{p}_window"))
 
     joined = side(WINDOW_LEFT, "l").join(side(WINDOW_RIGHT, "r"), F.expr("l_key = r_key AND l_window = r_window"), how)
@@ -249,4 +287,5 @@ def test_a_window_in_the_join_key_matches_spark(how):
     assert result.matches, result.table()
     if how == "left_outer":
         assert [batch.rows for batch in run_microbatch(window_join_flow(how)).output()][-1] == [
-            {"l_key": "c", "l_end": 50000, "r_key": None, "r_end": None}]
+            {"l_key": "c", "l_end": 50000, "r_key": None, "r_end": None}
+        ]

@@ -7,8 +7,13 @@ from ministream.checkpoint import Checkpoint
 from ministream.checkpoint_storage import MemoryStorage
 from ministream.compare import compare_batches
 from ministream.lessons import get_lesson
-from ministream.lessons.barrier_alignment import (ALIGNMENT_SEED, AT_LEAST_ONCE_CRASH, barrier_lines,
-                                                  checkpointed_run, counts)
+from ministream.lessons.barrier_alignment import (
+    ALIGNMENT_SEED,
+    AT_LEAST_ONCE_CRASH,
+    barrier_lines,
+    checkpointed_run,
+    counts,
+)
 from ministream.crash_checks import same_output
 from ministream.faults import total_rows
 
@@ -41,12 +46,15 @@ def test_the_input_whose_barrier_came_first_is_held_back_until_the_other_deliver
     """Under ALIGNMENT_SEED, barrier 1 reaches totals on web first: web is held back, then mobile's barrier
     1 aligns it: totals snapshots and forwards, and only then the sink acknowledges."""
     lines = barrier_lines(checkpointed_run(seed=ALIGNMENT_SEED))
-    held = lines.index("totals[0]: barrier 1 on input 0 (web[0]->totals[0]): held back until barrier 1 arrives "
-                       "on every input")
-    aligned = lines.index("totals[0]: barrier 1 on input 1 (mobile[0]->totals[0]): aligned, snapshot taken, "
-                          "barrier forwarded")
-    sink = lines.index("output[0]: barrier 1 on input 0 (totals[0]->output[0]): aligned, snapshot taken, barrier "
-                       "forwarded")
+    held = lines.index(
+        "totals[0]: barrier 1 on input 0 (web[0]->totals[0]): held back until barrier 1 arrives on every input"
+    )
+    aligned = lines.index(
+        "totals[0]: barrier 1 on input 1 (mobile[0]->totals[0]): aligned, snapshot taken, barrier forwarded"
+    )
+    sink = lines.index(
+        "output[0]: barrier 1 on input 0 (totals[0]->output[0]): aligned, snapshot taken, barrier forwarded"
+    )
     assert held < aligned < sink
 
 
@@ -61,11 +69,15 @@ def test_aligned_snapshots_count_exactly_the_rows_before_the_barriers(seed, para
         checkpoint = Checkpoint.from_files(storage.files[checkpoint_id])
         expected = {}
         for name, batches in LESSON.default_script.items():
-            rows = [row for batch in batches for row in batch][:checkpoint.sources[name]["offset"]]
+            rows = [row for batch in batches for row in batch][: checkpoint.sources[name]["offset"]]
             for row in rows:
                 expected[row["key"]] = expected.get(row["key"], 0) + 1
-        found = {key: accumulators[0] for snapshot in checkpoint.operators["totals"].values()
-                 for group in snapshot["keyed"].values() for key, accumulators in group["aggregate"].items()}
+        found = {
+            key: accumulators[0]
+            for snapshot in checkpoint.operators["totals"].values()
+            for group in snapshot["keyed"].values()
+            for key, accumulators in group["aggregate"].items()
+        }
         assert found == expected
 
 

@@ -25,6 +25,7 @@ def failure_free(params=None):
 def folders():
     """One exactly-once run of both engines, with their checkpoints in folders (Spark: two queries)."""
     from ministream.spark.checkpoint import checkpoint_folders
+
     return checkpoint_folders(LESSON)
 
 
@@ -53,10 +54,16 @@ def test_spark_reruns_the_crashed_batch_under_the_same_id(folders):
 def test_the_tutorial_shows_both_checkpoint_folders_of_a_real_run(folders):
     """The folder outlines in tutorial 15 are those of a fresh run (refresh: python -m ministream.spark.checkpoint)."""
     from ministream.spark.checkpoint import FOLDERS_BLOCK
+
     shown = FOLDERS_BLOCK.search(PAGE.read_text()).group("body")
     assert shown == folders.text
-    for spark_path in ("commits/{0..4}", "offsets/{0..4}", "metadata", "sources/0/{0..3}",
-                       "state/0/{0..1}/{1..5}.delta"):
+    for spark_path in (
+        "commits/{0..4}",
+        "offsets/{0..4}",
+        "metadata",
+        "sources/0/{0..3}",
+        "state/0/{0..1}/{1..5}.delta",
+    ):
         assert spark_path in shown
     for ministream_path in ("chk-{0..4}/manifest.json", "chk-{0..4}/state/per_window/0.json", "offsets/{0..4}"):
         assert ministream_path in shown
@@ -118,6 +125,7 @@ def test_at_least_once_duplicates_exactly_the_rows_written_before_the_crash():
 def test_continuous_model_recovers_from_barrier_checkpoints():
     """In the continuous model the source crashes at batch 3's rows; barriers restore the failure-free output."""
     from ministream.continuous import run_continuous
+
     run = LESSON.run(model="continuous")
     assert run.crashes == 1
     flow = LESSON.pipeline(LESSON.default_script, LESSON.resolve_params())

@@ -9,9 +9,11 @@ LESSON = get_lesson("idle-input")
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("params", [{"policy": "min"},
-                                    {"policy": "max", "within": "40 seconds", "delay": "5 seconds"}],
-                         ids=["min", "max-40s-5s"])
+@pytest.mark.parametrize(
+    "params",
+    [{"policy": "min"}, {"policy": "max", "within": "40 seconds", "delay": "5 seconds"}],
+    ids=["min", "max-40s-5s"],
+)
 def test_matches_spark(params):
     """The watermark of every batch and the joined rows are the same as in Spark, under both policies."""
     result = compare_lesson(LESSON, params=params)

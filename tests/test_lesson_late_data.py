@@ -20,8 +20,10 @@ def test_matches_spark(params):
 def test_late_rows_are_counted_and_kept_with_their_rule():
     """Two rows are late, both in batch 3 against WM_2 = 10:00:10; each comes with its window and rule."""
     late = LESSON.run().late_rows()
-    assert [(row.batch_id, row.row["key"], row.row["ts"] % 60_000) for row in late] == [(3, "a", 9_000),
-                                                                                         (3, "b", 4_000)]
+    assert [(row.batch_id, row.row["key"], row.row["ts"] % 60_000) for row in late] == [
+        (3, "a", 9_000),
+        (3, "b", 4_000),
+    ]
     assert late[0].rule == "end 10:00:10 <= watermark 10:00:10 of the previous batch"
     assert late[0].window[1] % 60_000 == 10_000 and late[0].step == "per_window"
 
@@ -50,16 +52,19 @@ def test_the_trace_shows_each_late_row_and_counts_them(capsys):
     """`ministream run late-data --trace` prints each late row with the rule, and the count per batch."""
     assert main(["run", "late-data", "--trace"]) == 0
     out = capsys.readouterr().out
-    assert ("[per_window] late: row dropped for window [10:00:00, 10:00:10): end 10:00:10 <= watermark "
-            "10:00:10 of the previous batch -> {ts: 2024-01-01T10:00:09Z, key: a, value: 8}") in out
+    assert (
+        "[per_window] late: row dropped for window [10:00:00, 10:00:10): end 10:00:10 <= watermark "
+        "10:00:10 of the previous batch -> {ts: 2024-01-01T10:00:09Z, key: a, value: 8}"
+    ) in out
     assert "late rows dropped: per_window=2" in out
 
 
 def test_same_output_for_any_parallelism_and_seed():
     """The output and the late rows are the same for parallelism 1, 2 and 4 and several seeds."""
+
     def seen(run):
-        return ([sorted(map(repr, b.rows)) for b in run.output()],
-                sorted(repr(late.row) for late in run.late_rows()))
+        return ([sorted(map(repr, b.rows)) for b in run.output()], sorted(repr(late.row) for late in run.late_rows()))
+
     expected = seen(LESSON.run())
     for parallelism in (1, 2, 4):
         for seed in (0, 5):

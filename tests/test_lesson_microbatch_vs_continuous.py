@@ -25,13 +25,17 @@ def windows(rows):
 
 def late_events(run):
     """(key, seconds after 10:00) of the rows the window step dropped as late."""
-    return sorted((late.row["key"], seconds(late.row["ts"]))
-                  for op in run.graph.operators("per_window") for late in op.late_rows)
+    return sorted(
+        (late.row["key"], seconds(late.row["ts"])) for op in run.graph.operators("per_window") for late in op.late_rows
+    )
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("params", [{}, {"size": "5 seconds", "delay": "2 seconds"}, {"delay": "0 seconds"}],
-                         ids=["default", "5s-windows-2s-delay", "no-delay"])
+@pytest.mark.parametrize(
+    "params",
+    [{}, {"size": "5 seconds", "delay": "2 seconds"}, {"delay": "0 seconds"}],
+    ids=["default", "5s-windows-2s-delay", "no-delay"],
+)
 def test_microbatch_side_matches_spark(params):
     """The micro-batch side has the same watermark and rows as Spark in every batch, no-data batch included."""
     result = compare_lesson(LESSON, params=params)
@@ -43,7 +47,12 @@ def test_microbatch_emits_in_the_batch_after_the_watermark_passes():
     the windows still open at the end are never emitted."""
     micro, _ = run_both()
     assert [(b.batch_id, sorted(windows(b.rows))) for b in micro.output()] == [
-        (0, []), (1, []), (2, [("a", 0, 3), ("b", 0, 2)]), (3, [("a", 10, 1), ("b", 10, 1)]), (4, [])]
+        (0, []),
+        (1, []),
+        (2, [("a", 0, 3), ("b", 0, 2)]),
+        (3, [("a", 10, 1), ("b", 10, 1)]),
+        (4, []),
+    ]
 
 
 def test_continuous_fires_at_the_watermark_and_everything_at_the_end():
@@ -51,11 +60,23 @@ def test_continuous_fires_at_the_watermark_and_everything_at_the_end():
     the windows still open."""
     _, continuous = run_both()
     arrivals = continuous.arrivals_at("output")
-    assert windows(a.row for a in arrivals) == [("a", 0, 2), ("b", 0, 1), ("a", 10, 1), ("b", 10, 1),
-                                                ("a", 20, 1), ("b", 30, 1)]
+    assert windows(a.row for a in arrivals) == [
+        ("a", 0, 2),
+        ("b", 0, 1),
+        ("a", 10, 1),
+        ("b", 10, 1),
+        ("a", 20, 1),
+        ("b", 30, 1),
+    ]
     # the sink's watermark when they arrived: the one before the firing one, then 25.999 s before the end
     assert [None if a.watermark is None else a.watermark - BASE_TIME for a in arrivals] == [
-        -2_001, -2_001, 10_999, 10_999, 25_999, 25_999]
+        -2_001,
+        -2_001,
+        10_999,
+        10_999,
+        25_999,
+        25_999,
+    ]
     assert continuous.output()[0].watermark == MAX_WATERMARK
 
 
@@ -73,8 +94,10 @@ def test_late_in_microbatch_is_late_in_continuous():
     watermark already includes every earlier row), on random scripts."""
     rng = random.Random(3)
     for _ in range(40):
-        script = [[event(rng.randrange(0, 60), rng.choice("ab")) for _ in range(rng.randrange(0, 4))]
-                  for _ in range(rng.randrange(1, 5))]
+        script = [
+            [event(rng.randrange(0, 60), rng.choice("ab")) for _ in range(rng.randrange(0, 4))]
+            for _ in range(rng.randrange(1, 5))
+        ]
         micro, continuous = run_both(script, {"delay": f"{rng.randrange(0, 8)} seconds"})
         assert set(late_events(micro)) <= set(late_events(continuous))
 

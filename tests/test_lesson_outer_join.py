@@ -10,9 +10,11 @@ LESSON = get_lesson("outer-join")
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("params", [{}, {"how": "left_semi"},
-                                    {"how": "full_outer", "within": "8 seconds", "delay": "3 seconds"}],
-                         ids=["left_outer", "left_semi", "full_outer-8s-3s"])
+@pytest.mark.parametrize(
+    "params",
+    [{}, {"how": "left_semi"}, {"how": "full_outer", "within": "8 seconds", "delay": "3 seconds"}],
+    ids=["left_outer", "left_semi", "full_outer-8s-3s"],
+)
 def test_matches_spark(params):
     """Matched pairs, null-padded rows and the batch each appears in are the same as in Spark."""
     result = compare_lesson(LESSON, params=params)
@@ -23,8 +25,7 @@ def test_the_unclicked_impression_appears_only_when_evicted():
     """Impression b (10:00:02) is never clicked: its null-padded row comes in batch 4, the first whose
     watermark (10:00:35) is past 10:00:02 + 20 s + 1 ms; impressions d and f still wait at the end."""
     out = LESSON.run().output()
-    padded = [(batch.batch_id, row["impression_ad"]) for batch in out for row in batch.rows
-              if row["click_ad"] is None]
+    padded = [(batch.batch_id, row["impression_ad"]) for batch in out for row in batch.rows if row["click_ad"] is None]
     assert padded == [(4, "b")]
     assert out[4].watermark == 1704103235000
 
@@ -32,8 +33,7 @@ def test_the_unclicked_impression_appears_only_when_evicted():
 def test_right_outer_pads_the_clicks_without_an_impression():
     """With how=right_outer the clicks x and g have no impression; x is padded once evicted."""
     out = LESSON.run(params={"how": "right_outer"}).output()
-    padded = [(batch.batch_id, row["click_ad"]) for batch in out for row in batch.rows
-              if row["impression_ad"] is None]
+    padded = [(batch.batch_id, row["click_ad"]) for batch in out for row in batch.rows if row["impression_ad"] is None]
     assert padded == [(4, "x")]
 
 
@@ -47,8 +47,10 @@ def test_left_semi_rows_have_only_the_impression_columns():
 @pytest.mark.parametrize("how", ["left_outer", "full_outer", "left_semi"])
 def test_same_output_for_any_parallelism_and_seed(how):
     """ministream's batches are the same for parallelism 1, 2 and 4 and several seeds."""
+
     def rows(run):
         return [sorted(map(str, batch.rows)) for batch in run.output()]
+
     expected = rows(LESSON.run(params={"how": how}))
     for parallelism, seed in ((2, 0), (4, 7)):
         assert rows(LESSON.run(params={"how": how}, parallelism=parallelism, seed=seed)) == expected
@@ -63,13 +65,21 @@ def test_spark_and_ministream_refuse_an_outer_join_without_a_range_with_the_same
 
     def twin_without_range(inputs, params):
         from pyspark.sql import functions as F
-        imps = inputs["impressions"].select(F.col("ad_id").alias("impression_ad"),
-                                            F.col("ts").alias("impression_time")).withWatermark("impression_time", "10 seconds")
-        clicks = inputs["clicks"].select(F.col("ad_id").alias("click_ad"),
-                                         F.col("ts").alias("click_time")).withWatermark("click_time", "10 seconds")
+
+        imps = (
+            inputs["impressions"]
+            .select(F.col("ad_id").alias("impression_ad"), F.col("ts").alias("impression_time"))
+            .withWatermark("impression_time", "10 seconds")
+        )
+        clicks = (
+            inputs["clicks"]
+            .select(F.col("ad_id").alias("click_ad"), F.col("ts").alias("click_time"))
+            .withWatermark("click_time", "10 seconds")
+        )
         return imps.join(clicks, F.expr("impression_ad = click_ad"), "left_outer")
 
     import attrs
+
     with pytest.raises(SparkQueryError) as spark_error:
         attrs.evolve(LESSON, twin=twin_without_range).run_twin()
     flow = Dataflow("no-range")
@@ -82,8 +92,10 @@ def test_spark_and_ministream_refuse_an_outer_join_without_a_range_with_the_same
     assert spark_text in str(ours.value)
 
 
-EDGES = {"impressions": [[ad(10, "b"), ad(40, "y")], [ad(41, "w")], []],
-         "clicks": [[ad(30, "x"), ad(40, "z")], [ad(41, "v")], [ad(30, "k")]]}
+EDGES = {
+    "impressions": [[ad(10, "b"), ad(40, "y")], [ad(41, "w")], []],
+    "clicks": [[ad(30, "x"), ad(40, "z")], [ad(41, "v")], [ad(30, "k")]],
+}
 """WM is 10:00:30 in batch 1 and 10:00:31 in batch 2. Impression b (10:00:10) is exactly within + 0 ms
 before WM 10:00:30, click x exactly at it, and click k arrives in batch 2 exactly at WM_1."""
 

@@ -10,14 +10,23 @@ LESSON = get_lesson("output-modes")
 
 
 def windows(run):
-    return [sorted((r["key"], r["window_start"] % 60_000 // 1000, r["count"], r["spread"]) for r in b.rows)
-            for b in run.output()]
+    return [
+        sorted((r["key"], r["window_start"] % 60_000 // 1000, r["count"], r["spread"]) for r in b.rows)
+        for b in run.output()
+    ]
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("params", [{"mode": "append"}, {"mode": "update"}, {"mode": "complete"},
-                                    {"mode": "update", "size": "5 seconds", "delay": "3 seconds"}],
-                         ids=["append", "update", "complete", "update-size-5s-delay-3s"])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"mode": "append"},
+        {"mode": "update"},
+        {"mode": "complete"},
+        {"mode": "update", "size": "5 seconds", "delay": "3 seconds"},
+    ],
+    ids=["append", "update", "complete", "update-size-5s-delay-3s"],
+)
 def test_matches_spark(params):
     """In each output mode, every batch is the same as in Spark (the user-defined spread included)."""
     result = compare_lesson(LESSON, params=params)
@@ -27,7 +36,13 @@ def test_matches_spark(params):
 def test_append_emits_each_window_once_and_final():
     """Append: [:00, :10) in batch 2 when WM_2 = :11, [:10, :20) in the no-data batch 5; nothing twice."""
     assert windows(LESSON.run(params={"mode": "append"})) == [
-        [], [], [("a", 0, 4, 8.0), ("b", 0, 1, 0.0)], [], [], [("a", 10, 1, 0.0), ("b", 10, 3, 2.0)]]
+        [],
+        [],
+        [("a", 0, 4, 8.0), ("b", 0, 1, 0.0)],
+        [],
+        [],
+        [("a", 10, 1, 0.0), ("b", 10, 3, 2.0)],
+    ]
 
 
 def test_update_emits_what_each_batch_changed():
@@ -38,14 +53,21 @@ def test_update_emits_what_each_batch_changed():
         [("a", 0, 4, 8.0), ("a", 20, 1, 0.0), ("b", 10, 2, 1.0)],
         [("b", 10, 3, 2.0)],
         [("a", 30, 1, 0.0)],
-        []]
+        [],
+    ]
 
 
 def test_complete_emits_every_window_and_counts_the_late_row():
     """Complete: the last batch holds every window ever seen, [:00, :10) of a with the row at :03 (count 5)."""
     last = windows(LESSON.run(params={"mode": "complete"}))[-1]
-    assert last == [("a", 0, 5, 8.0), ("a", 10, 1, 0.0), ("a", 20, 1, 0.0), ("a", 30, 1, 0.0), ("b", 0, 1, 0.0),
-                    ("b", 10, 3, 2.0)]
+    assert last == [
+        ("a", 0, 5, 8.0),
+        ("a", 10, 1, 0.0),
+        ("a", 20, 1, 0.0),
+        ("a", 30, 1, 0.0),
+        ("b", 0, 1, 0.0),
+        ("b", 10, 3, 2.0),
+    ]
 
 
 def test_an_unknown_mode_is_refused():

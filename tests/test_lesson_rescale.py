@@ -37,8 +37,10 @@ def test_spark_keeps_the_shuffle_partitions_of_its_checkpoint(spark_run):
     """Restarted with spark.sql.shuffle.partitions=4, the query keeps the checkpoint's 2: two state
     partitions, and 2 recorded in every offsets/N, the restart's included."""
     _, folder = spark_run
-    assert spark_state_partitions(folder) == {"state folders": ["0", "1"],
-                                              "shuffle partitions by batch": {0: "2", 1: "2", 2: "2"}}
+    assert spark_state_partitions(folder) == {
+        "state folders": ["0", "1"],
+        "shuffle partitions by batch": {0: "2", 1: "2", 2: "2"},
+    }
 
 
 @pytest.mark.spark

@@ -24,8 +24,10 @@ def test_matches_spark(mode):
 @pytest.mark.spark
 def test_comparison_fails_on_a_different_twin():
     """A twin that computes something else (count + 1) makes the comparison fail and show the rows."""
+
     def wrong_twin(inputs, params):
         from pyspark.sql import functions as F
+
         return inputs["events"].groupBy("key").agg((F.count("*") + 1).alias("count"), F.sum("value").alias("sum"))
 
     result = compare_lesson(attrs.evolve(LESSON, twin=wrong_twin))
@@ -62,8 +64,10 @@ def test_cli_compare_exits_1_on_different_events(tmp_path, capsys, monkeypatch):
 
 def test_same_output_for_any_parallelism_and_seed():
     """ministream's batches are the same for parallelism 1, 2 and 4 and several seeds."""
+
     def rows(run):
         return [sorted(map(str, batch.rows)) for batch in run.output()]
+
     expected = rows(LESSON.run())
     for parallelism in (1, 2, 4):
         for seed in (0, 7, 99):
@@ -79,8 +83,10 @@ def test_unknown_param_is_refused():
 def test_run_on_user_events(tmp_path, capsys):
     """`ministream run LESSON --events FILE` runs the pipeline on the user's events."""
     events = tmp_path / "events.jsonl"
-    events.write_text('{"batch": 0, "ts": "2024-01-01T10:00:00Z", "key": "x", "value": 2}\n'
-                      '{"batch": 1, "ts": "2024-01-01T10:00:01Z", "key": "x", "value": 3}\n')
+    events.write_text(
+        '{"batch": 0, "ts": "2024-01-01T10:00:00Z", "key": "x", "value": 2}\n'
+        '{"batch": 1, "ts": "2024-01-01T10:00:01Z", "key": "x", "value": 3}\n'
+    )
     assert main(["run", "running-aggregation", "--events", str(events), "--param", "mode=complete"]) == 0
     out = capsys.readouterr().out
     assert "batch 1 (no watermark): 1 row\n  {key: x, count: 2, sum: 5}" in out

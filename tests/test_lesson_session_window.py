@@ -22,12 +22,16 @@ def test_matches_spark_with_the_default_events():
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("params", [
-    {"mode": "complete"},
-    {"gap_by": "key"},
-    {"gap": "5 seconds", "delay": "0 seconds"},
-    {"gap": "20 seconds", "delay": "12 seconds", "mode": "complete"},
-], ids=lambda params: ",".join(f"{name}={value}" for name, value in params.items()))
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"mode": "complete"},
+        {"gap_by": "key"},
+        {"gap": "5 seconds", "delay": "0 seconds"},
+        {"gap": "20 seconds", "delay": "12 seconds", "mode": "complete"},
+    ],
+    ids=lambda params: ",".join(f"{name}={value}" for name, value in params.items()),
+)
 def test_matches_spark_with_other_parameters(params):
     """Complete mode, a gap per key, and other gaps and delays match Spark batch for batch."""
     result = compare_lesson(LESSON, params=params)
@@ -38,13 +42,16 @@ def test_matches_spark_with_other_parameters(params):
 def test_comparison_fails_on_a_twin_whose_gap_is_1_ms_shorter():
     """A twin with a gap 1 ms shorter does not merge b@2 with b@12 (exactly one gap apart): the comparison
     shows the sessions that differ."""
+
     def shorter_gap_twin(inputs, params):
         return LESSON.twin(inputs, {**params, "gap": params["gap"] - 1})
 
     result = compare_lesson(attrs.evolve(LESSON, twin=shorter_gap_twin))
     assert not result.matches
-    assert ("batch 3: only in ministream: {key: b, window_start: 2024-01-01T10:00:02Z, "
-            "window_end: 2024-01-01T10:00:22Z, count: 2, sum: 11}") in result.table()
+    assert (
+        "batch 3: only in ministream: {key: b, window_start: 2024-01-01T10:00:02Z, "
+        "window_end: 2024-01-01T10:00:22Z, count: 2, sum: 11}"
+    ) in result.table()
 
 
 @pytest.mark.spark
@@ -65,8 +72,10 @@ def test_cli_compare_exits_0_and_ends_with_the_counts(capsys):
 
 def test_same_output_for_any_parallelism_and_seed():
     """ministream's batches are the same for parallelism 1, 2 and 4 and several seeds."""
+
     def rows(run):
         return [sorted(map(str, batch.rows)) for batch in run.output()]
+
     expected = rows(LESSON.run())
     for parallelism in (1, 2, 4):
         for seed in (0, 7, 99):
@@ -78,10 +87,14 @@ def test_trace_shows_the_bridging_merge_the_late_row_and_the_dropped_rows(capsys
     rule, and (with gap_by=key) the rows dropped for having no gap."""
     assert main(["run", "session-window", "--trace"]) == 0
     out = capsys.readouterr().out
-    assert ("merge: session [10:00:12, 10:00:22) of key 'a' merged with [10:00:01, 10:00:14), "
-            "[10:00:20, 10:00:30) into [10:00:01, 10:00:30)") in out
-    assert ("late: row dropped for window [10:00:04, 10:00:14): its session ends at 10:00:14 (ts + gap), at or "
-            "before the watermark 10:00:15 of the previous batch") in out
+    assert (
+        "merge: session [10:00:12, 10:00:22) of key 'a' merged with [10:00:01, 10:00:14), "
+        "[10:00:20, 10:00:30) into [10:00:01, 10:00:30)"
+    ) in out
+    assert (
+        "late: row dropped for window [10:00:04, 10:00:14): its session ends at 10:00:14 (ts + gap), at or "
+        "before the watermark 10:00:15 of the previous batch"
+    ) in out
     assert main(["run", "session-window", "--trace", "--param", "gap_by=key"]) == 0
     assert out.count("its session gap is missing") == 0
     assert capsys.readouterr().out.count("its session gap is missing (null in Spark)") == 4
@@ -103,6 +116,7 @@ def test_update_mode_is_not_a_choice_and_is_refused_by_the_engine():
     with pytest.raises(PipelineError, match="must be one of append, complete"):
         LESSON.run(params={"mode": "update"})
     from ministream.microbatch import run_microbatch
+
     flow = LESSON.pipeline(LESSON.default_script, LESSON.resolve_params())
     with pytest.raises(PipelineError, match="a session window cannot run in update output mode"):
         run_microbatch(flow, output_mode="update")

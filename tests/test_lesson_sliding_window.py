@@ -10,8 +10,11 @@ LESSON = get_lesson("sliding-window")
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("params", [{}, {"offset": "2 seconds"}, {"size": "7 seconds", "slide": "3 seconds"}],
-                         ids=["default", "offset-2s", "size-7s-slide-3s"])
+@pytest.mark.parametrize(
+    "params",
+    [{}, {"offset": "2 seconds"}, {"size": "7 seconds", "slide": "3 seconds"}],
+    ids=["default", "offset-2s", "size-7s-slide-3s"],
+)
 def test_matches_spark(params):
     """Every batch is the same as in Spark, also when the slide does not divide the size."""
     result = compare_lesson(LESSON, params=params)
@@ -29,22 +32,23 @@ def test_an_event_counts_in_every_window_that_contains_it():
 
 def test_an_offset_shifts_every_window():
     """With offset 2 seconds every window starts at :02, :07, :12..."""
-    starts = {r["window_start"] % 5_000 for b in LESSON.run(params={"offset": "2 seconds"}).output()
-              for r in b.rows}
+    starts = {r["window_start"] % 5_000 for b in LESSON.run(params={"offset": "2 seconds"}).output() for r in b.rows}
     assert starts == {2_000}
 
 
 def test_a_negative_offset_is_a_parameter_too():
     """--param offset=-2 seconds is accepted (Spark takes a negative startTime)."""
-    starts = {r["window_start"] % 5_000 for b in LESSON.run(params={"offset": "-2 seconds"}).output()
-              for r in b.rows}
+    starts = {r["window_start"] % 5_000 for b in LESSON.run(params={"offset": "-2 seconds"}).output() for r in b.rows}
     assert starts == {3_000}
 
 
-@pytest.mark.parametrize("params, message", [
-    ({"slide": "20 seconds"}, "the slide .20 seconds. must be at most the window size .10 seconds."),
-    ({"offset": "5 seconds"}, "a window offset .5 seconds. must be shorter than the slide .5 seconds."),
-])
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"slide": "20 seconds"}, "the slide .20 seconds. must be at most the window size .10 seconds."),
+        ({"offset": "5 seconds"}, "a window offset .5 seconds. must be shorter than the slide .5 seconds."),
+    ],
+)
 def test_shapes_spark_refuses_are_refused(params, message):
     """A slide longer than the window, or an offset of a whole slide, is refused with Spark's reason."""
     with pytest.raises(PipelineError, match=message):
@@ -53,8 +57,10 @@ def test_shapes_spark_refuses_are_refused(params, message):
 
 def test_same_output_for_any_parallelism_and_seed():
     """ministream's batches are the same for parallelism 1, 2 and 4 and several seeds."""
+
     def rows(run):
         return [sorted(map(repr, batch.rows)) for batch in run.output()]
+
     expected = rows(LESSON.run())
     for parallelism in (1, 2, 4):
         for seed in (0, 3):

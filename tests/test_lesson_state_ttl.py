@@ -45,9 +45,13 @@ def test_the_cleanup_shows_in_the_trace_and_the_state_size():
     # entries: (visits, recent) of a and b; a list with one element left is still one entry
     assert [s.state_sizes["visits"] for s in run.trace.batches] == [4, 4, 4, 2, 2]
     assert [(line.batch_id, line.text.split(" removed")[0]) for line in run.trace.of_kind("ttl")] == [
-        (2, "key 'a': expired entries of state 'recent'"), (2, "key 'b': expired entries of state 'recent'"),
-        (3, "key 'a': expired entries of state 'visits'"), (3, "key 'a': expired entries of state 'recent'"),
-        (4, "key 'b': expired entries of state 'visits'"), (4, "key 'b': expired entries of state 'recent'")]
+        (2, "key 'a': expired entries of state 'recent'"),
+        (2, "key 'b': expired entries of state 'recent'"),
+        (3, "key 'a': expired entries of state 'visits'"),
+        (3, "key 'a': expired entries of state 'recent'"),
+        (4, "key 'b': expired entries of state 'visits'"),
+        (4, "key 'b': expired entries of state 'recent'"),
+    ]
 
 
 def test_same_output_for_any_parallelism_and_seed():

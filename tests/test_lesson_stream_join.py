@@ -11,9 +11,11 @@ LESSON = get_lesson("stream-join")
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("params", [{}, {"within": "30 seconds", "click_delay": "2 seconds",
-                                         "impression_delay": "25 seconds"}],
-                         ids=["default", "within-30s-delays"])
+@pytest.mark.parametrize(
+    "params",
+    [{}, {"within": "30 seconds", "click_delay": "2 seconds", "impression_delay": "25 seconds"}],
+    ids=["default", "within-30s-delays"],
+)
 def test_matches_spark(params):
     """Every batch, its watermark and its joined rows are the same in ministream and in Spark."""
     result = compare_lesson(LESSON, params=params)
@@ -24,14 +26,28 @@ def test_matches_spark(params):
 def test_comparison_fails_when_the_twin_uses_a_strict_upper_bound():
     """A twin whose range is ``<`` instead of ``<=`` on a click exactly ``within`` after its impression
     makes the comparison fail on that row."""
+
     def strict_twin(inputs, params):
         from pyspark.sql import functions as F
-        imps = inputs["impressions"].select(F.col("ad_id").alias("impression_ad"),
-                                            F.col("ts").alias("impression_time")).withWatermark("impression_time", "10 seconds")
-        clicks = inputs["clicks"].select(F.col("ad_id").alias("click_ad"),
-                                         F.col("ts").alias("click_time")).withWatermark("click_time", "10 seconds")
-        return imps.join(clicks, F.expr("impression_ad = click_ad AND click_time >= impression_time AND "
-                                        "click_time < impression_time + INTERVAL 13 SECONDS"), "inner")
+
+        imps = (
+            inputs["impressions"]
+            .select(F.col("ad_id").alias("impression_ad"), F.col("ts").alias("impression_time"))
+            .withWatermark("impression_time", "10 seconds")
+        )
+        clicks = (
+            inputs["clicks"]
+            .select(F.col("ad_id").alias("click_ad"), F.col("ts").alias("click_time"))
+            .withWatermark("click_time", "10 seconds")
+        )
+        return imps.join(
+            clicks,
+            F.expr(
+                "impression_ad = click_ad AND click_time >= impression_time AND "
+                "click_time < impression_time + INTERVAL 13 SECONDS"
+            ),
+            "inner",
+        )
 
     result = compare_lesson(attrs.evolve(LESSON, twin=strict_twin), params={"within": "13 seconds"})
     assert not result.matches
@@ -41,15 +57,16 @@ def test_comparison_fails_when_the_twin_uses_a_strict_upper_bound():
 def test_default_events_show_state_growing_and_shrinking():
     """Each side's join state grows while the watermark lags, then shrinks as it evicts (trace, per side)."""
     run = LESSON.run(trace=True)
-    assert state_sizes_by_side(run.trace, "join") == {"impressions": [2, 3, 4, 3, 3, 3],
-                                                      "clicks": [1, 5, 7, 3, 3, 1]}
+    assert state_sizes_by_side(run.trace, "join") == {"impressions": [2, 3, 4, 3, 3, 3], "clicks": [1, 5, 7, 3, 3, 1]}
     assert [line.batch_id for line in run.trace.of_kind("late")] == [4]
 
 
 def test_same_output_for_any_parallelism_and_seed():
     """ministream's batches are the same for parallelism 1, 2 and 4 and several seeds."""
+
     def rows(run):
         return [sorted(map(str, batch.rows)) for batch in run.output()]
+
     expected = rows(LESSON.run())
     for parallelism, seed in ((1, 5), (2, 0), (2, 9), (4, 1)):
         assert rows(LESSON.run(parallelism=parallelism, seed=seed)) == expected

@@ -15,8 +15,11 @@ def rows(run):
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("params", [{}, {"size": "5 seconds", "delay": "0 seconds"}, {"delay": "12 seconds"}],
-                         ids=["default", "size-5s-delay-0", "delay-12s"])
+@pytest.mark.parametrize(
+    "params",
+    [{}, {"size": "5 seconds", "delay": "0 seconds"}, {"delay": "12 seconds"}],
+    ids=["default", "size-5s-delay-0", "delay-12s"],
+)
 def test_matches_spark(params):
     """Every batch (rows, watermark, the trailing no-data batch) is the same as in Spark."""
     result = compare_lesson(LESSON, params=params)
@@ -31,9 +34,16 @@ def test_comparison_fails_when_the_twin_has_other_windows():
     def wrong_twin(inputs, params):
         events = inputs["events"].withWatermark("ts", "5 seconds")
         windows = events.groupBy("key", F.window("ts", "20 seconds")).agg(
-            F.count("*").alias("count"), F.sum("value").alias("sum"), F.max("value").alias("max"))
-        return windows.select("key", F.col("window.start").alias("window_start"),
-                              F.col("window.end").alias("window_end"), "count", "sum", "max")
+            F.count("*").alias("count"), F.sum("value").alias("sum"), F.max("value").alias("max")
+        )
+        return windows.select(
+            "key",
+            F.col("window.start").alias("window_start"),
+            F.col("window.end").alias("window_end"),
+            "count",
+            "sum",
+            "max",
+        )
 
     result = compare_lesson(attrs.evolve(LESSON, twin=wrong_twin))
     assert not result.matches
@@ -44,8 +54,7 @@ def test_default_events_give_the_measured_spark_answer():
     """Windows [:00, :10) a=2 b=2 and [:10, :20) a=2 come out in batch 3, [:20, :30) a=1 in the no-data batch 4
     (the answer measured on Spark 4.3, spark-semantics.md)."""
     run = LESSON.run()
-    shown = [sorted((r["key"], r["window_start"] % 60_000 // 1000, r["count"]) for r in b.rows)
-             for b in run.output()]
+    shown = [sorted((r["key"], r["window_start"] % 60_000 // 1000, r["count"]) for r in b.rows) for b in run.output()]
     assert shown == [[], [], [], [("a", 0, 2), ("a", 10, 2), ("b", 0, 2)], [("a", 20, 1)]]
     assert [w % 60_000 // 1000 if w else 0 for w in run.watermarks] == [0, 58, 7, 20, 35]
 
@@ -67,6 +76,8 @@ def test_a_zero_window_is_refused_in_the_users_terms():
 def test_the_trace_says_why_each_window_was_emitted():
     """The trace explains every emitted window with the watermark that made it final."""
     text = LESSON.run(trace=True).trace.format()
-    assert ("[per_window] emit: window [10:00:00, 10:00:10) of key 'a' emitted: end <= watermark 10:00:20: "
-            "final (append mode emits a window once, then removes it)") in text
+    assert (
+        "[per_window] emit: window [10:00:00, 10:00:10) of key 'a' emitted: end <= watermark 10:00:20: "
+        "final (append mode emits a window once, then removes it)"
+    ) in text
     assert "batch 4: watermark 2024-01-01T10:00:35Z" in text and "[no-data batch" in text

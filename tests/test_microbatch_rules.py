@@ -69,8 +69,10 @@ def test_event_times_are_whole_milliseconds_and_the_watermark_keeps_them_exact()
     (refusing finer ones), so WM = max - delay exactly, to the millisecond."""
     assert run([[{"ts": 12_345, "key": "a", "value": 1.0}], []], delay=1_000).watermarks == [0, 11_345]
     with pytest.raises(EventsFileError, match="finer than a millisecond"):
-        parse_events(['{"batch": 0, "ts": "1970-01-01T00:00:01.0005Z", "key": "a", "value": 1}'],
-                     [Field("key", str), Field("value", float)])
+        parse_events(
+            ['{"batch": 0, "ts": "1970-01-01T00:00:01.0005Z", "key": "a", "value": 1}'],
+            [Field("key", str), Field("value", float)],
+        )
 
 
 def test_late_and_evictable_both_mean_at_or_before_the_watermark():
@@ -113,8 +115,7 @@ def test_rows_at_or_before_the_epoch_are_late_from_the_first_batch():
     (in [0, 10)) is not."""
     result = run(SCRIPTS["pre_epoch"][2], mode="update")
     assert emitted(result)[0] == [("a", 0, 1), ("c", 0, 1)]
-    assert [(late.batch_id, late.row["ts"]) for late in result.late_rows()] == [(0, -1_000), (0, -10_000),
-                                                                                 (2, -3_000)]
+    assert [(late.batch_id, late.row["ts"]) for late in result.late_rows()] == [(0, -1_000), (0, -10_000), (2, -3_000)]
 
 
 def test_the_late_filter_runs_per_window():
@@ -122,7 +123,10 @@ def test_the_late_filter_runs_per_window():
     counts in [10, 20); a row at 8 s is late for both its windows, so it also goes to the late side output."""
     result = run(SCRIPTS["per_window"][2], windows=Sliding(10_000, 5_000), mode="update")
     assert [(late.row["ts"], late.window) for late in result.late_rows()] == [
-        (8_000, (0, 10_000)), (8_000, (5_000, 15_000)), (12_000, (5_000, 15_000))]
+        (8_000, (0, 10_000)),
+        (8_000, (5_000, 15_000)),
+        (12_000, (5_000, 15_000)),
+    ]
     assert emitted(result)[3] == [("a", 10, 1)]
     assert [len(batch.rows) for batch in result.output("late")] == [0, 0, 0, 1]  # only the row late everywhere
 
@@ -149,8 +153,7 @@ def test_update_emits_every_window_a_batch_touched_then_evicts_without_another_r
 def test_complete_emits_every_window_every_batch_never_drops_late_rows_and_never_evicts():
     """Complete: the whole table each batch; the row at 5 s, late in update mode, still counts."""
     result = run(UPDATE_SCRIPT, mode="complete")
-    assert emitted(result)[2:] == [[("a", 0, 4), ("a", 10, 1), ("a", 30, 1)],
-                                   [("a", 0, 5), ("a", 10, 1), ("a", 30, 1)]]
+    assert emitted(result)[2:] == [[("a", 0, 4), ("a", 10, 1), ("a", 30, 1)], [("a", 0, 5), ("a", 10, 1), ("a", 30, 1)]]
     assert result.late_rows() == []
 
 
@@ -170,8 +173,9 @@ def test_several_watermarked_inputs_combine_by_min_or_max_and_an_input_without_r
 def test_append_without_a_watermark_is_refused():
     """A windowed aggregate with no watermark at all cannot run in append mode (Spark refuses it too)."""
     flow = Dataflow("no-watermark")
-    flow.source("events", ScriptedSource([[e(1)]])).key_by("key").window(
-        "w", Tumbling(10_000), count=Count()).sink("output", CollectingSink())
+    flow.source("events", ScriptedSource([[e(1)]])).key_by("key").window("w", Tumbling(10_000), count=Count()).sink(
+        "output", CollectingSink()
+    )
     with pytest.raises(PipelineError, match="append output mode needs a watermark on the window's event-time"):
         run_microbatch(flow, output_mode="append")
     assert [len(b.rows) for b in run_microbatch(flow, output_mode="update").output()] == [1]
@@ -181,8 +185,9 @@ def test_append_with_a_running_aggregation_is_refused_with_the_reason_and_sparks
     """A running aggregation (no window, no watermark) cannot run in append mode: the message says why, what to
     use instead, and quotes Spark's refusal (tests/test_lesson_running_aggregation.py checks Spark says it)."""
     flow = Dataflow("running")
-    flow.source("events", ScriptedSource([[e(1)]])).key_by("key").aggregate(
-        "totals", count=Count()).sink("output", CollectingSink())
+    flow.source("events", ScriptedSource([[e(1)]])).key_by("key").aggregate("totals", count=Count()).sink(
+        "output", CollectingSink()
+    )
     with pytest.raises(PipelineError) as refused:
         run_microbatch(flow, output_mode="append")
     assert str(refused.value) == (
@@ -190,7 +195,8 @@ def test_append_with_a_running_aggregation_is_refused_with_the_reason_and_sparks
         "group once, when no later row can change it, and without an event-time window and a watermark that "
         "moment never comes. Use output mode 'update' or 'complete'. (Spark 4.3 refuses it too: 'Invalid "
         "streaming output mode: append. This output mode is not supported for streaming aggregations without "
-        "watermark on streaming DataFrames/DataSets.')")
+        "watermark on streaming DataFrames/DataSets.')"
+    )
 
 
 def test_a_window_on_a_column_without_a_watermark_is_refused_in_append_and_keeps_everything_in_update():
@@ -208,9 +214,18 @@ def _lesson(name, mode):
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("rule, mode", [("watermark", "append"), ("edges", "append"), ("no_data", "append"),
-                                        ("pre_epoch", "update"), ("per_window", "update"),
-                                        ("modes", "update"), ("modes", "complete")])
+@pytest.mark.parametrize(
+    "rule, mode",
+    [
+        ("watermark", "append"),
+        ("edges", "append"),
+        ("no_data", "append"),
+        ("pre_epoch", "update"),
+        ("per_window", "update"),
+        ("modes", "update"),
+        ("modes", "complete"),
+    ],
+)
 def test_rule_scripts_match_spark(rule, mode):
     """The scripts of the rules above give, batch for batch, the same rows and watermarks in Spark."""
     name, params, script = SCRIPTS[rule]

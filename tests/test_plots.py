@@ -17,8 +17,11 @@ from ministream.plots import event_time_plot, late_flags, watermarks_at_arrival 
 from ministream.testing import CollectingSink, ScriptedSource  # noqa: E402
 
 BASE = 1_704_103_200_000  # 2024-01-01T10:00:00Z
-SCRIPT = [[{"ts": BASE + 1_000}, {"ts": BASE + 12_000}], [{"ts": BASE + 3_000}, {"ts": BASE + 25_000}],
-          [{"ts": BASE + 11_000}, {"ts": BASE + 26_000}]]
+SCRIPT = [
+    [{"ts": BASE + 1_000}, {"ts": BASE + 12_000}],
+    [{"ts": BASE + 3_000}, {"ts": BASE + 25_000}],
+    [{"ts": BASE + 11_000}, {"ts": BASE + 26_000}],
+]
 
 
 def passthrough(script, delay):
@@ -67,7 +70,8 @@ def test_continuous_watermarks_match_the_engine():
     """The continuous watermark line is what a continuous run's rows carried when they reached the sink."""
     run = run_continuous(passthrough(SCRIPT, 5_000))
     assert [arrival.watermark for arrival in run.arrivals_at("output")] == watermarks_at_arrival(
-        SCRIPT, 5_000, "continuous")
+        SCRIPT, 5_000, "continuous"
+    )
 
 
 def test_microbatch_watermarks_match_the_engine():

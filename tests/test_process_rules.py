@@ -48,8 +48,13 @@ def row(key, second):
 
 
 # The script of the measurement (see the tutorial): watermark delay 10 s.
-MEASURED = [[row("a", 1), row("b", 2)], [row("a", 20), row("a", 3)], [row("b", 5)],
-            [row("b", 9), row("b", 10), row("b", 11)], [row("a", 40)]]
+MEASURED = [
+    [row("a", 1), row("b", 2)],
+    [row("a", 20), row("a", 3)],
+    [row("b", 5)],
+    [row("b", 9), row("b", 10), row("b", 11)],
+    [row("a", 40)],
+]
 
 
 def test_event_time_batch_matches_the_measured_spark_run():
@@ -58,8 +63,13 @@ def test_event_time_batch_matches_the_measured_spark_run():
     assert rows_per_batch(result, "key", "kind", "t", "wm") == [
         [("a", "row", 1000, 0), ("b", "row", 2000, 0)],
         [("a", "row", 3000, 0), ("a", "row", 20000, 0)],
-        [("a", "timer", 6000, 10000), ("a", "timer", 8000, 10000), ("b", "row", 5000, 10000),
-         ("b", "timer", 7000, 10000), ("b", "timer", 10000, 10000)],
+        [
+            ("a", "timer", 6000, 10000),
+            ("a", "timer", 8000, 10000),
+            ("b", "row", 5000, 10000),
+            ("b", "timer", 7000, 10000),
+            ("b", "timer", 10000, 10000),
+        ],
         [("b", "row", 11000, 10000)],
         [("a", "row", 40000, 10000)],
         [("a", "timer", 25000, 30000), ("b", "timer", 16000, 30000)],
@@ -146,16 +156,22 @@ class Collect(Processor):
 
     def handle_input_rows(self, key, rows, timer_values):
         self.calls.update(self.calls.value() + 1)
-        yield {"key": key, "times": tuple(r["ts"] for r in rows), "call": self.calls.value(),
-               "timer_values": (timer_values.processing_time, timer_values.watermark)}
+        yield {
+            "key": key,
+            "times": tuple(r["ts"] for r in rows),
+            "call": self.calls.value(),
+            "timer_values": (timer_values.processing_time, timer_values.watermark),
+        }
 
 
 def test_input_handler_runs_once_per_key_with_all_its_rows_of_the_batch():
     """handle_input_rows is called once per key that has rows in a batch, with all of them; keys without rows are
     not called."""
     result = run(Collect(), [[row("a", 1), row("b", 2), row("a", 3)], [row("b", 4)]], time_mode="none", delay=None)
-    assert rows_per_batch(result, "key", "times", "call") == [[("a", (1000, 3000), 1), ("b", (2000,), 1)],
-                                                               [("b", (4000,), 2)]]
+    assert rows_per_batch(result, "key", "times", "call") == [
+        [("a", (1000, 3000), 1), ("b", (2000,), 1)],
+        [("b", (4000,), 2)],
+    ]
 
 
 def test_late_rows_are_dropped_only_in_event_time_mode():
@@ -219,16 +235,16 @@ class Watchdog(Processor):
 def test_processing_time_timer_fires_when_the_batch_timestamp_reaches_it():
     """A processing-time timer fires in the first batch whose timestamp is >= its expiry; a deleted one never."""
     script = [[row("a", 1)], [row("a", 2)], [], [], []]
-    result = run(Watchdog(after=1_000), script, time_mode="processing_time", delay=None,
-                 timestamps=[0, 600, 1_500, 1_599, 1_600])
+    result = run(
+        Watchdog(after=1_000), script, time_mode="processing_time", delay=None, timestamps=[0, 600, 1_500, 1_599, 1_600]
+    )
     assert rows_per_batch(result, "expiry", "now") == [[], [], [], [], [(1600, 1600)]]
 
 
 def test_processing_time_mode_runs_the_script_batches_only():
     """ministream runs no processing-time no-data batches (Spark would ask for them for ever); empty batches in
     the script let processing time pass, and later batches keep the last timestamp."""
-    result = run(Watchdog(after=1_000), [[row("a", 1)], []], time_mode="processing_time", delay=None,
-                 timestamps=[0])
+    result = run(Watchdog(after=1_000), [[row("a", 1)], []], time_mode="processing_time", delay=None, timestamps=[0])
     assert [(b.batch_id, b.processing_time, b.rows) for b in result.output()] == [(0, 0, []), (1, 0, [])]
 
 
@@ -273,9 +289,11 @@ def test_processor_attributes_do_not_survive_a_batch_but_state_does():
 
 def test_results_do_not_depend_on_parallelism_or_seed():
     """The batches of a process step are the same at parallelism 1, 2 and 4 and for any seed."""
+
     def rows(parallelism, seed):
         result = run(TimerPerRow(), MEASURED, delay=10_000, parallelism=parallelism, seed=seed)
         return [sorted(map(repr, b.rows)) for b in result.output()]
+
     expected = rows(1, 0)
     assert all(rows(p, s) == expected for p in (1, 2, 4) for s in (0, 3, 11))
 
@@ -288,7 +306,8 @@ def test_snapshot_and_restore_keep_state_and_timers_by_key_group():
 
     flow = Dataflow("snap")
     flow.source("events", ScriptedSource([[row("a", 1), row("b", 2)]])).with_watermark("wm", "ts", 0).key_by(
-        "key").process("p", TimerPerRow(), time_mode="event_time").sink("output", CollectingSink())
+        "key"
+    ).process("p", TimerPerRow(), time_mode="event_time").sink("output", CollectingSink())
     result = run_microbatch(flow, output_mode="update", parallelism=2)
     snapshots = [op.snapshot() for op in result.graph.operators("p")]
     restored = PhysicalGraph(flow, parallelism=4)
@@ -385,18 +404,25 @@ def test_continuous_model_runs_the_same_processor_per_record():
     event-time timers fire as the watermark passes them (all of them at the end of the input)."""
     flow = Dataflow("continuous")
     flow.source("events", ScriptedSource([[row("a", 1), row("a", 20), row("b", 2)]])).with_watermark(
-        "wm", "ts", 0).key_by("key").process("p", Echo(), time_mode="event_time").sink("output", CollectingSink())
+        "wm", "ts", 0
+    ).key_by("key").process("p", Echo(), time_mode="event_time").sink("output", CollectingSink())
     [batch] = run_continuous(flow).output()
     assert sorted((r["kind"], r["key"], r["t"]) for r in batch.rows) == [
-        ("row", "a", 1000), ("row", "a", 20000), ("row", "b", 2000),
-        ("timer", "a", 6000), ("timer", "a", 25000), ("timer", "b", 7000)]
+        ("row", "a", 1000),
+        ("row", "a", 20000),
+        ("row", "b", 2000),
+        ("timer", "a", 6000),
+        ("timer", "a", 25000),
+        ("timer", "b", 7000),
+    ]
 
 
 def test_continuous_model_fires_processing_time_timers_at_clock_steps():
     """In the continuous model a processing-time timer fires when a ClockStep moves the clock past it."""
     flow = Dataflow("continuous-clock")
     flow.source("events", ScriptedSource([[row("a", 1), ClockStep(500), ClockStep(600)]])).key_by("key").process(
-        "p", Watchdog(after=1_000), time_mode="processing_time").sink("output", CollectingSink())
+        "p", Watchdog(after=1_000), time_mode="processing_time"
+    ).sink("output", CollectingSink())
     [batch] = run_continuous(flow).output()
     assert batch.rows == [{"key": "a", "expiry": 1000, "now": 1100}]
 
@@ -405,6 +431,7 @@ def test_a_declared_output_mode_must_be_the_querys():
     """A process step declared with output_mode='append' refuses to run in a query in update mode."""
     flow = Dataflow("modes")
     flow.source("events", ScriptedSource([[row("a", 1)]])).key_by("key").process(
-        "p", Collect(), output_mode="append").sink("output", CollectingSink())
+        "p", Collect(), output_mode="append"
+    ).sink("output", CollectingSink())
     with pytest.raises(PipelineError, match="declared with output mode 'append' but the query runs in 'update'"):
         run_microbatch(flow, output_mode="update")

@@ -46,10 +46,20 @@ def crash_points(lesson, model: str) -> list[int]:
     return sorted({0, total - 1} | {rng.randrange(total) for _ in range(RUNS)})
 
 
-CASES = [(lesson.name, model, rows) for lesson in all_lessons() for model in ("microbatch", "continuous")
-         if _supports(lesson, model) for rows in crash_points(lesson, model)]
-SETTINGS = [dict(parallelism=1), dict(parallelism=2, restore_parallelism=4), dict(parallelism=4, restore_parallelism=1),
-            dict(parallelism=2, mode="unaligned", interval=1), dict(parallelism=1, interval=3, seed=5)]
+CASES = [
+    (lesson.name, model, rows)
+    for lesson in all_lessons()
+    for model in ("microbatch", "continuous")
+    if _supports(lesson, model)
+    for rows in crash_points(lesson, model)
+]
+SETTINGS = [
+    dict(parallelism=1),
+    dict(parallelism=2, restore_parallelism=4),
+    dict(parallelism=4, restore_parallelism=1),
+    dict(parallelism=2, mode="unaligned", interval=1),
+    dict(parallelism=1, interval=3, seed=5),
+]
 
 
 def test_every_lesson_is_covered():
@@ -87,22 +97,34 @@ def test_cli_crash_at_with_incremental_checkpoints_writes_deltas_and_recovers(tm
     """`--crash-at N --incremental K --checkpoint-dir D` keeps delta checkpoints in D and still recovers to the
     failure-free output; without --crash-at the checkpoint flags are refused, naming the one given."""
     folder = tmp_path / "checkpoints"
-    assert main(["run", "tumbling-window", "--crash-at", "7", "--incremental", "2",
-                 "--checkpoint-dir", str(folder)]) == 0
+    assert (
+        main(["run", "tumbling-window", "--crash-at", "7", "--incremental", "2", "--checkpoint-dir", str(folder)]) == 0
+    )
     assert "tumbling-window: the recovered output equals the output of the run without a crash" in (
-        capsys.readouterr().out)
+        capsys.readouterr().out
+    )
     assert sorted(path.parent.parent.parent.name for path in folder.glob("chk-*/state/*/*.delta.json")) == [
-        "chk-1", "chk-2", "chk-4"]
-    for flags in (["--incremental", "2"], ["--checkpoint-dir", str(tmp_path / "other")],
-                  ["--restore-parallelism", "2"]):
+        "chk-1",
+        "chk-2",
+        "chk-4",
+    ]
+    for flags in (
+        ["--incremental", "2"],
+        ["--checkpoint-dir", str(tmp_path / "other")],
+        ["--restore-parallelism", "2"],
+    ):
         assert main(["run", "tumbling-window", *flags]) == 2
         assert f"{flags[0]} only applies to a run that crashes and recovers: add --crash-at N" in (
-            capsys.readouterr().err)
+            capsys.readouterr().err
+        )
 
 
-SINK_CASES = [(lesson.name, batch.batch_id) for lesson in all_lessons()
-              if lesson.name not in ("checkpoint-recovery", "rescale")  # they crash their sink themselves
-              for batch in lesson.run().output()]
+SINK_CASES = [
+    (lesson.name, batch.batch_id)
+    for lesson in all_lessons()
+    if lesson.name not in ("checkpoint-recovery", "rescale")  # they crash their sink themselves
+    for batch in lesson.run().output()
+]
 
 
 @pytest.mark.parametrize("name, batch_id", SINK_CASES)
@@ -112,9 +134,15 @@ def test_a_sink_crash_in_any_batch_reruns_that_batch(name, batch_id):
     lesson = get_lesson(name)
     values = lesson.resolve_params()
     timestamps = lesson.batch_timestamps(lesson.default_script, values) if lesson.batch_timestamps else None
-    run = run_with_recovery(lesson.pipeline(lesson.default_script, values), output_mode=lesson.mode(values),
-                            watermark_policy=lesson.policy(values), sink_crash=SinkCrash(batch_id, 1),
-                            batch_timestamps=timestamps, parallelism=2, restore_parallelism=1)
+    run = run_with_recovery(
+        lesson.pipeline(lesson.default_script, values),
+        output_mode=lesson.mode(values),
+        watermark_policy=lesson.policy(values),
+        sink_crash=SinkCrash(batch_id, 1),
+        batch_timestamps=timestamps,
+        parallelism=2,
+        restore_parallelism=1,
+    )
     assert run.crashes == 1 and run.attempts[-1].restored_from == (batch_id - 1 if batch_id else None)
     assert same_output("microbatch", run.output(), lesson.run().output())
 
@@ -130,8 +158,9 @@ def test_restoring_one_checkpoint_at_parallelism_1_2_4_gives_one_output(name, mo
     rows = total_rows(lesson.pipeline(lesson.default_script, lesson.resolve_params())) * 2 // 3
     outputs, restored = [], set()
     for parallelism in (1, 2, 4):
-        run = run_lesson_with_recovery(lesson, crash_after_rows=rows, model=model, parallelism=2,
-                                       restore_parallelism=parallelism, interval=1)
+        run = run_lesson_with_recovery(
+            lesson, crash_after_rows=rows, model=model, parallelism=2, restore_parallelism=parallelism, interval=1
+        )
         restored.add(run.attempts[-1].restored_from)
         outputs.append(run.output())
     assert len(restored) == 1 and None not in restored
@@ -170,8 +199,12 @@ def test_a_crashed_batch_runs_again_with_the_same_id_watermarks_and_offsets():
     assert [attempt.restored_from for attempt in run.attempts] == [None, 2]
     batch_3 = [(s.batch_id, s.watermark, s.late_watermark) for s in run.trace.batches if s.batch_id == 3]
     assert len(batch_3) == 2 and batch_3[0] == batch_3[1]
-    assert storage.offsets(3) == {"batch_id": 3, "watermark": batch_3[0][1], "late_watermark": batch_3[0][2],
-                                  "offsets": {"events": 4}}
+    assert storage.offsets(3) == {
+        "batch_id": 3,
+        "watermark": batch_3[0][1],
+        "late_watermark": batch_3[0][2],
+        "offsets": {"events": 4},
+    }
     assert same_output("microbatch", run.output(), lesson.run().output())  # rows of a batch: in any order
 
 
@@ -182,7 +215,7 @@ def test_a_checkpoint_holds_offsets_keyed_state_timers_and_watermarks():
     storage = MemoryStorage()
     run_lesson_with_recovery(lesson, crash_after_rows=None, model="continuous", interval=3, storage=storage)
     assert load_latest(storage).sources["events"]["offset"] == sum(len(batch) for batch in lesson.default_script)
-    checkpoint = Checkpoint.from_files(storage.files[2])   # after 6 rows, sessions open
+    checkpoint = Checkpoint.from_files(storage.files[2])  # after 6 rows, sessions open
     assert checkpoint.sources["events"]["offset"] == 6
     sessions = checkpoint.operators["sessions"][0]
     assert sessions["keyed"] and sessions["timers"]
@@ -213,7 +246,8 @@ def test_a_process_function_sees_the_same_watermark_after_a_restore():
         built = Dataflow("seen")
         rows = [{"key": key, "ts": ts} for key, ts in (("a", 1_000), ("a", 5_000), ("b", 9_000), ("a", 12_000))]
         built.source("events", ScriptedSource([rows])).with_watermark("wm", "ts", "1 second").key_by("key").process(
-            "seen", Seen(), time_mode="event_time").sink("output", CollectingSink())
+            "seen", Seen(), time_mode="event_time"
+        ).sink("output", CollectingSink())
         return built
 
     expected = run_continuous(flow()).output()

@@ -16,13 +16,16 @@ from ministream.testing import CollectingSink, ScriptedSource
 def keyed_count_flow(script):
     flow = Dataflow("count")
     flow.source("events", ScriptedSource(script)).key_by("key").aggregate(
-        "totals", count=Count(), sum=Sum("value")).sink("output", CollectingSink())
+        "totals", count=Count(), sum=Sum("value")
+    ).sink("output", CollectingSink())
     return flow
 
 
-SCRIPT = [[{"key": f"k{i % 7}", "value": i} for i in range(40)],
-          [],
-          [{"key": f"k{i % 11}", "value": 2 * i} for i in range(30)]]
+SCRIPT = [
+    [{"key": f"k{i % 7}", "value": i} for i in range(40)],
+    [],
+    [{"key": f"k{i % 11}", "value": 2 * i} for i in range(30)],
+]
 
 
 def as_multisets(batches):
@@ -34,17 +37,25 @@ def test_key_groups_partition_every_group_exactly_once():
     for parallelism in (1, 2, 3, 4, 7, 128):
         groups = [g for i in range(parallelism) for g in key_group_range(i, parallelism)]
         assert groups == list(range(MAX_PARALLELISM))
-        assert all(subtask_of_key_group(g, parallelism) == i
-                   for i in range(parallelism) for g in key_group_range(i, parallelism))
+        assert all(
+            subtask_of_key_group(g, parallelism) == i
+            for i in range(parallelism)
+            for g in key_group_range(i, parallelism)
+        )
 
 
 def test_key_group_is_stable_across_processes():
     """A key's group comes from CRC-32, not Python's salted hash, so it is the same in every process."""
     import subprocess
     import sys
+
     code = "from ministream.keygroups import key_group_of; print(key_group_of('alice'), key_group_of(('x', 1)))"
-    runs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                           env={"PYTHONHASHSEED": str(seed)}).stdout for seed in (1, 2)}
+    runs = {
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, env={"PYTHONHASHSEED": str(seed)}
+        ).stdout
+        for seed in (1, 2)
+    }
     assert runs == {f"{key_group_of('alice')} {key_group_of(('x', 1))}\n"}
 
 
@@ -53,7 +64,9 @@ def test_keyed_state_is_scoped_to_the_current_key():
     backend = KeyedStateBackend()
     seen, tags, last = ListState(backend, "seen"), MapState(backend, "tags"), ValueState(backend, "last")
     backend.set_current_key("a")
-    seen.add(1); tags.put("x", 1); last.update("a-last")
+    seen.add(1)
+    tags.put("x", 1)
+    last.update("a-last")
     backend.set_current_key("b")
     assert (seen.get(), tags.items(), last.value()) == ([], [], None)
     backend.set_current_key("a")
@@ -93,9 +106,9 @@ def test_seed_changes_the_interleaving():
     for seed in range(5):
         flow = Dataflow("order")
         seen = []
-        flow.source("events", ScriptedSource(SCRIPT)).key_by("key").aggregate(
-            "totals", count=Count()).map("observe", lambda row: seen.append(row["key"]) or row).sink(
-            "output", CollectingSink())
+        flow.source("events", ScriptedSource(SCRIPT)).key_by("key").aggregate("totals", count=Count()).map(
+            "observe", lambda row: seen.append(row["key"]) or row
+        ).sink("output", CollectingSink())
         run_microbatch(flow, output_mode="complete", parallelism=4, seed=seed)
         orders.add(tuple(seen))
     assert len(orders) > 1
@@ -137,8 +150,9 @@ def test_stateless_operators_keep_empty_batches():
     flow = Dataflow("words")
     sink = CollectingSink()
     flow.source("lines", ScriptedSource([[{"line": "a b"}], [], [{"line": "c"}]])).flat_map(
-        "split", lambda row: [{"word": w} for w in row["line"].split()]).filter(
-        "not_b", lambda row: row["word"] != "b").map("upper", lambda row: {"word": row["word"].upper()}).sink(
-        "output", sink)
+        "split", lambda row: [{"word": w} for w in row["line"].split()]
+    ).filter("not_b", lambda row: row["word"] != "b").map("upper", lambda row: {"word": row["word"].upper()}).sink(
+        "output", sink
+    )
     batches = run_microbatch(flow).output()
     assert [(b.batch_id, b.rows) for b in batches] == [(0, [{"word": "A"}]), (1, []), (2, [{"word": "C"}])]

@@ -9,8 +9,11 @@ from ministream.serialization import TAGS, decode_json, encode_json, is_plain, t
 
 atoms = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=4))
 keys = st.one_of(st.sampled_from(TAGS), st.text(max_size=4), st.integers(), st.tuples(st.text(max_size=2)))
-values = st.recursive(atoms, lambda inner: st.one_of(
-    st.lists(inner, max_size=4), st.tuples(inner), st.dictionaries(keys, inner, max_size=4)), max_leaves=10)
+values = st.recursive(
+    atoms,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.tuples(inner), st.dictionaries(keys, inner, max_size=4)),
+    max_leaves=10,
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -60,4 +63,4 @@ def test_long_lines_are_written_compact_and_come_back_equal_whatever_they_hold()
         back = decode_json(encode_json({"keyed": {7: {"aggregate": table}}}))["keyed"][7]["aggregate"]
         assert back.keys() == table.keys() and back["key-499"] == [499, 249.5]
         value = back["odd"][0]
-        assert (math.isnan(value) if special != special else value == special), (special, value)
+        assert math.isnan(value) if special != special else value == special, (special, value)

@@ -23,8 +23,17 @@ def ev(second, key="a", value=1.0):
     return {"ts": round(second * S), "key": key, "value": float(value)}
 
 
-def run(script, gap="10 seconds", delay="5 seconds", mode="append", watermark=True, parallelism=1, seed=0,
-        trace=False, **aggregates):
+def run(
+    script,
+    gap="10 seconds",
+    delay="5 seconds",
+    mode="append",
+    watermark=True,
+    parallelism=1,
+    seed=0,
+    trace=False,
+    **aggregates,
+):
     flow = Dataflow("sessions")
     events = flow.source("events", ScriptedSource(script))
     if watermark:
@@ -45,6 +54,7 @@ def emitted(result):
 
 
 # -- the merge rule ----------------------------------------------------------------------------------------------
+
 
 def test_an_event_opens_a_session_from_its_time_to_time_plus_gap():
     """One event at t opens the session [t, t + gap)."""
@@ -83,16 +93,36 @@ def test_a_row_bridging_two_stored_sessions_merges_them_across_batches():
 
 def test_aggregates_of_merged_sessions_are_merged():
     """count, sum, min, max, avg and a custom aggregate with a merge give the values of the whole session."""
-    spread = Custom("value", create=lambda: None,
-                    add=lambda acc, v: (v, v) if acc is None else (min(acc[0], v), max(acc[1], v)),
-                    merge=lambda a, b: b if a is None else a if b is None else (min(a[0], b[0]), max(a[1], b[1])),
-                    result=lambda acc: acc[1] - acc[0])
-    result = run([[ev(0, value=4), ev(30, value=1)], [ev(20, value=9), ev(10, value=2)]], delay="1 minute",
-                 mode="complete", count=Count(), sum=Sum("value"), min=Min("value"), max=Max("value"),
-                 avg=Avg("value"), spread=spread)
+    spread = Custom(
+        "value",
+        create=lambda: None,
+        add=lambda acc, v: (v, v) if acc is None else (min(acc[0], v), max(acc[1], v)),
+        merge=lambda a, b: b if a is None else a if b is None else (min(a[0], b[0]), max(a[1], b[1])),
+        result=lambda acc: acc[1] - acc[0],
+    )
+    result = run(
+        [[ev(0, value=4), ev(30, value=1)], [ev(20, value=9), ev(10, value=2)]],
+        delay="1 minute",
+        mode="complete",
+        count=Count(),
+        sum=Sum("value"),
+        min=Min("value"),
+        max=Max("value"),
+        avg=Avg("value"),
+        spread=spread,
+    )
     [row] = result.output()[1].rows
-    assert row == {"key": "a", "window_start": 0, "window_end": 40 * S, "count": 4, "sum": 16.0, "min": 1.0,
-                   "max": 9.0, "avg": 4.0, "spread": 8.0}
+    assert row == {
+        "key": "a",
+        "window_start": 0,
+        "window_end": 40 * S,
+        "count": 4,
+        "sum": 16.0,
+        "min": 1.0,
+        "max": 9.0,
+        "avg": 4.0,
+        "spread": 8.0,
+    }
 
 
 def test_an_aggregate_without_merge_is_refused():
@@ -104,6 +134,7 @@ def test_an_aggregate_without_merge_is_refused():
 
 # -- the micro-batch model (Spark) --------------------------------------------------------------------------------
 
+
 def test_a_row_is_late_when_its_session_ends_at_or_before_the_previous_batchs_watermark():
     """Late means t + gap <= WM_{k-1}: a session ending exactly on it is dropped, 1 ms later it counts."""
     # batch 0's rows set WM_1 = 30 - 5 = 25, the late rows' watermark of batch 2: there a@15 ends at 25
@@ -113,8 +144,10 @@ def test_a_row_is_late_when_its_session_ends_at_or_before_the_previous_batchs_wa
     assert sessions(result.output()[2]) == [("b", 15.001, 25.001, 1), ("z", 30, 40, 1)]
     [late] = result.late_rows()
     assert (late.batch_id, late.row, late.window, late.watermark) == (2, ev(15, "a"), (15 * S, 25 * S), 25 * S)
-    assert "its session ends at 00:00:25 (ts + gap), at or before the watermark 00:00:25 of the previous batch" \
+    assert (
+        "its session ends at 00:00:25 (ts + gap), at or before the watermark 00:00:25 of the previous batch"
         in result.trace.format()
+    )
 
 
 def test_the_late_filter_runs_on_each_row_before_merging():
@@ -161,8 +194,11 @@ def test_a_no_data_batch_runs_in_append_mode_when_the_watermark_advances_but_not
 
 def test_update_mode_is_refused_with_sparks_reason():
     """A session window in update mode is refused before running, with Spark's message."""
-    with pytest.raises(PipelineError, match="cannot run in update output mode.*This output mode is not "
-                                            "supported for session window streaming aggregations"):
+    with pytest.raises(
+        PipelineError,
+        match="cannot run in update output mode.*This output mode is not "
+        "supported for session window streaming aggregations",
+    ):
         run([[ev(0)]], mode="update")
 
 
@@ -170,8 +206,10 @@ def test_append_without_a_watermark_is_refused():
     """Without a watermark no session is ever final, so append mode is refused (complete still runs)."""
     with pytest.raises(PipelineError, match="append output mode needs a watermark"):
         run([[ev(0)]], watermark=False)
-    assert emitted(run([[ev(0)], [ev(100)]], watermark=False, mode="complete"))[1] == [("a", 0, 10, 1),
-                                                                                       ("a", 100, 110, 1)]
+    assert emitted(run([[ev(0)], [ev(100)]], watermark=False, mode="complete"))[1] == [
+        ("a", 0, 10, 1),
+        ("a", 100, 110, 1),
+    ]
 
 
 def test_a_session_window_needs_a_key_to_group_by():
@@ -185,19 +223,22 @@ def test_a_session_window_needs_a_key_to_group_by():
 
 # -- per-row gaps -------------------------------------------------------------------------------------------------
 
+
 def test_a_per_row_gap_opens_a_session_of_that_rows_length():
     """With a gap computed from the row, each event opens [t, t + its own gap)."""
     per_key = Session(lambda row: {"a": "5 seconds", "b": 20_000}[row["key"]])
     assert emitted(run([[ev(0, "a"), ev(0, "b"), ev(6, "a")]], gap=per_key, mode="complete")) == [
-        [("a", 0, 5, 1), ("a", 6, 11, 1), ("b", 0, 20, 1)]]
+        [("a", 0, 5, 1), ("a", 6, 11, 1), ("b", 0, 20, 1)]
+    ]
 
 
 def test_rows_whose_gap_is_zero_negative_or_missing_are_dropped_counted_and_traced():
     """Spark filters out rows whose gap is not positive (or null); ministream drops them too, keeps each one
     in dropped_rows and says why in the trace."""
     gaps = {"a": "10 seconds", "b": "0 seconds", "c": -5_000, "d": None}
-    result = run([[ev(0, key) for key in "abcd"]], gap=Session(lambda row: gaps[row["key"]]), mode="complete",
-                 trace=True)
+    result = run(
+        [[ev(0, key) for key in "abcd"]], gap=Session(lambda row: gaps[row["key"]]), mode="complete", trace=True
+    )
     assert emitted(result) == [[("a", 0, 10, 1)]]
     [operator] = result.graph.operators("sessions")
     assert [(d.row["key"], d.gap) for d in operator.dropped_rows] == [("b", 0), ("c", -5_000), ("d", None)]
@@ -221,9 +262,11 @@ def test_a_fixed_gap_of_zero_or_less_is_refused():
 
 # -- the continuous model (Flink) ---------------------------------------------------------------------------------
 
+
 def continuous(lateness=0, late_rows="late"):
-    sessions = SessionWindowAggregate(("key",), Session("10 seconds"), {"count": Count()},
-                                      allowed_lateness=lateness, late_rows=late_rows)
+    sessions = SessionWindowAggregate(
+        ("key",), Session("10 seconds"), {"count": Count()}, allowed_lateness=lateness, late_rows=late_rows
+    )
     ctx = StepContext.for_testing(model="continuous")
     sessions.open(ctx)
     return sessions, ctx
@@ -250,8 +293,10 @@ def test_continuous_a_row_merging_into_a_fired_session_fires_it_again_with_its_n
     sessions.process([("a", ev(0))], 0)
     sessions.on_watermark(12_000)  # [0, 10) fired at 9 999, kept until 9 999 + 20 000
     sessions.process([("a", ev(2))], 0)
-    assert rows_of(ctx) == [{"key": "a", "window_start": 0, "window_end": 10_000, "count": 1},
-                            {"key": "a", "window_start": 0, "window_end": 12_000, "count": 2}]
+    assert rows_of(ctx) == [
+        {"key": "a", "window_start": 0, "window_end": 10_000, "count": 1},
+        {"key": "a", "window_start": 0, "window_end": 12_000, "count": 2},
+    ]
 
 
 def test_continuous_a_row_whose_merged_session_is_past_the_lateness_goes_to_the_side_output():

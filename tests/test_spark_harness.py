@@ -22,10 +22,12 @@ def ev(key, second, base=0):
 
 
 def windowed_count(df):
-    return (df.withWatermark("ts", "5 seconds")
-            .groupBy(F.window("ts", "10 seconds"), "key").count()
-            .select(F.col("window.start").alias("window_start"), F.col("window.end").alias("window_end"),
-                    "key", "count"))
+    return (
+        df.withWatermark("ts", "5 seconds")
+        .groupBy(F.window("ts", "10 seconds"), "key")
+        .count()
+        .select(F.col("window.start").alias("window_start"), F.col("window.end").alias("window_end"), "key", "count")
+    )
 
 
 def by_key(rows):
@@ -42,16 +44,26 @@ source (clusters). Each must give exactly the scripted batches."""
 @pytest.mark.parametrize("source", SOURCES)
 def test_measured_windowed_count_in_append_mode(spark, source):
     """The measured example of shared/spark-semantics.md, batch for batch."""
-    script = [[ev("a", 1), ev("b", 2), ev("a", 3)], [ev("a", 12), ev("b", 4)], [ev("a", 25), ev("a", 11)],
-              [ev("b", 40)]]
+    script = [
+        [ev("a", 1), ev("b", 2), ev("a", 3)],
+        [ev("a", 12), ev("b", 4)],
+        [ev("a", 25), ev("a", 11)],
+        [ev("b", 40)],
+    ]
     results = run_query(windowed_count(scripted_stream(spark, SCHEMA, script, source=source)), "append")
     assert [r.batch_id for r in results] == [0, 1, 2, 3, 4]  # 4 scripted batches + the trailing no-data batch
     assert [r.watermark for r in results] == [0, 0, 7_000, 20_000, 35_000]
     assert [by_key(r.rows) for r in results] == [
-        [], [], [],
-        by_key([{"window_start": 0, "window_end": 10_000, "key": "a", "count": 2},
+        [],
+        [],
+        [],
+        by_key(
+            [
+                {"window_start": 0, "window_end": 10_000, "key": "a", "count": 2},
                 {"window_start": 0, "window_end": 10_000, "key": "b", "count": 2},
-                {"window_start": 10_000, "window_end": 20_000, "key": "a", "count": 2}]),
+                {"window_start": 10_000, "window_end": 20_000, "key": "a", "count": 2},
+            ]
+        ),
         [{"window_start": 20_000, "window_end": 30_000, "key": "a", "count": 1}],
     ]
 
@@ -60,12 +72,17 @@ def test_measured_windowed_count_in_append_mode(spark, source):
 @pytest.mark.parametrize("source", SOURCES)
 def test_each_scripted_batch_is_one_micro_batch_empty_ones_included(spark, source):
     script = [[ev("a", 1)], [], [], [ev("b", 2), ev("c", 3)], []]
-    results = [BatchResult(r.batch_id, r.watermark, by_key(r.rows))
-               for r in run_query(scripted_stream(spark, SCHEMA, script, source=source), "append")]
-    assert results == [BatchResult(0, None, [{"key": "a", "ts": 1000}]), BatchResult(1, None, []),
-                       BatchResult(2, None, []),
-                       BatchResult(3, None, by_key([{"key": "b", "ts": 2000}, {"key": "c", "ts": 3000}])),
-                       BatchResult(4, None, [])]
+    results = [
+        BatchResult(r.batch_id, r.watermark, by_key(r.rows))
+        for r in run_query(scripted_stream(spark, SCHEMA, script, source=source), "append")
+    ]
+    assert results == [
+        BatchResult(0, None, [{"key": "a", "ts": 1000}]),
+        BatchResult(1, None, []),
+        BatchResult(2, None, []),
+        BatchResult(3, None, by_key([{"key": "b", "ts": 2000}, {"key": "c", "ts": 3000}])),
+        BatchResult(4, None, []),
+    ]
 
 
 @pytest.mark.spark
@@ -77,8 +94,12 @@ def test_timestamps_round_trip_to_the_millisecond(spark):
     os.environ["TZ"] = "America/New_York"  # the driver's zone must not leak into collected timestamps
     time.tzset()
     try:
-        results = run_query(df.select("key", "ts", F.unix_millis("ts").alias("millis"),
-                                      F.date_format("ts", "HH:mm:ss.SSS").alias("clock")), "append")
+        results = run_query(
+            df.select(
+                "key", "ts", F.unix_millis("ts").alias("millis"), F.date_format("ts", "HH:mm:ss.SSS").alias("clock")
+            ),
+            "append",
+        )
     finally:
         if saved_tz is None:
             del os.environ["TZ"]
@@ -89,21 +110,23 @@ def test_timestamps_round_trip_to_the_millisecond(spark):
     for ms in moments:
         assert rows[str(ms)]["ts"] == ms
         assert rows[str(ms)]["millis"] == ms
-    assert rows["999"]["clock"] == "00:00:00.999"          # session time zone UTC
+    assert rows["999"]["clock"] == "00:00:00.999"  # session time zone UTC
     assert rows[str(BASE + 1)]["clock"] == "10:00:00.001"
 
 
 @pytest.mark.spark
 def test_update_mode_running_count_has_no_watermark_and_no_extra_batch(spark):
-    script = [[{"key": "a", "value": 1.0}, {"key": "b", "value": 2.0}, {"key": "a", "value": 0.5}],
-              [],
-              [{"key": "a", "value": 4.0}]]
+    script = [
+        [{"key": "a", "value": 1.0}, {"key": "b", "value": 2.0}, {"key": "a", "value": 0.5}],
+        [],
+        [{"key": "a", "value": 4.0}],
+    ]
     df = scripted_stream(spark, "key STRING, value DOUBLE", script)
-    results = run_query(df.groupBy("key").agg(F.count("*").alias("count"), F.sum("value").alias("total")),
-                        "update")
+    results = run_query(df.groupBy("key").agg(F.count("*").alias("count"), F.sum("value").alias("total")), "update")
     assert [(r.batch_id, r.watermark) for r in results] == [(0, None), (1, None), (2, None)]
-    assert by_key(results[0].rows) == by_key([{"key": "a", "count": 2, "total": 1.5},
-                                              {"key": "b", "count": 1, "total": 2}])
+    assert by_key(results[0].rows) == by_key(
+        [{"key": "a", "count": 2, "total": 1.5}, {"key": "b", "count": 1, "total": 2}]
+    )
     assert results[1].rows == []
     assert results[2].rows == [{"key": "a", "count": 3, "total": 5.5}]
 
@@ -114,20 +137,27 @@ def test_two_inputs_advance_in_lockstep_union(spark):
     right = scripted_stream(spark, SCHEMA, [[], [ev("b", 2)], [ev("b", 3)], [ev("b", 4)]])
     results = run_query(left.unionByName(right), "append")
     assert [by_key(r.rows) for r in results] == [
-        [{"key": "a", "ts": 1000}], [{"key": "b", "ts": 2000}],
-        by_key([{"key": "a", "ts": 3000}, {"key": "b", "ts": 3000}]), [{"key": "b", "ts": 4000}]]
+        [{"key": "a", "ts": 1000}],
+        [{"key": "b", "ts": 2000}],
+        by_key([{"key": "a", "ts": 3000}, {"key": "b", "ts": 3000}]),
+        [{"key": "b", "ts": 4000}],
+    ]
 
 
 @pytest.mark.spark
 def test_two_inputs_advance_in_lockstep_inner_join(spark):
-    left = scripted_stream(spark, "key STRING, lts TIMESTAMP",
-                           [[{"key": "a", "lts": 1000}], [{"key": "b", "lts": 2000}], []])
-    right = scripted_stream(spark, "key STRING, rts TIMESTAMP",
-                            [[], [{"key": "a", "rts": 1500}], [{"key": "b", "rts": 2500}]])
+    left = scripted_stream(
+        spark, "key STRING, lts TIMESTAMP", [[{"key": "a", "lts": 1000}], [{"key": "b", "lts": 2000}], []]
+    )
+    right = scripted_stream(
+        spark, "key STRING, rts TIMESTAMP", [[], [{"key": "a", "rts": 1500}], [{"key": "b", "rts": 2500}]]
+    )
     results = run_query(left.join(right, "key"), "append")
-    assert results == [BatchResult(0, None, []),
-                       BatchResult(1, None, [{"key": "a", "lts": 1000, "rts": 1500}]),
-                       BatchResult(2, None, [{"key": "b", "lts": 2000, "rts": 2500}])]
+    assert results == [
+        BatchResult(0, None, []),
+        BatchResult(1, None, [{"key": "a", "lts": 1000, "rts": 1500}]),
+        BatchResult(2, None, [{"key": "b", "lts": 2000, "rts": 2500}]),
+    ]
 
 
 @pytest.mark.spark
@@ -166,8 +196,9 @@ def test_failing_udf_is_reported_query_stopped_next_query_runs(spark):
     with pytest.raises(SparkQueryError) as caught:
         run_query(df.select("key", explode_on_b("key").alias("one")), "append", query_name="failing_twin")
     assert caught.value.error_class == "PYTHON_EXCEPTION"
-    assert str(caught.value) == ("Spark failed while running the query: PYTHON_EXCEPTION: "
-                                 "ValueError: no b allowed, got b")
+    assert str(caught.value) == (
+        "Spark failed while running the query: PYTHON_EXCEPTION: ValueError: no b allowed, got b"
+    )
     assert spark.streams.active == []
     results = run_query(df.select("key"), "append", query_name="failing_twin")  # same name is free again
     assert [r.rows for r in results] == [[{"key": "a"}], [{"key": "b"}], [{"key": "a"}]]
@@ -177,8 +208,9 @@ def test_failing_udf_is_reported_query_stopped_next_query_runs(spark):
 def test_per_query_conf_selects_rocksdb_state_for_that_query_only(spark, tmp_path):
     df = scripted_stream(spark, SCHEMA, [[ev("a", 1), ev("a", 2)], [ev("a", 3)]])
     before = spark.conf.get("spark.sql.streaming.stateStore.providerClass", None)
-    results = run_query(df.groupBy("key").count(), "update", conf=ROCKSDB_STATE_STORE,
-                        checkpoint_dir=str(tmp_path / "ckpt"))
+    results = run_query(
+        df.groupBy("key").count(), "update", conf=ROCKSDB_STATE_STORE, checkpoint_dir=str(tmp_path / "ckpt")
+    )
     assert [r.rows for r in results] == [[{"key": "a", "count": 2}], [{"key": "a", "count": 3}]]
     assert ROCKSDB_PROVIDER in (tmp_path / "ckpt" / "offsets" / "0").read_text()  # recorded in the checkpoint
     assert spark.conf.get("spark.sql.streaming.stateStore.providerClass", None) == before

@@ -19,12 +19,17 @@ def test_the_zip_importer_runs_the_added_bytecode(tmp_path):
         zipped.writestr("pkg/__init__.py", "")
         zipped.writestr("pkg/tests/__init__.py", "")
         zipped.writestr("pkg/mod.py", "VALUE = 1\n")
-    assert _import_from(archive, "pkg.mod").endswith("pkg/mod.py 1")      # compiled from source
+    assert _import_from(archive, "pkg.mod").endswith("pkg/mod.py 1")  # compiled from source
     assert add_bytecode(archive) is True and add_bytecode(archive) is False
     with zipfile.ZipFile(archive) as zipped:
-        assert sorted(zipped.namelist()) == ["pkg/__init__.py", "pkg/__init__.pyc", "pkg/mod.py", "pkg/mod.pyc",
-                                             "pkg/tests/__init__.py"]    # tests keep their source only
-    assert _import_from(archive, "pkg.mod").endswith("pkg/mod.pyc 1")     # the bytecode
+        assert sorted(zipped.namelist()) == [
+            "pkg/__init__.py",
+            "pkg/__init__.pyc",
+            "pkg/mod.py",
+            "pkg/mod.pyc",
+            "pkg/tests/__init__.py",
+        ]  # tests keep their source only
+    assert _import_from(archive, "pkg.mod").endswith("pkg/mod.pyc 1")  # the bytecode
 
 
 def test_bytecode_that_does_not_match_its_source_is_not_run(tmp_path):

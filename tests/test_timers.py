@@ -114,8 +114,9 @@ def test_snapshot_is_laid_out_by_key_group():
     timers.register_event_time_timer("alice", 5)
     timers.register_event_time_timer("alice", 3)
     timers.register_processing_time_timer("alice", 7)
-    assert timers.snapshot() == {key_group_of("alice"): {"event_time": {"alice": [3, 5]},
-                                                         "processing_time": {"alice": [7]}}}
+    assert timers.snapshot() == {
+        key_group_of("alice"): {"event_time": {"alice": [3, 5]}, "processing_time": {"alice": [7]}}
+    }
 
 
 def test_restore_takes_only_the_subtasks_key_groups():

@@ -14,8 +14,9 @@ PAGES = sorted(ROOT.glob("tutorials/*.md")) + [ROOT / "README.md"]
 @pytest.mark.parametrize("page", PAGES, ids=lambda path: path.name)
 def test_page_examples_run(page):
     """Every ``>>>`` example of a tutorial page prints what the page shows."""
-    result = doctest.testfile(str(page), module_relative=False,
-                              optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    result = doctest.testfile(
+        str(page), module_relative=False, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+    )
     assert result.failed == 0
 
 

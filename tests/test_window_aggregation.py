@@ -22,8 +22,9 @@ def e(second: float, key: str = "a", value: float = 1.0) -> dict:
 def flow_of(script, windows=Tumbling(10_000), delay=5_000, lateness=0, **aggregates):
     flow = Dataflow("windows")
     events = flow.source("events", ScriptedSource(script)).with_watermark("watermark", "ts", delay)
-    per_window = events.key_by("key").window("w", windows, allowed_lateness=lateness, late_rows="late",
-                                             **(aggregates or {"count": Count()}))
+    per_window = events.key_by("key").window(
+        "w", windows, allowed_lateness=lateness, late_rows="late", **(aggregates or {"count": Count()})
+    )
     per_window.sink("output", CollectingSink())
     per_window.side_output("late").sink("late", CollectingSink())
     return flow
@@ -35,16 +36,37 @@ def shown(rows):
 
 # -- aggregates -----------------------------------------------------------------------------------------------
 
+
 def test_every_aggregate_over_a_window():
     """count, sum, min, max, avg and a user-defined aggregate, over the rows of one window (nulls skipped)."""
     product = Custom("value", create=lambda: 1, add=lambda acc, v: acc * v)
     script = [[e(1, value=2), e(2, value=5), {"ts": 3_000, "key": "a", "value": None}, e(20)]]
-    run = run_microbatch(flow_of(script, count=Count(), values=Count("value"), sum=Sum("value"),
-                                 min=Min("value"), max=Max("value"), avg=Avg("value"), product=product),
-                         output_mode="append")
+    run = run_microbatch(
+        flow_of(
+            script,
+            count=Count(),
+            values=Count("value"),
+            sum=Sum("value"),
+            min=Min("value"),
+            max=Max("value"),
+            avg=Avg("value"),
+            product=product,
+        ),
+        output_mode="append",
+    )
     [row] = run.output()[1].rows
-    assert row == {"key": "a", "window_start": 0, "window_end": 10_000, "count": 3, "values": 2, "sum": 7.0,
-                   "min": 2.0, "max": 5.0, "avg": 3.5, "product": 10.0}
+    assert row == {
+        "key": "a",
+        "window_start": 0,
+        "window_end": 10_000,
+        "count": 3,
+        "values": 2,
+        "sum": 7.0,
+        "min": 2.0,
+        "max": 5.0,
+        "avg": 3.5,
+        "product": 10.0,
+    }
 
 
 def test_several_key_columns_come_out_as_columns():
@@ -57,6 +79,7 @@ def test_several_key_columns_come_out_as_columns():
 
 
 # -- continuous model -----------------------------------------------------------------------------------------
+
 
 def test_continuous_a_window_fires_when_the_watermark_reaches_end_minus_one():
     """Watermark = max - delay - 1 ms: a row at 14.999 s makes it 9.998 s, nothing fires; a row at 15 s makes
@@ -86,8 +109,9 @@ def test_continuous_a_row_too_late_for_every_window_goes_to_the_side_output():
     assert shown(run.output()[0].rows) == [("a", 0, 1), ("a", 10, 1)]
     [late] = run.late_rows()
     assert late.row == e(2) and late.batch_id is None and late.window == (0, 10_000)
-    assert late.rule == ("end - 1 + allowed lateness 0 seconds <= watermark 00:00:09.999: the window fired and "
-                         "its state is gone")
+    assert late.rule == (
+        "end - 1 + allowed lateness 0 seconds <= watermark 00:00:09.999: the window fired and its state is gone"
+    )
     assert run.output("late")[0].rows == [e(2)]
 
 
@@ -105,6 +129,7 @@ def test_continuous_output_does_not_depend_on_parallelism_or_seed():
 
     def seen(run):
         return sorted(map(repr, run.output()[0].rows)), sorted(repr(late.row) for late in run.late_rows())
+
     expected = seen(run_continuous(flow_of(script, lateness=2_000)))
     for parallelism, seed in ((2, 1), (4, 2), (3, 17)):
         assert seen(run_continuous(flow_of(script, lateness=2_000), parallelism=parallelism, seed=seed)) == expected
@@ -122,11 +147,16 @@ def test_continuous_state_is_dropped_at_end_minus_one_plus_the_allowed_lateness(
     assert op.state_size() == 1
     op.on_watermark(14_999)
     assert op.state_size() == 0
-    assert ctx.emitted == [{"key": "a", "window_start": 0, "window_end": 10_000, "count": 1},
-                           ("watermark", 9_999), ("watermark", 14_998), ("watermark", 14_999)]
+    assert ctx.emitted == [
+        {"key": "a", "window_start": 0, "window_end": 10_000, "count": 1},
+        ("watermark", 9_999),
+        ("watermark", 14_998),
+        ("watermark", 14_999),
+    ]
 
 
 # -- refusals -------------------------------------------------------------------------------------------------
+
 
 def test_a_window_step_needs_an_aggregate_and_a_non_negative_lateness():
     """No aggregate, or a negative allowed lateness, is refused when the pipeline is built."""
@@ -143,10 +173,12 @@ def test_only_a_declared_side_output_can_be_read():
     with pytest.raises(PipelineError, match="has no side output 'lost'; it has: late"):
         flow_stream = next(step for step in flow.steps if step.name == "w")
         from ministream.dataflow import Stream
+
         Stream(flow, flow_stream).side_output("lost")
 
 
 # -- state ----------------------------------------------------------------------------------------------------
+
 
 def test_state_size_counts_windows_and_survives_a_snapshot():
     """state_size() counts (key, window) accumulators; a snapshot restored into a fresh operator holds the same
@@ -170,8 +202,13 @@ def test_state_size_counts_windows_and_survives_a_snapshot():
 
 # -- the pane shortcut -------------------------------------------------------------------------------------------
 
-@given(size=st.integers(1, 12), slide=st.integers(1, 12), offset=st.integers(-11, 11),
-       times=st.lists(st.integers(-40, 40), max_size=30))
+
+@given(
+    size=st.integers(1, 12),
+    slide=st.integers(1, 12),
+    offset=st.integers(-11, 11),
+    times=st.lists(st.integers(-40, 40), max_size=30),
+)
 @settings(max_examples=300, deadline=None)
 def test_each_row_counts_in_exactly_the_windows_that_contain_it_whatever_the_panes(size, slide, offset, times):
     """The micro-batch operator works a row's windows out once per pane; in any order of event times, with any
@@ -206,7 +243,9 @@ def test_an_incremental_checkpoint_writes_only_the_keys_whose_windows_changed():
     op.process([("k1", e(2, "k1")), ("k2", e(3, "k2")), ("k2", e(12, "k2"))], 0)
     op.on_batch_end(BatchInfo(1, 0, 0))
     assert written(snapshot_operator(op, delta=True)["keyed"]) == (
-        {"k1": {(0, 10_000): [2]}, "k2": {(0, 10_000): [2], (10_000, 20_000): [1]}}, [])
+        {"k1": {(0, 10_000): [2]}, "k2": {(0, 10_000): [2], (10_000, 20_000): [1]}},
+        [],
+    )
     op.on_batch_start(BatchInfo(2, 10_000, 0))  # [0, 10) closes for every key
     op.on_batch_end(BatchInfo(2, 10_000, 0))
     updated, removed = written(snapshot_operator(op, delta=True)["keyed"])

@@ -17,10 +17,13 @@ from ministream.windows import last_start
 
 RUNS = int(os.environ.get("MINISTREAM_FUZZ_RUNS", "1"))
 
-CASES = [("tumbling-window", {}), ("sliding-window", {"size": "7 seconds", "slide": "3 seconds",
-                                                       "offset": "1 second"}),
-         ("late-data", {"delay": "0 seconds"}), ("output-modes", {"mode": "update"}),
-         ("output-modes", {"mode": "complete", "size": "5 seconds"})]
+CASES = [
+    ("tumbling-window", {}),
+    ("sliding-window", {"size": "7 seconds", "slide": "3 seconds", "offset": "1 second"}),
+    ("late-data", {"delay": "0 seconds"}),
+    ("output-modes", {"mode": "update"}),
+    ("output-modes", {"mode": "complete", "size": "5 seconds"}),
+]
 IDS = [f"{name}-{'-'.join(params.values()) or 'default'}".replace(" ", "") for name, params in CASES]
 
 
@@ -45,8 +48,11 @@ def test_random_scripts_do_not_depend_on_parallelism_or_seed(name, params):
     lesson = get_lesson(name)
 
     def seen(run):
-        return ([sorted(map(repr, b.rows)) for b in run.output()],
-                sorted(repr((late.batch_id, late.row, late.window)) for late in run.late_rows()))
+        return (
+            [sorted(map(repr, b.rows)) for b in run.output()],
+            sorted(repr((late.batch_id, late.row, late.window)) for late in run.late_rows()),
+        )
+
     for n, script in enumerate(scripts(name, params, 20, seed=1)):
         expected = seen(lesson.run(script, params))
         assert seen(lesson.run(script, params, parallelism=1 + n % 4, seed=n)) == expected

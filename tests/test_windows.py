@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from ministream.operators import PipelineError
 from ministream.windows import Sliding, Tumbling, check_window, sliding, tumbling
 
-timestamps = st.integers(min_value=-10**13, max_value=10**13)  # about 1653 to 2286, before and after the epoch
+timestamps = st.integers(min_value=-(10**13), max_value=10**13)  # about 1653 to 2286, before and after the epoch
 
 
 @st.composite
@@ -67,14 +67,17 @@ def test_a_window_end_belongs_to_the_next_window():
     assert sliding(10_000, 10_000, 5_000) == [(5_000, 15_000), (10_000, 20_000)]
 
 
-@pytest.mark.parametrize("size, slide, offset, message", [
-    (0, None, 0, "a window size must be longer than zero"),
-    (-1_000, None, 0, "a window size must be longer than zero"),
-    (10_000, 0, 0, "a window slide must be longer than zero"),
-    (10_000, 20_000, 0, r"the slide \(20 seconds\) must be at most the window size \(10 seconds\)"),
-    (10_000, 5_000, 5_000, r"a window offset \(5 seconds\) must be shorter than the slide \(5 seconds\)"),
-    (10_000, 5_000, -5_000, r"a window offset \(-5 seconds\) must be shorter than the slide"),
-])
+@pytest.mark.parametrize(
+    "size, slide, offset, message",
+    [
+        (0, None, 0, "a window size must be longer than zero"),
+        (-1_000, None, 0, "a window size must be longer than zero"),
+        (10_000, 0, 0, "a window slide must be longer than zero"),
+        (10_000, 20_000, 0, r"the slide \(20 seconds\) must be at most the window size \(10 seconds\)"),
+        (10_000, 5_000, 5_000, r"a window offset \(5 seconds\) must be shorter than the slide \(5 seconds\)"),
+        (10_000, 5_000, -5_000, r"a window offset \(-5 seconds\) must be shorter than the slide"),
+    ],
+)
 def test_spark_refuses_these_window_shapes_and_so_does_ministream(size, slide, offset, message):
     """Size <= 0, slide <= 0, slide > size and |offset| >= slide are refused, as Spark refuses them."""
     with pytest.raises(PipelineError, match=message):
@@ -90,8 +93,15 @@ def test_assigner_objects_parse_durations_and_check_their_shape():
 
 
 SPARK_TIMESTAMPS = [-25_001, -10_000, -9_999, -1, 0, 1, 4_999, 5_000, 9_999, 10_000, 12_345, 1_704_103_205_000]
-SPARK_SHAPES = [(10_000, 10_000, 0), (10_000, 10_000, 3_000), (10_000, 10_000, -3_000), (10_000, 5_000, 0),
-                (10_000, 3_000, 0), (10_000, 3_000, 1_000), (10_000, 4_000, -2_000)]
+SPARK_SHAPES = [
+    (10_000, 10_000, 0),
+    (10_000, 10_000, 3_000),
+    (10_000, 10_000, -3_000),
+    (10_000, 5_000, 0),
+    (10_000, 3_000, 0),
+    (10_000, 3_000, 1_000),
+    (10_000, 4_000, -2_000),
+]
 
 
 @pytest.mark.spark
@@ -101,12 +111,12 @@ def test_assigners_match_spark_window_function(spark):
     from pyspark.sql import functions as F
 
     epoch = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
-    df = spark.createDataFrame([(epoch + _dt.timedelta(milliseconds=t),) for t in SPARK_TIMESTAMPS],
-                               "ts TIMESTAMP")
+    df = spark.createDataFrame([(epoch + _dt.timedelta(milliseconds=t),) for t in SPARK_TIMESTAMPS], "ts TIMESTAMP")
     for size, slide, offset in SPARK_SHAPES:
         w = F.window("ts", f"{size} milliseconds", f"{slide} milliseconds", f"{offset} milliseconds")
-        rows = df.select(F.unix_millis("ts").alias("t"), F.unix_millis(w.start).alias("s"),
-                         F.unix_millis(w.end).alias("e")).collect()
+        rows = df.select(
+            F.unix_millis("ts").alias("t"), F.unix_millis(w.start).alias("s"), F.unix_millis(w.end).alias("e")
+        ).collect()
         spark_windows = {}
         for row in rows:
             spark_windows.setdefault(row.t, []).append((row.s, row.e))

@@ -10,16 +10,32 @@ from ministream.session_windows import merge_sessions
 from ministream.windows import sliding
 from ministream.workshop import solutions
 from ministream.workshop.build import insert_exercises, stale_notebooks, start_here, with_solutions
-from ministream.workshop.checks_engine import (check_barrier_arrives, check_due_timers, check_key_group,
-                                               check_restart_at, check_ttl_expired, check_update_batch)
+from ministream.workshop.checks_engine import (
+    check_barrier_arrives,
+    check_due_timers,
+    check_key_group,
+    check_restart_at,
+    check_ttl_expired,
+    check_update_batch,
+)
 from ministream.workshop.checks_join import check_join_batch
 from ministream.workshop.checks_output import check_emit_batch, check_emits, check_fires_after
 from ministream.workshop.checks_pipeline import check_pipeline
 from ministream.workshop.checks_sessions import check_add_event, check_is_late
-from ministream.workshop.checks_time import (check_forget, check_global_watermark, check_next_watermark,
-                                             check_state_watermark)
-from ministream.workshop.checks_windows import check_counting_windows, check_counts, check_window_of, \
-    check_windows_of, sliding_cases, tumbling_cases
+from ministream.workshop.checks_time import (
+    check_forget,
+    check_global_watermark,
+    check_next_watermark,
+    check_state_watermark,
+)
+from ministream.workshop.checks_windows import (
+    check_counting_windows,
+    check_counts,
+    check_window_of,
+    check_windows_of,
+    sliding_cases,
+    tumbling_cases,
+)
 from ministream.workshop.course import NOTEBOOKS, START_HERE, course
 from ministream.workshop.exercises import EXERCISES
 from ministream.workshop.feedback import ExerciseFailed, NotWrittenYet
@@ -52,6 +68,7 @@ CHECKS = {
 
 
 # -- typical wrong answers ------------------------------------------------------------------------------------
+
 
 def truncating_window_of(ts, size, offset=0):
     start = offset + int((ts - offset) / size) * size  # truncates towards zero
@@ -142,20 +159,25 @@ def never_releases_barrier(held_back, position, inputs):
 
 def _match(imp, click, within, strict=False):
     end = imp["ts"] + within
-    return imp["ad_id"] == click["ad_id"] and imp["ts"] <= click["ts"] and (click["ts"] < end if strict
-                                                                           else click["ts"] <= end)
+    return (
+        imp["ad_id"] == click["ad_id"]
+        and imp["ts"] <= click["ts"]
+        and (click["ts"] < end if strict else click["ts"] <= end)
+    )
 
 
 def join_both_ways(left_state, right_state, new_left, new_right, within):
     """New impressions meet every click, new clicks every impression: a pair of new rows comes out twice."""
-    return ([(i, c) for i in new_left for c in right_state + new_right if _match(i, c, within)]
-            + [(i, c) for c in new_right for i in left_state + new_left if _match(i, c, within)])
+    return [(i, c) for i in new_left for c in right_state + new_right if _match(i, c, within)] + [
+        (i, c) for c in new_right for i in left_state + new_left if _match(i, c, within)
+    ]
 
 
 def join_state_only(left_state, right_state, new_left, new_right, within):
     """New rows meet only the stored rows: a pair of new rows never comes out."""
-    return ([(i, c) for i in new_left for c in right_state if _match(i, c, within)]
-            + [(i, c) for c in new_right for i in left_state if _match(i, c, within)])
+    return [(i, c) for i in new_left for c in right_state if _match(i, c, within)] + [
+        (i, c) for c in new_right for i in left_state if _match(i, c, within)
+    ]
 
 
 def join_everything(left_state, right_state, new_left, new_right, within):
@@ -164,8 +186,9 @@ def join_everything(left_state, right_state, new_left, new_right, within):
 
 
 def join_strict(left_state, right_state, new_left, new_right, within):
-    return ([(i, c) for i in new_left for c in right_state if _match(i, c, within, strict=True)]
-            + [(i, c) for c in new_right for i in left_state + new_left if _match(i, c, within, strict=True)])
+    return [(i, c) for i in new_left for c in right_state if _match(i, c, within, strict=True)] + [
+        (i, c) for c in new_right for i in left_state + new_left if _match(i, c, within, strict=True)
+    ]
 
 
 def pipeline_without(delay=None, size=None, sink="output", aggregates=None):
@@ -176,8 +199,9 @@ def pipeline_without(delay=None, size=None, sink="output", aggregates=None):
 
     def pipeline(script, params):
         flow = Dataflow("wrong")
-        events = flow.source("events", ScriptedSource(script)).with_watermark("watermark", "ts",
-                                                                             delay or params["delay"])
+        events = flow.source("events", ScriptedSource(script)).with_watermark(
+            "watermark", "ts", delay or params["delay"]
+        )
         chosen = aggregates or {"count": Count(), "sum": Sum("value"), "max": Max("value")}
         events.key_by("key").window("w", Tumbling(size or params["size"]), **chosen).sink(sink, CollectingSink())
         return flow
@@ -191,7 +215,8 @@ def pipeline_without_watermark(script, params):
 
     flow = Dataflow("wrong")
     flow.source("events", ScriptedSource(script)).key_by("key").window(
-        "w", Tumbling(params["size"]), count=Count()).sink("output", CollectingSink())
+        "w", Tumbling(params["size"]), count=Count()
+    ).sink("output", CollectingSink())
     return flow
 
 
@@ -228,23 +253,44 @@ WRONG = [
     ("add_event", lambda sessions, ts, gap: merge_sessions(sessions + [(ts, ts + gap - 1)]), "opens the session"),
     ("is_late", lambda ts, gap, wm: ts <= wm, "not by its own time"),
     ("is_late", lambda ts, gap, wm: ts + gap < wm, "inclusive"),
-    ("counting_windows", lambda ts, k, wms, size, slide: [w for w in sliding(
-        ts, size, slide) if ts > wms[max(k - 1, 0)]], "late is decided per window"),
-    ("counting_windows", lambda ts, k, wms, size, slide: sliding(ts, size, slide),
-     "dropped from the windows that ended"),
-    ("counting_windows", lambda ts, k, wms, size, slide: [w for w in sliding(
-        ts, size, slide) if w[1] >= wms[max(k - 1, 0)]], "inclusive"),
+    (
+        "counting_windows",
+        lambda ts, k, wms, size, slide: [w for w in sliding(ts, size, slide) if ts > wms[max(k - 1, 0)]],
+        "late is decided per window",
+    ),
+    (
+        "counting_windows",
+        lambda ts, k, wms, size, slide: sliding(ts, size, slide),
+        "dropped from the windows that ended",
+    ),
+    (
+        "counting_windows",
+        lambda ts, k, wms, size, slide: [w for w in sliding(ts, size, slide) if w[1] >= wms[max(k - 1, 0)]],
+        "inclusive",
+    ),
     ("counts", lambda end, k, wms: end > wms[k], "previous batch's watermark"),
     ("counts", lambda end, k, wms: end >= wms[max(k - 1, 0)], "inclusive"),
     ("counts", lambda end, k, wms: end > wms[k - 1], "watermarks[-1]"),
-    ("emits", lambda mode, end, touched, wm: end < wm if mode == "append" else solutions.emits(mode, end, touched, wm),
-     "inclusive"),
-    ("emits", lambda mode, end, touched, wm: True if mode == "update" else solutions.emits(mode, end, touched, wm),
-     "update mode emits"),
-    ("emits", lambda mode, end, touched, wm: touched if mode == "complete" else solutions.emits(mode, end, touched, wm),
-     "complete mode emits every window"),
-    ("emits", lambda mode, end, touched, wm: end <= wm if mode == "update" else solutions.emits(mode, end, touched, wm),
-     "update mode emits"),
+    (
+        "emits",
+        lambda mode, end, touched, wm: end < wm if mode == "append" else solutions.emits(mode, end, touched, wm),
+        "inclusive",
+    ),
+    (
+        "emits",
+        lambda mode, end, touched, wm: True if mode == "update" else solutions.emits(mode, end, touched, wm),
+        "update mode emits",
+    ),
+    (
+        "emits",
+        lambda mode, end, touched, wm: touched if mode == "complete" else solutions.emits(mode, end, touched, wm),
+        "complete mode emits every window",
+    ),
+    (
+        "emits",
+        lambda mode, end, touched, wm: end <= wm if mode == "update" else solutions.emits(mode, end, touched, wm),
+        "update mode emits",
+    ),
     ("join_batch", join_both_ways, "exactly once"),
     ("join_batch", join_state_only, "exactly once"),
     ("join_batch", join_everything, "only pairs with at least one new row"),
@@ -252,20 +298,36 @@ WRONG = [
     ("state_watermark", lambda wm, upper, inclusive: wm - upper, "one more millisecond"),
     ("state_watermark", lambda wm, upper, inclusive: wm - 1, "impression_time <= WM - upper"),
     ("state_watermark", lambda wm, upper, inclusive: wm + upper - 1, "impression_time <= WM - upper"),
-    ("global_watermark", lambda wm, props, policy: max(wm, min(v for v in props.values() if v is not None))
-     if policy == "min" else solutions.global_watermark(wm, props, policy), "counts as 0"),
-    ("global_watermark", lambda wm, props, policy: solutions.global_watermark(wm, props, "max" if policy == "min"
-                                                                                else "min"), "smallest"),
+    (
+        "global_watermark",
+        lambda wm, props, policy: (
+            max(wm, min(v for v in props.values() if v is not None))
+            if policy == "min"
+            else solutions.global_watermark(wm, props, policy)
+        ),
+        "counts as 0",
+    ),
+    (
+        "global_watermark",
+        lambda wm, props, policy: solutions.global_watermark(wm, props, "max" if policy == "min" else "min"),
+        "smallest",
+    ),
     ("global_watermark", lambda wm, props, policy: solutions.global_watermark(0, props, policy), "never goes down"),
     ("forget", lambda first, delay, wm: wm > first + delay, "inclusive"),
     ("forget", lambda first, delay, wm: wm >= first, "plus the delay"),
     ("emit_batch", lambda end, wms: next((k for k, w in enumerate(wms) if end < w), None), "inclusive"),
     ("emit_batch", lambda end, wms: next((k + 1 for k, w in enumerate(wms) if end <= w), None), "own watermark"),
     ("emit_batch", lambda end, wms: next((k for k, w in enumerate(wms) if end <= w), -1), "never emitted"),
-    ("fires_after", lambda end, times, delay: next((i for i, t in enumerate(times, 1)
-                                                    if max(times[:i]) - delay >= end - 1), None), "- delay - 1 ms"),
-    ("fires_after", lambda end, times, delay: next((i for i, t in enumerate(times, 1)
-                                                    if max(times[:i]) - delay - 1 >= end), None), "end - 1"),
+    (
+        "fires_after",
+        lambda end, times, delay: next((i for i, t in enumerate(times, 1) if max(times[:i]) - delay >= end - 1), None),
+        "- delay - 1 ms",
+    ),
+    (
+        "fires_after",
+        lambda end, times, delay: next((i for i, t in enumerate(times, 1) if max(times[:i]) - delay - 1 >= end), None),
+        "end - 1",
+    ),
     ("due_timers", lambda timers, wm: sorted(t for t in timers if t[0] < wm), "expiry <= WM_k"),
     ("due_timers", unsorted_due_timers, "expiry order"),
     ("ttl_expired", lambda written, ttl, now: now > written + ttl, "inclusive"),
@@ -324,6 +386,7 @@ def test_failure_message_names_place_answers_and_rule():
 
 def test_emit_batch_failure_gives_the_watermark_that_closes_the_window():
     """The emission message gives the window, the batches, and end <= watermark with the engine's numbers."""
+
     def one_batch_late_on_the_lesson(window_end, watermarks):  # right on the cases (4 watermarks), late after
         batch_id = solutions.emit_batch(window_end, watermarks)
         return batch_id + 1 if batch_id is not None and len(watermarks) > 4 else batch_id
@@ -334,7 +397,8 @@ def test_emit_batch_failure_gives_the_watermark_that_closes_the_window():
         "emit_batch: window [10:00:00, 10:00:10) of key a, watermarks per batch 0, 09:59:58, 10:00:11, 10:00:22, "
         "10:00:26: yours is batch 3, ministream's is batch 2.\nRule missed: in append mode a window is emitted once, "
         "in the first batch whose own watermark is at or past its end (end <= WM_k), and then removed "
-        "(end 10:00:10 <= watermark 10:00:11)")
+        "(end 10:00:10 <= watermark 10:00:11)"
+    )
 
 
 @pytest.mark.spark
@@ -344,17 +408,23 @@ def test_spark_windows_are_the_oracles_windows(spark):
     ministream, spark_oracle = get_oracle("ministream"), get_oracle("spark")
     for cases, tumbling in ((tumbling_cases(), True), (sliding_cases(), False)):
         for case in cases:
-            ts, size, slide, offset = (case.args[0], case.args[1], case.args[1], case.args[2]) if tumbling \
-                else case.args
+            ts, size, slide, offset = (
+                (case.args[0], case.args[1], case.args[1], case.args[2]) if tumbling else case.args
+            )
             assert spark_oracle.windows([ts], size, slide, offset) == ministream.windows([ts], size, slide, offset)
 
 
 # -- the notebooks ----------------------------------------------------------------------------------------------
 
+
 def test_build_is_idempotent_and_puts_exercises_before_the_recap():
     """Building twice gives the same notebook; the exercise cells come right before the recap."""
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# 2. Windows\n\nYou will be able to"),
-                                               nbformat.v4.new_markdown_cell("## Recap\n- done")])
+    notebook = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_markdown_cell("# 2. Windows\n\nYou will be able to"),
+            nbformat.v4.new_markdown_cell("## Recap\n- done"),
+        ]
+    )
     once = insert_exercises(notebook, ["tumbling-window"], number=2)
     assert insert_exercises(once, ["tumbling-window"], number=2) == once
     tags = [cell.metadata.get("tags") for cell in once.cells]
@@ -366,8 +436,11 @@ def test_with_solutions_fills_every_exercise_cell():
     """The notebooks the tests execute have every exercise solved and every check expected to pass."""
     built = with_solutions(insert_exercises(nbformat.v4.new_notebook(), ["tumbling-window"], number=2))
     exercise_cells = [cell for cell in built.cells if "exercise" in cell.metadata.get("tags", [])]
-    assert [cell.source.split("(")[0] for cell in exercise_cells] == ["def window_of", "def next_watermark",
-                                                                     "def pipeline"]
+    assert [cell.source.split("(")[0] for cell in exercise_cells] == [
+        "def window_of",
+        "def next_watermark",
+        "def pipeline",
+    ]
     assert all("raises-exception" not in cell.metadata.get("tags", []) for cell in built.cells)
 
 

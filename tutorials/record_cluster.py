@@ -26,8 +26,14 @@ ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "tutorials" / "cluster.md"
 MASTER = "spark://127.0.0.1:7077"
 BIN = Path(sys.executable).parent
-ENV = {**os.environ, "TZ": "UTC", "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
-       "PYSPARK_DRIVER_PYTHON": sys.executable, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+ENV = {
+    **os.environ,
+    "TZ": "UTC",
+    "SPARK_LOCAL_IP": "127.0.0.1",
+    "PYSPARK_PYTHON": sys.executable,
+    "PYSPARK_DRIVER_PYTHON": sys.executable,
+    "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+}
 ENV.pop("MINISTREAM_SPARK_MASTER", None)
 
 # Run in a fresh process: start a session on a master, compare a lesson once (the first micro-batches of a
@@ -52,8 +58,9 @@ print(json.dumps({"session": session - began, "first": first - session, "per_bat
 
 def snapshot(into: Path) -> str:
     """Copy the last commit's files into ``into`` and make its ``ministream`` the one imported; return its id."""
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                            check=True).stdout.strip()
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.strip()
     archive = subprocess.run(["git", "archive", "HEAD"], cwd=ROOT, capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
     ENV["PYTHONPATH"] = str(into)  # ahead of the venv's editable install of the working tree
@@ -71,8 +78,9 @@ def run(command: str) -> tuple[str, float]:
 
 
 def probe(master: str) -> dict:
-    done = subprocess.run([sys.executable, "-c", TIMING_PROBE, master], cwd=HERE, env=ENV, capture_output=True,
-                          text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", TIMING_PROBE, master], cwd=HERE, env=ENV, capture_output=True, text=True
+    )
     if done.returncode != 0:
         sys.exit(f"timing probe on {master} failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -106,8 +114,11 @@ def main() -> None:
     rows = [
         ("", "local[2]", "cluster (1 worker core)"),
         ("ministream cluster start", "-", f"{seconds['cluster-start']:.1f} s"),
-        ("ministream compare --all (whole command)", f"{seconds['compare-local']:.1f} s",
-         f"{seconds['compare-cluster']:.1f} s"),
+        (
+            "ministream compare --all (whole command)",
+            f"{seconds['compare-local']:.1f} s",
+            f"{seconds['compare-cluster']:.1f} s",
+        ),
         ("session start, fresh process", f"{local['session']:.1f} s", f"{remote['session']:.1f} s"),
         ("first compare of a process (3 batches)", f"{local['first']:.1f} s", f"{remote['first']:.1f} s"),
         ("each later micro-batch", f"{local['per_batch']:.2f} s", f"{remote['per_batch']:.2f} s"),
@@ -116,8 +127,7 @@ def main() -> None:
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     table = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
     when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d")
-    table.append(f"(recorded {when} at commit {commit}, on {os.cpu_count()} cores; load average {load:.1f} "
-                 "at the end)")
+    table.append(f"(recorded {when} at commit {commit}, on {os.cpu_count()} cores; load average {load:.1f} at the end)")
     blocks["timings"] = "\n".join(table)
     text = PAGE.read_text()
     for name, body in blocks.items():

@@ -34,18 +34,25 @@ FAILURES = ROOT / "tests" / "data" / "fuzz"
 BLOCK = r"(<!-- fuzz {name} -->\n)(?P<body>.*?)(<!-- /fuzz {name} -->)"
 SUMMARY = re.compile(r"^(?P<lesson>[\w-]+): (?P<agreed>\d+) of (?P<runs>\d+) random scripts match Spark", re.M)
 
-VARIANTS = [("running-aggregation", {"mode": "complete"}), ("session-window", {"mode": "complete"}),
-            ("output-modes", {"mode": "update"}), ("output-modes", {"mode": "complete"}),
-            ("outer-join", {"how": "full_outer"}), ("outer-join", {"how": "left_semi"}),
-            ("idle-input", {"policy": "max"}), ("deduplication", {"key": "within"}),
-            ("checkpoint-recovery", {"delivery": "at_least_once"})]
+VARIANTS = [
+    ("running-aggregation", {"mode": "complete"}),
+    ("session-window", {"mode": "complete"}),
+    ("output-modes", {"mode": "update"}),
+    ("output-modes", {"mode": "complete"}),
+    ("outer-join", {"how": "full_outer"}),
+    ("outer-join", {"how": "left_semi"}),
+    ("idle-input", {"policy": "max"}),
+    ("deduplication", {"key": "within"}),
+    ("checkpoint-recovery", {"delivery": "at_least_once"}),
+]
 """Other settings of the lessons that teach a choice (a second table, fewer scripts each)."""
 
 
 def lessons_with_a_twin(copy: Path) -> list[str]:
     code = "from ministream.lessons import all_lessons; print(*[l.name for l in all_lessons() if l.twin])"
-    return subprocess.run([sys.executable, "-c", code], cwd=copy, env=ENV, capture_output=True, text=True,
-                          check=True).stdout.split()
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=copy, env=ENV, capture_output=True, text=True, check=True
+    ).stdout.split()
 
 
 def fuzz(copy: Path, lesson: str, params: dict, runs: int, seed: int) -> dict:
@@ -60,14 +67,24 @@ def fuzz(copy: Path, lesson: str, params: dict, runs: int, seed: int) -> dict:
     seconds = time.monotonic() - began
     found = SUMMARY.search(done.stdout)
     if found is None:
-        raise RuntimeError(f"{' '.join(words)} printed no summary (exit {done.returncode}):\n"
-                           f"{done.stdout}\n{done.stderr[-3000:]}")
+        raise RuntimeError(
+            f"{' '.join(words)} printed no summary (exit {done.returncode}):\n{done.stdout}\n{done.stderr[-3000:]}"
+        )
     if (copy / "fuzz-failures" / slug).exists():
         shutil.copytree(copy / "fuzz-failures" / slug, FAILURES / slug, dirs_exist_ok=True)
-    replays = [line.strip().replace("fuzz-failures/", "tests/data/fuzz/") for line in done.stdout.splitlines()
-               if line.strip().startswith("replay:")]
-    return {"lesson": lesson, "params": params, "runs": int(found["runs"]), "agreed": int(found["agreed"]),
-            "seconds": seconds, "replays": replays}
+    replays = [
+        line.strip().replace("fuzz-failures/", "tests/data/fuzz/")
+        for line in done.stdout.splitlines()
+        if line.strip().startswith("replay:")
+    ]
+    return {
+        "lesson": lesson,
+        "params": params,
+        "runs": int(found["runs"]),
+        "agreed": int(found["agreed"]),
+        "seconds": seconds,
+        "replays": replays,
+    }
 
 
 def table(results: list[dict], commit: str, seed: int, began: str, loads: tuple) -> str:
@@ -75,21 +92,30 @@ def table(results: list[dict], commit: str, seed: int, began: str, loads: tuple)
     runs = results[0]["runs"] if results else 0
     with_params = any(r["params"] for r in results)
     command = "ministream fuzz LESSON --param NAME=VALUE" if with_params else "ministream fuzz LESSON"
-    lines = [f"Recorded on {began} (UTC) from commit `{commit}`: `{command} --runs {runs} --seed {seed}` for "
-             "each row, one at a time, each in a fresh process on a copy of that commit "
-             "(`tutorials/record_fuzz.py` does all of it), on 2 cores shared with other work (load average "
-             f"{loads[0]} before, {loads[1]} after). Seconds are the wall-clock time of the whole process: "
-             "starting Spark (about 20 s), every script in both engines, and shrinking a disagreement.", ""]
+    lines = [
+        f"Recorded on {began} (UTC) from commit `{commit}`: `{command} --runs {runs} --seed {seed}` for "
+        "each row, one at a time, each in a fresh process on a copy of that commit "
+        "(`tutorials/record_fuzz.py` does all of it), on 2 cores shared with other work (load average "
+        f"{loads[0]} before, {loads[1]} after). Seconds are the wall-clock time of the whole process: "
+        "starting Spark (about 20 s), every script in both engines, and shrinking a disagreement.",
+        "",
+    ]
     if with_params:
         lines += ["| lesson | parameters | runs | agreed | seconds |", "| --- | --- | ---: | ---: | ---: |"]
-        lines += [f"| `{r['lesson']}` | `{' '.join(f'{n}={v}' for n, v in r['params'].items())}` | {r['runs']} | "
-                  f"{r['agreed']} | {r['seconds']:.0f} |" for r in results]
+        lines += [
+            f"| `{r['lesson']}` | `{' '.join(f'{n}={v}' for n, v in r['params'].items())}` | {r['runs']} | "
+            f"{r['agreed']} | {r['seconds']:.0f} |"
+            for r in results
+        ]
     else:
         lines += ["| lesson | runs | agreed | seconds |", "| --- | ---: | ---: | ---: |"]
         lines += [f"| `{r['lesson']}` | {r['runs']} | {r['agreed']} | {r['seconds']:.0f} |" for r in results]
     total = sum(r["seconds"] for r in results)
-    lines += ["", f"{sum(r['agreed'] for r in results)} of {sum(r['runs'] for r in results)} random scripts agree, "
-              f"in {total / 60:.0f} minutes."]
+    lines += [
+        "",
+        f"{sum(r['agreed'] for r in results)} of {sum(r['runs'] for r in results)} random scripts agree, "
+        f"in {total / 60:.0f} minutes.",
+    ]
     for r in results:
         lines += [f"- `{r['lesson']}`: {replay}" for replay in r["replays"]]
     return "\n".join(lines) + "\n"
@@ -118,12 +144,18 @@ def main(argv=None) -> int:
             began = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
             before, results = os.getloadavg()[0], []
             for lesson, params in parts[part]:
-                results.append(fuzz(copy, lesson, params, args.runs if part == "lessons" else args.variant_runs,
-                                    args.seed))
-                print(f"{lesson} {params or ''}: {results[-1]['agreed']} of {results[-1]['runs']} in "
-                      f"{results[-1]['seconds']:.0f} s", flush=True)
-            write_block("results" if part == "lessons" else "variants",
-                        table(results, commit, args.seed, began, (f"{before:.1f}", f"{os.getloadavg()[0]:.1f}")))
+                results.append(
+                    fuzz(copy, lesson, params, args.runs if part == "lessons" else args.variant_runs, args.seed)
+                )
+                print(
+                    f"{lesson} {params or ''}: {results[-1]['agreed']} of {results[-1]['runs']} in "
+                    f"{results[-1]['seconds']:.0f} s",
+                    flush=True,
+                )
+            write_block(
+                "results" if part == "lessons" else "variants",
+                table(results, commit, args.seed, began, (f"{before:.1f}", f"{os.getloadavg()[0]:.1f}")),
+            )
             print(f"wrote the {part} table of {PAGE}")
     return 0
 

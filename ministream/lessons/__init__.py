@@ -50,8 +50,15 @@ def get_lesson(name: str) -> Lesson:
     raise PipelineError(f"there is no lesson {name!r}; the lessons are: {known}")
 
 
-def compare_lesson(lesson: Lesson, script=None, params: dict | None = None, *, parallelism: int = 1,
-                   seed: int = 0, master: str | None = None) -> Comparison:
+def compare_lesson(
+    lesson: Lesson,
+    script=None,
+    params: dict | None = None,
+    *,
+    parallelism: int = 1,
+    seed: int = 0,
+    master: str | None = None,
+) -> Comparison:
     """Run a lesson in ministream and in Spark on the same script and compare them batch by batch.
 
     A lesson that uses processing time (``lesson.replay_spark_clock``) runs Spark first, then ministream with

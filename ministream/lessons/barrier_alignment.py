@@ -40,8 +40,11 @@ from ministream.lessons.lesson import Lesson, Param, event
 from ministream.testing import CollectingSink, ScriptedSource
 
 DEFAULT_SCRIPT = {
-    "web": [[event(1, "a"), event(2, "b"), event(3, "a"), event(4, "a")], [event(5, "b"), event(6, "a")],
-            [event(7, "a"), event(8, "b")]],
+    "web": [
+        [event(1, "a"), event(2, "b"), event(3, "a"), event(4, "a")],
+        [event(5, "b"), event(6, "a")],
+        [event(7, "a"), event(8, "b")],
+    ],
     "mobile": [[event(2, "b")], [], [event(9, "a")]],
 }
 """``web`` is the busy input (8 rows), ``mobile`` the quiet one (2 rows)."""
@@ -64,11 +67,19 @@ def union_aggregate(flow: Dataflow, name: str, inputs: list[KeyedStream], **aggr
 
     """
     key_columns = inputs[0].key_columns
-    step = Step(name, "aggregate", lambda: RunningAggregate(key_columns, aggregates),
-                [keyed.edge() for keyed in inputs], "keyed",
-                options={"key": ", ".join(key_columns), "inputs": " + ".join(k.upstream.name for k in inputs),
-                         "aggregates": ", ".join(f"{n}={f.name}({f.column or '*'})" for n, f in aggregates.items()),
-                         "operator_class": RunningAggregate})
+    step = Step(
+        name,
+        "aggregate",
+        lambda: RunningAggregate(key_columns, aggregates),
+        [keyed.edge() for keyed in inputs],
+        "keyed",
+        options={
+            "key": ", ".join(key_columns),
+            "inputs": " + ".join(k.upstream.name for k in inputs),
+            "aggregates": ", ".join(f"{n}={f.name}({f.column or '*'})" for n, f in aggregates.items()),
+            "operator_class": RunningAggregate,
+        },
+    )
     return Stream(flow, flow.add(step))
 
 
@@ -77,8 +88,7 @@ def pipeline(script, params) -> Dataflow:
     flow = Dataflow("barrier-alignment")
     web = flow.source("web", ScriptedSource(script["web"]))
     mobile = flow.source("mobile", ScriptedSource(script["mobile"]))
-    totals = union_aggregate(flow, "totals", [web.key_by("key"), mobile.key_by("key")],
-                             count=Count(), sum=Sum("value"))
+    totals = union_aggregate(flow, "totals", [web.key_by("key"), mobile.key_by("key")], count=Count(), sum=Sum("value"))
     totals.sink("output", CollectingSink())
     return flow
 
@@ -91,8 +101,15 @@ def twin(inputs, params):
     return events.groupBy("key").agg(F.count("*").alias("count"), F.sum("value").alias("sum"))
 
 
-def checkpointed_run(params: dict | None = None, *, seed: int = 0, crash_after_rows: int | None = None,
-                     parallelism: int = 1, pictures: bool = False, storage=None):
+def checkpointed_run(
+    params: dict | None = None,
+    *,
+    seed: int = 0,
+    crash_after_rows: int | None = None,
+    parallelism: int = 1,
+    pictures: bool = False,
+    storage=None,
+):
     """The continuous model with checkpoints in the lesson's ``mode`` every ``interval`` rows, traced; with
     ``crash_after_rows``, crashed there and recovered (``recovery.RecoveredRun``).
 
@@ -106,8 +123,17 @@ def checkpointed_run(params: dict | None = None, *, seed: int = 0, crash_after_r
     flow = pipeline(LESSON.default_script, values)
     if crash_after_rows is not None:
         crash_at(flow, crash_after_rows)
-    return run_with_recovery(flow, model="continuous", interval=values["interval"], mode=values["mode"],
-                             seed=seed, parallelism=parallelism, trace=True, pictures=pictures, storage=storage)
+    return run_with_recovery(
+        flow,
+        model="continuous",
+        interval=values["interval"],
+        mode=values["mode"],
+        seed=seed,
+        parallelism=parallelism,
+        trace=True,
+        pictures=pictures,
+        storage=storage,
+    )
 
 
 def barrier_lines(run) -> list[str]:
@@ -115,8 +141,11 @@ def barrier_lines(run) -> list[str]:
 
     >>> barrier_lines(checkpointed_run(seed=ALIGNMENT_SEED))[0]
     'web: barrier 1 injected after 0 rows (offset 0)'"""
-    return [f"{line.step}{'' if line.step in LESSON.inputs else f'[{line.subtask}]'}: {line.text}"
-            for line in run.trace.lines if line.kind == "barrier"]
+    return [
+        f"{line.step}{'' if line.step in LESSON.inputs else f'[{line.subtask}]'}: {line.text}"
+        for line in run.trace.lines
+        if line.kind == "barrier"
+    ]
 
 
 def counts(output) -> dict:
@@ -137,9 +166,16 @@ LESSON = Lesson(
     twin=twin,
     fields=[Field("key", str), Field("value", float)],
     default_script=DEFAULT_SCRIPT,
-    params=[Param("mode", "aligned", "continuous model checkpoints: aligned, unaligned or at_least_once",
-                  kind="choice", choices=("aligned", "unaligned", "at_least_once")),
-            Param("interval", 2, "continuous model: rows read between two checkpoints", kind="int")],
+    params=[
+        Param(
+            "mode",
+            "aligned",
+            "continuous model checkpoints: aligned, unaligned or at_least_once",
+            kind="choice",
+            choices=("aligned", "unaligned", "at_least_once"),
+        ),
+        Param("interval", 2, "continuous model: rows read between two checkpoints", kind="int"),
+    ],
     inputs=("web", "mobile"),
     output_mode="update",
     doc=__doc__,

@@ -53,9 +53,11 @@ def twin(inputs, params):
 
     events = inputs["events"].withWatermark("ts", format_duration(params["delay"]))
     windows = events.groupBy("key", F.window("ts", format_duration(params["size"]))).agg(
-        F.count("*").alias("count"), F.sum("value").alias("sum"))
-    return windows.select("key", F.col("window.start").alias("window_start"),
-                          F.col("window.end").alias("window_end"), "count", "sum")
+        F.count("*").alias("count"), F.sum("value").alias("sum")
+    )
+    return windows.select(
+        "key", F.col("window.start").alias("window_start"), F.col("window.end").alias("window_end"), "count", "sum"
+    )
 
 
 def random_script(rng, params) -> list:
@@ -71,8 +73,13 @@ def random_script(rng, params) -> list:
     script = random_window_script(rng, params, min_batches=params["crash_batch"] + 1)
     if not script[-1]:
         latest = max((row["ts"] for batch in script for row in batch), default=BASE_TIME)
-        script[-1] = [{"ts": latest + rng.randrange(0, 2 * params["size"], 1_000), "key": rng.choice(KEYS),
-                       "value": float(rng.randint(1, 9))}]
+        script[-1] = [
+            {
+                "ts": latest + rng.randrange(0, 2 * params["size"], 1_000),
+                "key": rng.choice(KEYS),
+                "value": float(rng.randint(1, 9)),
+            }
+        ]
     return script
 
 
@@ -95,8 +102,14 @@ def crash_and_recover(flow, values: dict, *, model: str = "microbatch", output_m
         source = flow.sources[0].source
         rows_before = sum(len(source.batch(k)) for k in range(values["crash_batch"]))
         crash_at(flow, min(rows_before, sum(len(batch) for batch in source.batches) - 1))
-    return run_with_recovery(flow, model=model, output_mode=output_mode, sink_crash=sink_crash,
-                             delivery=values.get("delivery", "exactly_once"), **settings)
+    return run_with_recovery(
+        flow,
+        model=model,
+        output_mode=output_mode,
+        sink_crash=sink_crash,
+        delivery=values.get("delivery", "exactly_once"),
+        **settings,
+    )
 
 
 def spark_crash_and_restart(df, values: dict, output_mode: str = "append", **settings):
@@ -107,9 +120,14 @@ def spark_crash_and_restart(df, values: dict, output_mode: str = "append", **set
     [[0, 1, 2, 3], [3, 4]]"""
     from ministream.spark.checkpoint import run_query_with_crash
 
-    return run_query_with_crash(df, output_mode, crash_batch=values["crash_batch"],
-                                after_rows=values.get("after_rows", 0),
-                                idempotent=values.get("delivery", "exactly_once") == "exactly_once", **settings)
+    return run_query_with_crash(
+        df,
+        output_mode,
+        crash_batch=values["crash_batch"],
+        after_rows=values.get("after_rows", 0),
+        idempotent=values.get("delivery", "exactly_once") == "exactly_once",
+        **settings,
+    )
 
 
 class RecoveryLesson(Lesson):
@@ -128,23 +146,34 @@ class RecoveryLesson(Lesson):
         """Settings for ``spark.checkpoint.run_query_with_crash`` (the rescale lesson adds confs)."""
         return {}
 
-    def run(self, script=None, params: dict | None = None, *, parallelism: int = 1, seed: int = 0,
-            trace: bool = False, model: str = "microbatch", **settings):
+    def run(
+        self,
+        script=None,
+        params: dict | None = None,
+        *,
+        parallelism: int = 1,
+        seed: int = 0,
+        trace: bool = False,
+        model: str = "microbatch",
+        **settings,
+    ):
         """The pipeline, crashed and recovered; ``settings`` go to ``recovery.run_with_recovery`` (a storage,
         a restore parallelism...)."""
         values = self.resolve_params(params)
         flow = self.pipeline(self.default_script if script is None else script, values)
         settings.pop("batch_timestamps", None)
         settings = {**self.recovery_settings(values, parallelism), **settings}
-        return crash_and_recover(flow, values, model=model, output_mode=self.mode(values), seed=seed, trace=trace,
-                                 **settings)
+        return crash_and_recover(
+            flow, values, model=model, output_mode=self.mode(values), seed=seed, trace=trace, **settings
+        )
 
     def run_twin(self, script=None, params: dict | None = None, *, master: str | None = None, **settings):
         """The twin, crashed in ``foreachBatch`` and restarted on its checkpoint: the sink's batches."""
         return self.spark_recovery(script, params, master=master, **settings).batches
 
-    def spark_recovery(self, script=None, params: dict | None = None, *, master: str | None = None,
-                       source: str = "auto", **settings):
+    def spark_recovery(
+        self, script=None, params: dict | None = None, *, master: str | None = None, source: str = "auto", **settings
+    ):
         """The whole Spark run (``spark.checkpoint.SparkRecoveryRun``): batches, the batch ids of each start;
         ``source`` as for ``spark.scripted_stream``; ``settings`` go to ``run_query_with_crash``
         (``checkpoint_dir`` to keep the checkpoint)."""
@@ -152,11 +181,17 @@ class RecoveryLesson(Lesson):
 
         values = self.resolve_params(params)
         spark = spark_session(master)
-        frame = scripted_stream(spark, self.spark_schema(), self.default_script if script is None else script,
-                                source=source)
+        frame = scripted_stream(
+            spark, self.spark_schema(), self.default_script if script is None else script, source=source
+        )
         settings = {**self.spark_settings(values), **settings}
-        return spark_crash_and_restart(self.twin({"events": frame}, values), values, self.mode(values),
-                                       query_name="ministream_" + self.name.replace("-", "_"), **settings)
+        return spark_crash_and_restart(
+            self.twin({"events": frame}, values),
+            values,
+            self.mode(values),
+            query_name="ministream_" + self.name.replace("-", "_"),
+            **settings,
+        )
 
 
 LESSON = RecoveryLesson(
@@ -166,12 +201,19 @@ LESSON = RecoveryLesson(
     twin=twin,
     fields=[Field("key", str), Field("value", float)],
     default_script=DEFAULT_SCRIPT,
-    params=[Param("crash_batch", 3, "the micro-batch in which the sink crashes", kind="int"),
-            Param("after_rows", 1, "how many of that batch's rows the sink writes before it crashes", kind="int"),
-            Param("delivery", "exactly_once", "exactly_once (a transactional or by-batch-id sink) or "
-                  "at_least_once (an appending sink)", kind="choice", choices=("exactly_once", "at_least_once")),
-            Param("size", 10_000, "the length of each window"),
-            Param("delay", 5_000, "how far the watermark trails the largest event time seen")],
+    params=[
+        Param("crash_batch", 3, "the micro-batch in which the sink crashes", kind="int"),
+        Param("after_rows", 1, "how many of that batch's rows the sink writes before it crashes", kind="int"),
+        Param(
+            "delivery",
+            "exactly_once",
+            "exactly_once (a transactional or by-batch-id sink) or at_least_once (an appending sink)",
+            kind="choice",
+            choices=("exactly_once", "at_least_once"),
+        ),
+        Param("size", 10_000, "the length of each window"),
+        Param("delay", 5_000, "how far the watermark trails the largest event time seen"),
+    ],
     output_mode="append",
     doc=__doc__,
     random_script=random_script,

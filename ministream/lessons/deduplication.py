@@ -53,8 +53,10 @@ def random_script(rng, params) -> list:
     script, sent_so_far, now = [], [], BASE_TIME
     for _ in range(rng.randint(2, 5)):
         now += rng.choice([0, 2_000, 8_000, 20_000])
-        batch = [{"ts": now + rng.randint(-2_000, 2_000), "event_id": f"e{rng.randint(1, 5)}"}
-                 for _ in range(rng.randint(0, 3))]
+        batch = [
+            {"ts": now + rng.randint(-2_000, 2_000), "event_id": f"e{rng.randint(1, 5)}"}
+            for _ in range(rng.randint(0, 3))
+        ]
         for copy in rng.sample(sent_so_far, min(len(sent_so_far), rng.randint(0, 2))):
             batch.append(dict(copy, ts=copy["ts"] + rng.choice([0, 0, 1, 5_000])))
         sent_so_far += batch
@@ -87,10 +89,17 @@ LESSON = Lesson(
     twin=twin,
     fields=[Field("event_id", str)],
     default_script=DEFAULT_SCRIPT,
-    params=[Param("key", "id", "id (dropDuplicates(event_id)), id_and_time (dropDuplicates(event_id, ts)) or "
-                  "within (dropDuplicatesWithinWatermark(event_id))", kind="choice",
-                  choices=("id", "id_and_time", "within")),
-            Param("delay", 10_000, "watermark delay")],
+    params=[
+        Param(
+            "key",
+            "id",
+            "id (dropDuplicates(event_id)), id_and_time (dropDuplicates(event_id, ts)) or "
+            "within (dropDuplicatesWithinWatermark(event_id))",
+            kind="choice",
+            choices=("id", "id_and_time", "within"),
+        ),
+        Param("delay", 10_000, "watermark delay"),
+    ],
     output_mode="append",
     doc=__doc__,
     random_script=random_script,

@@ -60,13 +60,16 @@ DEFAULT_SCRIPT = [
 """Device d1 plays session s1, then s2; d2 plays s7. d2's event at 10:00:12 arrives in batch 3, when the
 watermark of batch 2 (10:00:15) has passed it: it is late and dropped. d3's events move the watermark on."""
 
-TRANSFORM_WITH_STATE_CONF = {"spark.sql.streaming.stateStore.providerClass":
-                             "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"}
+TRANSFORM_WITH_STATE_CONF = {
+    "spark.sql.streaming.stateStore.providerClass": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+}
 """``transformWithState`` keeps its state in RocksDB only: ``ministream.spark.ROCKSDB_STATE_STORE``, written
 out here so that the lesson can be imported without PySpark."""
 
-OUTPUT_SCHEMA = ("device STRING, session STRING, kind STRING, time TIMESTAMP, session_start TIMESTAMP, "
-                 "last_event_time TIMESTAMP, events BIGINT, points DOUBLE")
+OUTPUT_SCHEMA = (
+    "device STRING, session STRING, kind STRING, time TIMESTAMP, session_start TIMESTAMP, "
+    "last_event_time TIMESTAMP, events BIGINT, points DOUBLE"
+)
 """One row per heartbeat or closed session, the same in both engines."""
 
 
@@ -79,8 +82,9 @@ def next_tick(after: int, every: int) -> int:
     return (after // every + 1) * every
 
 
-def session_rows(device: str, sessions: dict, done_until: int | None, watermark: int,
-                 heartbeat: int, timeout: int) -> tuple[list[dict], list[str]]:
+def session_rows(
+    device: str, sessions: dict, done_until: int | None, watermark: int, heartbeat: int, timeout: int
+) -> tuple[list[dict], list[str]]:
     """The rows a device owes for event time ``(done_until, watermark]``, and the sessions that closed.
 
     A session is open from its first event until ``timeout`` after its last one. It has a heartbeat at
@@ -97,10 +101,18 @@ def session_rows(device: str, sessions: dict, done_until: int | None, watermark:
     rows, closed = [], []
     for session, figures in sessions.items():
         closes_at = figures["last_event"] + timeout
+
         def row(kind: str, time: int) -> dict:
-            return {"device": device, "session": session, "kind": kind, "time": time,
-                    "session_start": figures["started"], "last_event_time": figures["last_event"],
-                    "events": figures["events"], "points": figures["points"]}
+            return {
+                "device": device,
+                "session": session,
+                "kind": kind,
+                "time": time,
+                "session_start": figures["started"],
+                "last_event_time": figures["last_event"],
+                "events": figures["events"],
+                "points": figures["points"],
+            }
 
         first = next_tick(max(figures["started"] - 1, done_until if done_until is not None else -1), heartbeat)
         for tick in range(first, min(watermark, closes_at - 1) + 1, heartbeat):
@@ -119,8 +131,12 @@ def updated(figures: dict | None, row_ts: int, points: float) -> dict:
     """
     if figures is None:
         return {"started": row_ts, "last_event": row_ts, "events": 1, "points": points}
-    return {"started": min(figures["started"], row_ts), "last_event": max(figures["last_event"], row_ts),
-            "events": figures["events"] + 1, "points": figures["points"] + points}
+    return {
+        "started": min(figures["started"], row_ts),
+        "last_event": max(figures["last_event"], row_ts),
+        "events": figures["events"] + 1,
+        "points": figures["points"] + points,
+    }
 
 
 def wake_up_times(sessions: dict, done_until: int | None, heartbeat: int, timeout: int) -> set[int]:
@@ -162,8 +178,9 @@ class DeviceSessions(Processor):
         # Catch up to the watermark, not just to this timer: a timer registered here would wait for the next
         # batch, and there may be none.
         sessions = dict(self.sessions.items())
-        rows, closed = session_rows(device, sessions, self.done_until.value(), timer_values.watermark,
-                                    self.heartbeat, self.timeout)
+        rows, closed = session_rows(
+            device, sessions, self.done_until.value(), timer_values.watermark, self.heartbeat, self.timeout
+        )
         for session in closed:
             self.sessions.remove(session)
             del sessions[session]
@@ -178,8 +195,8 @@ def pipeline(script, params) -> Dataflow:
     flow = Dataflow("device-sessions")
     events = flow.source("events", ScriptedSource(script)).with_watermark("watermark", "ts", params["delay"])
     sessions = events.key_by("device").process(
-        "sessions", DeviceSessions(params["heartbeat"], params["timeout"]), time_mode="event_time",
-        output_mode="update")
+        "sessions", DeviceSessions(params["heartbeat"], params["timeout"]), time_mode="event_time", output_mode="update"
+    )
     sessions.sink("output", CollectingSink())
     return flow
 
@@ -204,15 +221,18 @@ def twin(inputs, params):
         return dict(zip(("started", "last_event", "events", "points"), value))
 
     def to_row(row):
-        times = {name: datetime.datetime.fromtimestamp(row[name] / 1000, tz=utc)
-                 for name in ("time", "session_start", "last_event_time")}
+        times = {
+            name: datetime.datetime.fromtimestamp(row[name] / 1000, tz=utc)
+            for name in ("time", "session_start", "last_event_time")
+        }
         return Row(**{**row, **times})
 
     class DeviceSessionsTwin(StatefulProcessor):
         def init(self, handle):
             self.handle = handle
-            self.sessions = handle.getMapState("sessions", "session STRING",
-                                               "started BIGINT, last_event BIGINT, events BIGINT, points DOUBLE")
+            self.sessions = handle.getMapState(
+                "sessions", "session STRING", "started BIGINT, last_event BIGINT, events BIGINT, points DOUBLE"
+            )
             self.done_until = handle.getValueState("done_until", "ms BIGINT")
 
         def read(self):
@@ -263,8 +283,14 @@ def random_script(rng, params) -> list:
         batch = []
         for _ in range(rng.randint(0, 4)):
             device = rng.choice(["d1", "d2", "d3"])
-            batch.append({"ts": now + rng.randint(-25_000, 5_000), "device": device,
-                          "session": f"{device}-s{rng.randint(1, 2)}", "value": float(rng.randint(0, 5))})
+            batch.append(
+                {
+                    "ts": now + rng.randint(-25_000, 5_000),
+                    "device": device,
+                    "session": f"{device}-s{rng.randint(1, 2)}",
+                    "value": float(rng.randint(0, 5)),
+                }
+            )
         script.append(batch)
     return script
 
@@ -276,9 +302,11 @@ LESSON = Lesson(
     twin=twin,
     fields=[Field("device", str), Field("session", str), Field("value", float)],
     default_script=DEFAULT_SCRIPT,
-    params=[Param("heartbeat", 30_000, "event time between two heartbeats of an open session"),
-            Param("timeout", 30_000, "a session closes after this long without an event"),
-            Param("delay", 10_000, "the watermark delay (how late an event may arrive)")],
+    params=[
+        Param("heartbeat", 30_000, "event time between two heartbeats of an open session"),
+        Param("timeout", 30_000, "a session closes after this long without an event"),
+        Param("delay", 10_000, "the watermark delay (how late an event may arrive)"),
+    ],
     output_mode="update",
     spark_conf=TRANSFORM_WITH_STATE_CONF,
     doc=__doc__,

@@ -44,15 +44,22 @@ def random_script(rng, params) -> dict:
 def pipeline(script, params) -> Dataflow:
     """ministream: a left outer join of impressions with clicks, both watermarked."""
     flow = Dataflow("idle-input")
-    impressions = (flow.source("impressions", ScriptedSource(script["impressions"]))
-                   .select("impression_columns", impression_ad="ad_id", impression_time="ts")
-                   .with_watermark("impressions_watermark", "impression_time", params["delay"]))
-    clicks = (flow.source("clicks", ScriptedSource(script["clicks"]))
-              .select("click_columns", click_ad="ad_id", click_time="ts")
-              .with_watermark("clicks_watermark", "click_time", params["delay"]))
+    impressions = (
+        flow.source("impressions", ScriptedSource(script["impressions"]))
+        .select("impression_columns", impression_ad="ad_id", impression_time="ts")
+        .with_watermark("impressions_watermark", "impression_time", params["delay"])
+    )
+    clicks = (
+        flow.source("clicks", ScriptedSource(script["clicks"]))
+        .select("click_columns", click_ad="ad_id", click_time="ts")
+        .with_watermark("clicks_watermark", "click_time", params["delay"])
+    )
     joined = impressions.key_by("impression_ad").join(
-        "join", clicks.key_by("click_ad"), how="left_outer",
-        between=TimeRange("impression_time", "click_time", lower=0, upper=params["within"]))
+        "join",
+        clicks.key_by("click_ad"),
+        how="left_outer",
+        between=TimeRange("impression_time", "click_time", lower=0, upper=params["within"]),
+    )
     joined.sink("output", CollectingSink())
     return flow
 
@@ -62,16 +69,24 @@ def twin(inputs, params):
     ``spark.sql.streaming.multipleWatermarkPolicy`` (set by the lesson from ``--param policy``)."""
     from pyspark.sql import functions as F
 
-    impressions = (inputs["impressions"]
-                   .select(F.col("ad_id").alias("impression_ad"), F.col("ts").alias("impression_time"))
-                   .withWatermark("impression_time", f"{params['delay']} milliseconds"))
-    clicks = (inputs["clicks"]
-              .select(F.col("ad_id").alias("click_ad"), F.col("ts").alias("click_time"))
-              .withWatermark("click_time", f"{params['delay']} milliseconds"))
-    return impressions.join(clicks, F.expr(f"""
+    impressions = (
+        inputs["impressions"]
+        .select(F.col("ad_id").alias("impression_ad"), F.col("ts").alias("impression_time"))
+        .withWatermark("impression_time", f"{params['delay']} milliseconds")
+    )
+    clicks = (
+        inputs["clicks"]
+        .select(F.col("ad_id").alias("click_ad"), F.col("ts").alias("click_time"))
+        .withWatermark("click_time", f"{params['delay']} milliseconds")
+    )
+    return impressions.join(
+        clicks,
+        F.expr(f"""
         impression_ad = click_ad AND
         click_time >= impression_time AND
-        click_time <= impression_time + INTERVAL {params['within']} MILLISECONDS"""), "left_outer")
+        click_time <= impression_time + INTERVAL {params["within"]} MILLISECONDS"""),
+        "left_outer",
+    )
 
 
 LESSON = Lesson(
@@ -81,10 +96,17 @@ LESSON = Lesson(
     twin=twin,
     fields=[Field("ad_id", str)],
     default_script=DEFAULT_SCRIPT,
-    params=[Param("policy", "min", "how the two inputs' watermarks combine: min (wait for the slowest) or max",
-                  kind="choice", choices=("min", "max")),
-            Param("within", 20_000, "a click matches an impression shown at most this long before it"),
-            Param("delay", 10_000, "watermark delay of both inputs")],
+    params=[
+        Param(
+            "policy",
+            "min",
+            "how the two inputs' watermarks combine: min (wait for the slowest) or max",
+            kind="choice",
+            choices=("min", "max"),
+        ),
+        Param("within", 20_000, "a click matches an impression shown at most this long before it"),
+        Param("delay", 10_000, "watermark delay of both inputs"),
+    ],
     inputs=("impressions", "clicks"),
     output_mode="append",
     random_script=random_script,

@@ -46,8 +46,9 @@ def pipeline(script, params) -> Dataflow:
     to the side output ``late``, sunk as ``late``."""
     flow = Dataflow("late-data")
     events = flow.source("events", ScriptedSource(script)).with_watermark("watermark", "ts", params["delay"])
-    windows = events.key_by("key").window("per_window", Tumbling(params["size"]), late_rows="late",
-                                          count=Count(), sum=Sum("value"))
+    windows = events.key_by("key").window(
+        "per_window", Tumbling(params["size"]), late_rows="late", count=Count(), sum=Sum("value")
+    )
     windows.sink("output", CollectingSink())
     windows.side_output("late").sink("late", CollectingSink())
     return flow
@@ -60,9 +61,11 @@ def twin(inputs, params):
 
     events = inputs["events"].withWatermark("ts", format_duration(params["delay"]))
     windows = events.groupBy("key", F.window("ts", format_duration(params["size"]))).agg(
-        F.count("*").alias("count"), F.sum("value").alias("sum"))
-    return windows.select("key", F.col("window.start").alias("window_start"),
-                          F.col("window.end").alias("window_end"), "count", "sum")
+        F.count("*").alias("count"), F.sum("value").alias("sum")
+    )
+    return windows.select(
+        "key", F.col("window.start").alias("window_start"), F.col("window.end").alias("window_end"), "count", "sum"
+    )
 
 
 LESSON = Lesson(
@@ -72,8 +75,10 @@ LESSON = Lesson(
     twin=twin,
     fields=[Field("key", str), Field("value", float)],
     default_script=DEFAULT_SCRIPT,
-    params=[Param("size", 10_000, "the length of each window"),
-            Param("delay", 5_000, "how far the watermark trails the largest event time seen")],
+    params=[
+        Param("size", 10_000, "the length of each window"),
+        Param("delay", 5_000, "how far the watermark trails the largest event time seen"),
+    ],
     output_mode="append",
     doc=__doc__,
     random_script=random_window_script,

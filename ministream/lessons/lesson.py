@@ -123,8 +123,17 @@ class Lesson:
         columns = ["ts TIMESTAMP"] + [f"{field.name} {SPARK_TYPES[field.kind]}" for field in self.fields]
         return ", ".join(columns)
 
-    def run(self, script=None, params: dict | None = None, *, parallelism: int = 1, seed: int = 0,
-            trace: bool = False, model: str = "microbatch", batch_timestamps: list[int] | None = None):
+    def run(
+        self,
+        script=None,
+        params: dict | None = None,
+        *,
+        parallelism: int = 1,
+        seed: int = 0,
+        trace: bool = False,
+        model: str = "microbatch",
+        batch_timestamps: list[int] | None = None,
+    ):
         """Run the ministream pipeline on ``script`` (the default script when ``None``); ``batch_timestamps``
         (micro-batch model) overrides the lesson's own processing times."""
         from ministream.microbatch import run_microbatch
@@ -135,12 +144,18 @@ class Lesson:
         if model == "continuous":
             from ministream.continuous import run_continuous
 
-            return run_continuous(flow, parallelism=parallelism, seed=seed, trace=trace,
-                                  output_mode=self.mode(values))
+            return run_continuous(flow, parallelism=parallelism, seed=seed, trace=trace, output_mode=self.mode(values))
         if batch_timestamps is None and self.batch_timestamps is not None:
             batch_timestamps = self.batch_timestamps(script, values)
-        return run_microbatch(flow, output_mode=self.mode(values), parallelism=parallelism, seed=seed,
-                              watermark_policy=self.policy(values), trace=trace, batch_timestamps=batch_timestamps)
+        return run_microbatch(
+            flow,
+            output_mode=self.mode(values),
+            parallelism=parallelism,
+            seed=seed,
+            watermark_policy=self.policy(values),
+            trace=trace,
+            batch_timestamps=batch_timestamps,
+        )
 
     def run_twin(self, script=None, params: dict | None = None, *, master: str | None = None):
         """Run the PySpark twin on the same script and return its batches."""
@@ -151,11 +166,11 @@ class Lesson:
         spark = spark_session(master)
         by_input = script if len(self.inputs) > 1 else {self.inputs[0]: script}
         length = max(len(batches) for batches in by_input.values())
-        frames = {name: scripted_stream(spark, self.spark_schema(), _padded(by_input[name], length))
-                  for name in self.inputs}
+        frames = {
+            name: scripted_stream(spark, self.spark_schema(), _padded(by_input[name], length)) for name in self.inputs
+        }
         conf = {"spark.sql.streaming.multipleWatermarkPolicy": self.policy(values), **self.spark_conf}
-        return run_query(self.twin(frames, values), self.mode(values), query_name=_query_name(self.name),
-                         conf=conf)
+        return run_query(self.twin(frames, values), self.mode(values), query_name=_query_name(self.name), conf=conf)
 
 
 def _padded(batches: list, length: int) -> list:

@@ -55,8 +55,9 @@ def pipeline(script, params) -> Dataflow:
     """ministream, for both models: a watermark on ``ts``, then a count per key and per tumbling window."""
     flow = Dataflow("microbatch-vs-continuous")
     events = flow.source("events", ScriptedSource(script)).with_watermark("watermark", "ts", params["delay"])
-    windows = events.key_by("key").window("per_window", Tumbling(params["size"]),
-                                          allowed_lateness=params["lateness"], count=Count())
+    windows = events.key_by("key").window(
+        "per_window", Tumbling(params["size"]), allowed_lateness=params["lateness"], count=Count()
+    )
     windows.sink("output", CollectingSink())
     return flow
 
@@ -66,10 +67,10 @@ def twin(inputs, params):
     from pyspark.sql import functions as F
 
     events = inputs["events"].withWatermark("ts", format_duration(params["delay"]))
-    windows = events.groupBy("key", F.window("ts", format_duration(params["size"]))).agg(
-        F.count("*").alias("count"))
-    return windows.select("key", F.col("window.start").alias("window_start"),
-                          F.col("window.end").alias("window_end"), "count")
+    windows = events.groupBy("key", F.window("ts", format_duration(params["size"]))).agg(F.count("*").alias("count"))
+    return windows.select(
+        "key", F.col("window.start").alias("window_start"), F.col("window.end").alias("window_end"), "count"
+    )
 
 
 def run_both(script=None, params=None, *, parallelism: int = 1, seed: int = 0):
@@ -79,8 +80,10 @@ def run_both(script=None, params=None, *, parallelism: int = 1, seed: int = 0):
     >>> [batch.batch_id for batch in micro.output()], [batch.batch_id for batch in continuous.output()]
     ([0, 1, 2, 3, 4], [0])
     """
-    return (LESSON.run(script, params, parallelism=parallelism, seed=seed),
-            LESSON.run(script, params, parallelism=parallelism, seed=seed, model="continuous"))
+    return (
+        LESSON.run(script, params, parallelism=parallelism, seed=seed),
+        LESSON.run(script, params, parallelism=parallelism, seed=seed, model="continuous"),
+    )
 
 
 def _rows(script) -> list[tuple[int, dict]]:
@@ -108,8 +111,11 @@ def _continuous_moments(script, params, output: list[dict], late: dict) -> list[
     size = params["size"]
     moments: dict[tuple, list[str]] = {}  # {(key, window_start): what fired it, firing by firing}
     for key, start, end in dict.fromkeys((out["key"], out["window_start"], out["window_end"]) for out in output):
-        members = [i for i, row in enumerate(rows) if id(row) not in late and row["key"] == key
-                   and row["ts"] // size * size == start]  # the rows the window counted
+        members = [
+            i
+            for i, row in enumerate(rows)
+            if id(row) not in late and row["key"] == key and row["ts"] // size * size == start
+        ]  # the rows the window counted
         on_time = next((i for i, watermark in enumerate(after) if watermark >= end - 1), None)
         if on_time is None:
             moments[(key, start)] = ["at the end of input"]
@@ -128,16 +134,24 @@ def window_table(script=None, params=None) -> str:
     cells: dict[tuple, dict[str, list[str]]] = {}  # {(window_start, window_end, key): {model: [texts]}}
     for batch in micro.output():
         for out in batch.rows:
-            cells.setdefault((out["window_start"], out["window_end"], out["key"]), {}).setdefault(
-                "micro", []).append(f"{out['count']} in batch {batch.batch_id}")
+            cells.setdefault((out["window_start"], out["window_end"], out["key"]), {}).setdefault("micro", []).append(
+                f"{out['count']} in batch {batch.batch_id}"
+            )
     output = continuous.output()[0].rows
     for out, moment in zip(output, _continuous_moments(script, values, output, _late_ids(continuous))):
-        cells.setdefault((out["window_start"], out["window_end"], out["key"]), {}).setdefault(
-            "continuous", []).append(f"{out['count']} {moment}")
+        cells.setdefault((out["window_start"], out["window_end"], out["key"]), {}).setdefault("continuous", []).append(
+            f"{out['count']} {moment}"
+        )
     lines = [("window", "key", "micro-batch (Spark)", "continuous (Flink)")]
     for (start, end, key), by_model in sorted(cells.items()):
-        lines.append((describe_window(start, end), key, ", ".join(by_model.get("micro", ["-"])),
-                      ", ".join(by_model.get("continuous", ["-"]))))
+        lines.append(
+            (
+                describe_window(start, end),
+                key,
+                ", ".join(by_model.get("micro", ["-"])),
+                ", ".join(by_model.get("continuous", ["-"])),
+            )
+        )
     return _table(lines)
 
 
@@ -150,8 +164,10 @@ def late_by_model(script=None, params=None) -> dict[str, list[bool]]:
     script = LESSON.default_script if script is None else script
     micro, continuous = run_both(script, params)
     rows = [row for _, row in _rows(script)]
-    return {model: [id(row) in late for row in rows]
-            for model, late in (("microbatch", _late_ids(micro)), ("continuous", _late_ids(continuous)))}
+    return {
+        model: [id(row) in late for row in rows]
+        for model, late in (("microbatch", _late_ids(micro)), ("continuous", _late_ids(continuous)))
+    }
 
 
 def row_table(script=None, params=None) -> str:
@@ -166,16 +182,21 @@ def row_table(script=None, params=None) -> str:
     late = late_by_model(script, params)
     lines = [("row", "event", "batch", "micro-batch", "continuous")]
     for i, (batch_id, row) in enumerate(_rows(script)):
-        lines.append((str(i + 1), f"{row['key']} at {format_clock(row['ts'])}", str(batch_id),
-                      "late" if late["microbatch"][i] else "counted",
-                      "late" if late["continuous"][i] else "counted"))
+        lines.append(
+            (
+                str(i + 1),
+                f"{row['key']} at {format_clock(row['ts'])}",
+                str(batch_id),
+                "late" if late["microbatch"][i] else "counted",
+                "late" if late["continuous"][i] else "counted",
+            )
+        )
     return _table(lines)
 
 
 def _table(lines: list[tuple[str, ...]]) -> str:
     widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
-    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip()
-                     for line in lines)
+    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in lines)
 
 
 LESSON = Lesson(
@@ -185,10 +206,13 @@ LESSON = Lesson(
     twin=twin,
     fields=[Field("key", str), Field("value", float)],
     default_script=DEFAULT_SCRIPT,
-    params=[Param("size", 10_000, "the length of each window"),
-            Param("delay", 5_000, "how far the watermark trails the largest event time seen"),
-            Param("lateness", 0, "continuous model only: how long a window is kept after it fired (Flink's "
-                                 "allowed lateness)")],
+    params=[
+        Param("size", 10_000, "the length of each window"),
+        Param("delay", 5_000, "how far the watermark trails the largest event time seen"),
+        Param(
+            "lateness", 0, "continuous model only: how long a window is kept after it fired (Flink's allowed lateness)"
+        ),
+    ],
     output_mode="append",
     doc=__doc__,
     random_script=random_window_script,

@@ -42,15 +42,22 @@ DEFAULT_SCRIPT = {
 def pipeline(script, params) -> Dataflow:
     """ministream: the stream-join pipeline with ``how`` set to an outer (or semi) join."""
     flow = Dataflow("outer-join")
-    impressions = (flow.source("impressions", ScriptedSource(script["impressions"]))
-                   .select("impression_columns", impression_ad="ad_id", impression_time="ts")
-                   .with_watermark("impressions_watermark", "impression_time", params["delay"]))
-    clicks = (flow.source("clicks", ScriptedSource(script["clicks"]))
-              .select("click_columns", click_ad="ad_id", click_time="ts")
-              .with_watermark("clicks_watermark", "click_time", params["delay"]))
+    impressions = (
+        flow.source("impressions", ScriptedSource(script["impressions"]))
+        .select("impression_columns", impression_ad="ad_id", impression_time="ts")
+        .with_watermark("impressions_watermark", "impression_time", params["delay"])
+    )
+    clicks = (
+        flow.source("clicks", ScriptedSource(script["clicks"]))
+        .select("click_columns", click_ad="ad_id", click_time="ts")
+        .with_watermark("clicks_watermark", "click_time", params["delay"])
+    )
     joined = impressions.key_by("impression_ad").join(
-        "join", clicks.key_by("click_ad"), how=params["how"],
-        between=TimeRange("impression_time", "click_time", lower=0, upper=params["within"]))
+        "join",
+        clicks.key_by("click_ad"),
+        how=params["how"],
+        between=TimeRange("impression_time", "click_time", lower=0, upper=params["within"]),
+    )
     joined.sink("output", CollectingSink())
     return flow
 
@@ -60,16 +67,24 @@ def twin(inputs, params):
     ``left_semi``."""
     from pyspark.sql import functions as F
 
-    impressions = (inputs["impressions"]
-                   .select(F.col("ad_id").alias("impression_ad"), F.col("ts").alias("impression_time"))
-                   .withWatermark("impression_time", f"{params['delay']} milliseconds"))
-    clicks = (inputs["clicks"]
-              .select(F.col("ad_id").alias("click_ad"), F.col("ts").alias("click_time"))
-              .withWatermark("click_time", f"{params['delay']} milliseconds"))
-    return impressions.join(clicks, F.expr(f"""
+    impressions = (
+        inputs["impressions"]
+        .select(F.col("ad_id").alias("impression_ad"), F.col("ts").alias("impression_time"))
+        .withWatermark("impression_time", f"{params['delay']} milliseconds")
+    )
+    clicks = (
+        inputs["clicks"]
+        .select(F.col("ad_id").alias("click_ad"), F.col("ts").alias("click_time"))
+        .withWatermark("click_time", f"{params['delay']} milliseconds")
+    )
+    return impressions.join(
+        clicks,
+        F.expr(f"""
         impression_ad = click_ad AND
         click_time >= impression_time AND
-        click_time <= impression_time + INTERVAL {params['within']} MILLISECONDS"""), params["how"])
+        click_time <= impression_time + INTERVAL {params["within"]} MILLISECONDS"""),
+        params["how"],
+    )
 
 
 LESSON = Lesson(
@@ -79,10 +94,17 @@ LESSON = Lesson(
     twin=twin,
     fields=[Field("ad_id", str)],
     default_script=DEFAULT_SCRIPT,
-    params=[Param("how", "left_outer", "left_outer, right_outer, full_outer or left_semi", kind="choice",
-                  choices=("left_outer", "right_outer", "full_outer", "left_semi")),
-            Param("within", 20_000, "a click matches an impression shown at most this long before it"),
-            Param("delay", 10_000, "watermark delay of both inputs")],
+    params=[
+        Param(
+            "how",
+            "left_outer",
+            "left_outer, right_outer, full_outer or left_semi",
+            kind="choice",
+            choices=("left_outer", "right_outer", "full_outer", "left_semi"),
+        ),
+        Param("within", 20_000, "a click matches an impression shown at most this long before it"),
+        Param("delay", 10_000, "watermark delay of both inputs"),
+    ],
     inputs=("impressions", "clicks"),
     output_mode="append",
     random_script=random_script,

@@ -42,17 +42,19 @@ DEFAULT_SCRIPT = [
 def spread(column: str) -> AggregateFunction:
     """A user-defined aggregate: the largest value of ``column`` minus the smallest, from a ``(min, max)``
     accumulator (Spark computes the same with ``max(col) - min(col)``)."""
-    return Custom(column, create=lambda: None,
-                  add=lambda acc, v: (v, v) if acc is None else (min(acc[0], v), max(acc[1], v)),
-                  result=lambda acc: None if acc is None else acc[1] - acc[0])
+    return Custom(
+        column,
+        create=lambda: None,
+        add=lambda acc, v: (v, v) if acc is None else (min(acc[0], v), max(acc[1], v)),
+        result=lambda acc: None if acc is None else acc[1] - acc[0],
+    )
 
 
 def pipeline(script, params) -> Dataflow:
     """ministream: per key and per tumbling window a count and the spread of ``value``."""
     flow = Dataflow("output-modes")
     events = flow.source("events", ScriptedSource(script)).with_watermark("watermark", "ts", params["delay"])
-    windows = events.key_by("key").window("per_window", Tumbling(params["size"]),
-                                          count=Count(), spread=spread("value"))
+    windows = events.key_by("key").window("per_window", Tumbling(params["size"]), count=Count(), spread=spread("value"))
     windows.sink("output", CollectingSink())
     return flow
 
@@ -63,9 +65,11 @@ def twin(inputs, params):
 
     events = inputs["events"].withWatermark("ts", format_duration(params["delay"]))
     windows = events.groupBy("key", F.window("ts", format_duration(params["size"]))).agg(
-        F.count("*").alias("count"), (F.max("value") - F.min("value")).alias("spread"))
-    return windows.select("key", F.col("window.start").alias("window_start"),
-                          F.col("window.end").alias("window_end"), "count", "spread")
+        F.count("*").alias("count"), (F.max("value") - F.min("value")).alias("spread")
+    )
+    return windows.select(
+        "key", F.col("window.start").alias("window_start"), F.col("window.end").alias("window_end"), "count", "spread"
+    )
 
 
 LESSON = Lesson(
@@ -75,10 +79,17 @@ LESSON = Lesson(
     twin=twin,
     fields=[Field("key", str), Field("value", float)],
     default_script=DEFAULT_SCRIPT,
-    params=[Param("mode", "update", "output mode: append, update or complete", kind="choice",
-                  choices=("append", "update", "complete")),
-            Param("size", 10_000, "the length of each window"),
-            Param("delay", 5_000, "how far the watermark trails the largest event time seen")],
+    params=[
+        Param(
+            "mode",
+            "update",
+            "output mode: append, update or complete",
+            kind="choice",
+            choices=("append", "update", "complete"),
+        ),
+        Param("size", 10_000, "the length of each window"),
+        Param("delay", 5_000, "how far the watermark trails the largest event time seen"),
+    ],
     output_mode=lambda params: params["mode"],
     doc=__doc__,
     random_script=random_window_script,

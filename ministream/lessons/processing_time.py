@@ -92,8 +92,11 @@ class Watchdog(Processor):
         return []
 
     def handle_expired_timer(self, sensor, timer_values, expired_timer_info):
-        yield {"key": sensor, "last_reading_time": self.last_reading.value(),
-               "alert_time": timer_values.processing_time}
+        yield {
+            "key": sensor,
+            "last_reading_time": self.last_reading.value(),
+            "alert_time": timer_values.processing_time,
+        }
         self.last_reading.clear()  # reported: nothing left to keep for this sensor
 
 
@@ -101,8 +104,9 @@ def pipeline(script, params) -> Dataflow:
     """ministream: key by sensor, run ``Watchdog`` in processing-time mode."""
     flow = Dataflow("processing-time")
     readings = flow.source("readings", ScriptedSource(script))
-    alerts = readings.key_by("key").process("watchdog", Watchdog(params["timeout"]), time_mode="processing_time",
-                                            output_mode="update")
+    alerts = readings.key_by("key").process(
+        "watchdog", Watchdog(params["timeout"]), time_mode="processing_time", output_mode="update"
+    )
     alerts.sink("output", CollectingSink())
     return flow
 
@@ -135,15 +139,17 @@ def twin(inputs, params):
             return iter([])
 
         def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
-            yield Row(key=key[0], last_reading_time=moment(self.last_reading.get()[0]),
-                      alert_time=moment(timerValues.getCurrentProcessingTimeInMs()))
+            yield Row(
+                key=key[0],
+                last_reading_time=moment(self.last_reading.get()[0]),
+                alert_time=moment(timerValues.getCurrentProcessingTimeInMs()),
+            )
             self.last_reading.clear()
 
         def close(self):
             pass
 
-    return inputs["events"].groupBy("key").transformWithState(WatchdogTwin(), OUTPUT_SCHEMA, "Update",
-                                                               "ProcessingTime")
+    return inputs["events"].groupBy("key").transformWithState(WatchdogTwin(), OUTPUT_SCHEMA, "Update", "ProcessingTime")
 
 
 LESSON = Lesson(

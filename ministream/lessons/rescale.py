@@ -94,8 +94,7 @@ def twin(inputs, params):
 
 def keys_by_subtask(graph, step: str) -> dict[int, list]:
     """Which keys each subtask of a keyed step holds in its state (``{subtask: [keys]}``)."""
-    return {subtask.index: sorted(subtask.operator.ctx.state.keys("aggregate"))
-            for subtask in graph.by_step[step]}
+    return {subtask.index: sorted(subtask.operator.ctx.state.keys("aggregate")) for subtask in graph.by_step[step]}
 
 
 def spark_state_partitions(checkpoint_dir) -> dict:
@@ -129,8 +128,10 @@ class RescaleLesson(RecoveryLesson):
         return {"parallelism": values["before"], "restore_parallelism": values["after"]}
 
     def spark_settings(self, values):
-        return {"conf": {"spark.sql.shuffle.partitions": values["before"]},
-                "restart_conf": {"spark.sql.shuffle.partitions": values["after"]}}
+        return {
+            "conf": {"spark.sql.shuffle.partitions": values["before"]},
+            "restart_conf": {"spark.sql.shuffle.partitions": values["after"]},
+        }
 
 
 LESSON = RescaleLesson(
@@ -140,9 +141,11 @@ LESSON = RescaleLesson(
     twin=twin,
     fields=[Field("user", str), Field("value", float)],
     default_script=DEFAULT_SCRIPT,
-    params=[Param("before", 2, "parallelism (Spark: shuffle partitions) before the crash", kind="int"),
-            Param("after", 4, "parallelism (Spark: shuffle partitions asked for) after it", kind="int"),
-            Param("crash_batch", 1, "the micro-batch in which the sink crashes", kind="int")],
+    params=[
+        Param("before", 2, "parallelism (Spark: shuffle partitions) before the crash", kind="int"),
+        Param("after", 4, "parallelism (Spark: shuffle partitions asked for) after it", kind="int"),
+        Param("crash_batch", 1, "the micro-batch in which the sink crashes", kind="int"),
+    ],
     output_mode="update",
     doc=__doc__,
     random_script=random_script,

@@ -58,8 +58,15 @@ LESSON = Lesson(
     twin=twin,
     fields=[Field("key", str), Field("value", float)],
     default_script=DEFAULT_SCRIPT,
-    params=[Param("mode", "update", "output mode: update (keys a batch touched) or complete (every key)",
-                  kind="choice", choices=("update", "complete"))],
+    params=[
+        Param(
+            "mode",
+            "update",
+            "output mode: update (keys a batch touched) or complete (every key)",
+            kind="choice",
+            choices=("update", "complete"),
+        )
+    ],
     output_mode=lambda params: params["mode"],
     doc=__doc__,
 )

@@ -51,8 +51,10 @@ def sessions(params) -> Session:
     if params["gap_by"] == "fixed":
         return Session(params["gap"])
     gaps = {"a": params["gap"], "b": 2 * params["gap"]}
-    return Session(lambda row: gaps.get(row["key"]),
-                   label=f"{format_duration(gaps['a'])} for key a, {format_duration(gaps['b'])} for b, none else")
+    return Session(
+        lambda row: gaps.get(row["key"]),
+        label=f"{format_duration(gaps['a'])} for key a, {format_duration(gaps['b'])} for b, none else",
+    )
 
 
 def pipeline(script, params) -> Dataflow:
@@ -74,9 +76,15 @@ def twin(inputs, params):
     if params["gap_by"] == "key":
         gap = F.when(F.col("key") == "a", gap).when(F.col("key") == "b", format_duration(2 * params["gap"]))
     per_session = events.groupBy("key", F.session_window("ts", gap)).agg(
-        F.count("*").alias("count"), F.sum("value").alias("sum"))
-    return per_session.select("key", F.col("session_window.start").alias("window_start"),
-                              F.col("session_window.end").alias("window_end"), "count", "sum")
+        F.count("*").alias("count"), F.sum("value").alias("sum")
+    )
+    return per_session.select(
+        "key",
+        F.col("session_window.start").alias("window_start"),
+        F.col("session_window.end").alias("window_end"),
+        "count",
+        "sum",
+    )
 
 
 def random_session_script(rng: _random.Random, params: dict, keys=("a", "b", "c")) -> list[list[dict]]:
@@ -105,8 +113,9 @@ def random_session_script(rng: _random.Random, params: dict, keys=("a", "b", "c"
                     row = dict(rng.choice(seen))  # a duplicate
                 else:
                     key = rng.choice(keys)
-                    ts = _session_timestamp(rng, latest, late_watermark, gap, [r["ts"] for r in seen
-                                                                            if r["key"] == key])
+                    ts = _session_timestamp(
+                        rng, latest, late_watermark, gap, [r["ts"] for r in seen if r["key"] == key]
+                    )
                     row = {"ts": ts, "key": key, "value": float(rng.randint(1, 9))}
                 rows.append(row)
                 seen.append(row)
@@ -143,12 +152,24 @@ LESSON = Lesson(
     twin=twin,
     fields=[Field("key", str), Field("value", float)],
     default_script=DEFAULT_SCRIPT,
-    params=[Param("gap", 10_000, "how long a session waits for the next event of its key"),
-            Param("delay", 5_000, "how far the watermark trails the largest event time seen"),
-            Param("gap_by", "fixed", "fixed: one gap for every key; key: a gap per key (a: gap, b: twice it, "
-                                     "others: none, so dropped)", kind="choice", choices=("fixed", "key")),
-            Param("mode", "append", "output mode: append (each session once, when final) or complete (every "
-                                    "session, every batch)", kind="choice", choices=("append", "complete"))],
+    params=[
+        Param("gap", 10_000, "how long a session waits for the next event of its key"),
+        Param("delay", 5_000, "how far the watermark trails the largest event time seen"),
+        Param(
+            "gap_by",
+            "fixed",
+            "fixed: one gap for every key; key: a gap per key (a: gap, b: twice it, others: none, so dropped)",
+            kind="choice",
+            choices=("fixed", "key"),
+        ),
+        Param(
+            "mode",
+            "append",
+            "output mode: append (each session once, when final) or complete (every session, every batch)",
+            kind="choice",
+            choices=("append", "complete"),
+        ),
+    ],
     output_mode=lambda params: params["mode"],
     doc=__doc__,
     random_script=random_session_script,

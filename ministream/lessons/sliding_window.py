@@ -46,8 +46,8 @@ def pipeline(script, params) -> Dataflow:
     flow = Dataflow("sliding-window")
     events = flow.source("events", ScriptedSource(script)).with_watermark("watermark", "ts", params["delay"])
     windows = events.key_by("key").window(
-        "per_window", Sliding(params["size"], params["slide"], offset=params["offset"]),
-        count=Count(), avg=Avg("value"))
+        "per_window", Sliding(params["size"], params["slide"], offset=params["offset"]), count=Count(), avg=Avg("value")
+    )
     windows.sink("output", CollectingSink())
     return flow
 
@@ -57,11 +57,13 @@ def twin(inputs, params):
     from pyspark.sql import functions as F
 
     events = inputs["events"].withWatermark("ts", format_duration(params["delay"]))
-    window = F.window("ts", format_duration(params["size"]), format_duration(params["slide"]),
-                      format_duration(params["offset"]))
+    window = F.window(
+        "ts", format_duration(params["size"]), format_duration(params["slide"]), format_duration(params["offset"])
+    )
     windows = events.groupBy("key", window).agg(F.count("*").alias("count"), F.avg("value").alias("avg"))
-    return windows.select("key", F.col("window.start").alias("window_start"),
-                          F.col("window.end").alias("window_end"), "count", "avg")
+    return windows.select(
+        "key", F.col("window.start").alias("window_start"), F.col("window.end").alias("window_end"), "count", "avg"
+    )
 
 
 LESSON = Lesson(
@@ -71,10 +73,12 @@ LESSON = Lesson(
     twin=twin,
     fields=[Field("key", str), Field("value", float)],
     default_script=DEFAULT_SCRIPT,
-    params=[Param("size", 10_000, "the length of each window"),
-            Param("slide", 5_000, "how often a new window starts (at most the size)"),
-            Param("offset", 0, "shifts every window start away from the epoch (Spark's startTime)", signed=True),
-            Param("delay", 5_000, "how far the watermark trails the largest event time seen")],
+    params=[
+        Param("size", 10_000, "the length of each window"),
+        Param("slide", 5_000, "how often a new window starts (at most the size)"),
+        Param("offset", 0, "shifts every window start away from the epoch (Spark's startTime)", signed=True),
+        Param("delay", 5_000, "how far the watermark trails the largest event time seen"),
+    ],
     output_mode="append",
     doc=__doc__,
     random_script=random_window_script,

@@ -85,8 +85,13 @@ def random_quiet_script(rng, params, keys=("a", "b", "c")) -> list:
         if rng.random() >= 0.35:  # else an empty batch: only processing time moves
             for key in keys:
                 for _ in range(rng.choice([0, 0, 1, 1, 2])):
-                    rows.append({"ts": BASE_TIME + batch_id * PROCESSING_TIME_STEP, "key": key,
-                                 "value": float(rng.randint(1, 9))})
+                    rows.append(
+                        {
+                            "ts": BASE_TIME + batch_id * PROCESSING_TIME_STEP,
+                            "key": key,
+                            "value": float(rng.randint(1, 9)),
+                        }
+                    )
         script.append(rows)
     script += [[] for _ in range(rng.choice([0, 2, 3, 4]))]  # silence at the end: state expires, timers fire
     return script
@@ -107,16 +112,22 @@ class VisitMemory(Processor):
         self.visits.update(remembered + len(rows))
         for row in rows:
             self.recent.add(row["value"])
-        yield {"key": user, "remembered": remembered, "visits": self.visits.value(), "recent": self.recent.get(),
-               "processing_time": timer_values.processing_time}
+        yield {
+            "key": user,
+            "remembered": remembered,
+            "visits": self.visits.value(),
+            "recent": self.recent.get(),
+            "processing_time": timer_values.processing_time,
+        }
 
 
 def pipeline(script, params) -> Dataflow:
     """ministream: key by user, run ``VisitMemory`` in processing-time mode."""
     flow = Dataflow("state-ttl")
     events = flow.source("events", ScriptedSource(script))
-    visits = events.key_by("key").process("visits", VisitMemory(params["ttl"]), time_mode="processing_time",
-                                          output_mode="update")
+    visits = events.key_by("key").process(
+        "visits", VisitMemory(params["ttl"]), time_mode="processing_time", output_mode="update"
+    )
     visits.sink("output", CollectingSink())
     return flow
 
@@ -145,15 +156,20 @@ def twin(inputs, params):
             for row in rows:
                 self.recent.appendValue((row.value,))
             now = timerValues.getCurrentProcessingTimeInMs()
-            yield Row(key=key[0], remembered=remembered, visits=remembered + len(rows),
-                      recent=[item[0] for item in self.recent.get()],
-                      processing_time=datetime.datetime.fromtimestamp(now / 1000, tz=datetime.timezone.utc))
+            yield Row(
+                key=key[0],
+                remembered=remembered,
+                visits=remembered + len(rows),
+                recent=[item[0] for item in self.recent.get()],
+                processing_time=datetime.datetime.fromtimestamp(now / 1000, tz=datetime.timezone.utc),
+            )
 
         def close(self):
             pass
 
-    return inputs["events"].groupBy("key").transformWithState(VisitMemoryTwin(), OUTPUT_SCHEMA, "Update",
-                                                               "ProcessingTime")
+    return (
+        inputs["events"].groupBy("key").transformWithState(VisitMemoryTwin(), OUTPUT_SCHEMA, "Update", "ProcessingTime")
+    )
 
 
 LESSON = Lesson(

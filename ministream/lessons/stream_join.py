@@ -36,8 +36,13 @@ def ad(second: float, ad_id: str) -> dict:
 
 DEFAULT_SCRIPT = {
     "impressions": [[ad(1, "a"), ad(2, "b")], [ad(12, "c")], [ad(40, "a")], [ad(50, "b")], [ad(60, "d")]],
-    "clicks": [[ad(5, "a")], [ad(15, "b"), ad(30, "b"), ad(14, "x"), ad(10, "c")], [ad(45, "a"), ad(20, "c")],
-               [ad(44, "a")], [ad(28, "a"), ad(61, "d")]],
+    "clicks": [
+        [ad(5, "a")],
+        [ad(15, "b"), ad(30, "b"), ad(14, "x"), ad(10, "c")],
+        [ad(45, "a"), ad(20, "c")],
+        [ad(44, "a")],
+        [ad(28, "a"), ad(61, "d")],
+    ],
 }
 """Batch 1: b@30 is 28 s after its impression (too late a click), x@14 has no impression, c@10 comes before
 its impression. Batch 4: a@28 is at or before the watermark of batch 3 (30 s): late, dropped."""
@@ -60,15 +65,17 @@ def random_script(rng, params, idle: str | None = None) -> dict:
     shown, now = [], BASE_TIME
     for batch in range(length):
         now += rng.choice([0, 1_000, 7_000, 15_000, 30_000])
-        impressions = [{"ts": now + rng.randint(-3_000, 3_000), "ad_id": rng.choice("abc")}
-                       for _ in range(rng.randint(0, 3))]
+        impressions = [
+            {"ts": now + rng.randint(-3_000, 3_000), "ad_id": rng.choice("abc")} for _ in range(rng.randint(0, 3))
+        ]
         clicks = []
         for impression in rng.sample(shown + impressions, min(len(shown + impressions), rng.randint(0, 3))):
             gap = rng.choice([0, within, within + 1, -1, rng.randint(0, within)])
             clicks.append({"ts": impression["ts"] + gap, "ad_id": impression["ad_id"]})
         if rng.random() < 0.3:  # a late row on a random side
             (impressions if rng.random() < 0.5 else clicks).append(
-                {"ts": now - rng.choice([15_000, 40_000]), "ad_id": rng.choice("abc")})
+                {"ts": now - rng.choice([15_000, 40_000]), "ad_id": rng.choice("abc")}
+            )
         shown += impressions
         script["impressions"].append([] if idle == "impressions" and batch < idle_until else impressions)
         script["clicks"].append([] if idle == "clicks" and batch < idle_until else clicks)
@@ -78,15 +85,22 @@ def random_script(rng, params, idle: str | None = None) -> dict:
 def pipeline(script, params) -> Dataflow:
     """ministream: name each side's columns, watermark both, join on the ad within the time range."""
     flow = Dataflow("stream-join")
-    impressions = (flow.source("impressions", ScriptedSource(script["impressions"]))
-                   .select("impression_columns", impression_ad="ad_id", impression_time="ts")
-                   .with_watermark("impressions_watermark", "impression_time", params["impression_delay"]))
-    clicks = (flow.source("clicks", ScriptedSource(script["clicks"]))
-              .select("click_columns", click_ad="ad_id", click_time="ts")
-              .with_watermark("clicks_watermark", "click_time", params["click_delay"]))
+    impressions = (
+        flow.source("impressions", ScriptedSource(script["impressions"]))
+        .select("impression_columns", impression_ad="ad_id", impression_time="ts")
+        .with_watermark("impressions_watermark", "impression_time", params["impression_delay"])
+    )
+    clicks = (
+        flow.source("clicks", ScriptedSource(script["clicks"]))
+        .select("click_columns", click_ad="ad_id", click_time="ts")
+        .with_watermark("clicks_watermark", "click_time", params["click_delay"])
+    )
     joined = impressions.key_by("impression_ad").join(
-        "join", clicks.key_by("click_ad"), how="inner",
-        between=TimeRange("impression_time", "click_time", lower=0, upper=params["within"]))
+        "join",
+        clicks.key_by("click_ad"),
+        how="inner",
+        between=TimeRange("impression_time", "click_time", lower=0, upper=params["within"]),
+    )
     joined.sink("output", CollectingSink())
     return flow
 
@@ -95,16 +109,24 @@ def twin(inputs, params):
     """PySpark: the same renames and watermarks, and ``join`` with an equality plus a time range."""
     from pyspark.sql import functions as F
 
-    impressions = (inputs["impressions"]
-                   .select(F.col("ad_id").alias("impression_ad"), F.col("ts").alias("impression_time"))
-                   .withWatermark("impression_time", f"{params['impression_delay']} milliseconds"))
-    clicks = (inputs["clicks"]
-              .select(F.col("ad_id").alias("click_ad"), F.col("ts").alias("click_time"))
-              .withWatermark("click_time", f"{params['click_delay']} milliseconds"))
-    return impressions.join(clicks, F.expr(f"""
+    impressions = (
+        inputs["impressions"]
+        .select(F.col("ad_id").alias("impression_ad"), F.col("ts").alias("impression_time"))
+        .withWatermark("impression_time", f"{params['impression_delay']} milliseconds")
+    )
+    clicks = (
+        inputs["clicks"]
+        .select(F.col("ad_id").alias("click_ad"), F.col("ts").alias("click_time"))
+        .withWatermark("click_time", f"{params['click_delay']} milliseconds")
+    )
+    return impressions.join(
+        clicks,
+        F.expr(f"""
         impression_ad = click_ad AND
         click_time >= impression_time AND
-        click_time <= impression_time + INTERVAL {params['within']} MILLISECONDS"""), "inner")
+        click_time <= impression_time + INTERVAL {params["within"]} MILLISECONDS"""),
+        "inner",
+    )
 
 
 LESSON = Lesson(
@@ -114,9 +136,11 @@ LESSON = Lesson(
     twin=twin,
     fields=[Field("ad_id", str)],
     default_script=DEFAULT_SCRIPT,
-    params=[Param("within", 20_000, "a click matches an impression shown at most this long before it"),
-            Param("impression_delay", 10_000, "watermark delay of the impressions"),
-            Param("click_delay", 10_000, "watermark delay of the clicks")],
+    params=[
+        Param("within", 20_000, "a click matches an impression shown at most this long before it"),
+        Param("impression_delay", 10_000, "watermark delay of the impressions"),
+        Param("click_delay", 10_000, "watermark delay of the clicks"),
+    ],
     inputs=("impressions", "clicks"),
     output_mode="append",
     doc=__doc__,

@@ -42,8 +42,9 @@ def pipeline(script, params) -> Dataflow:
     """ministream: a watermark on ``ts``, then per key and per tumbling window a count, a sum and a max."""
     flow = Dataflow("tumbling-window")
     events = flow.source("events", ScriptedSource(script)).with_watermark("watermark", "ts", params["delay"])
-    windows = events.key_by("key").window("per_window", Tumbling(params["size"]),
-                                          count=Count(), sum=Sum("value"), max=Max("value"))
+    windows = events.key_by("key").window(
+        "per_window", Tumbling(params["size"]), count=Count(), sum=Sum("value"), max=Max("value")
+    )
     windows.sink("output", CollectingSink())
     return flow
 
@@ -54,9 +55,16 @@ def twin(inputs, params):
 
     events = inputs["events"].withWatermark("ts", format_duration(params["delay"]))
     windows = events.groupBy("key", F.window("ts", format_duration(params["size"]))).agg(
-        F.count("*").alias("count"), F.sum("value").alias("sum"), F.max("value").alias("max"))
-    return windows.select("key", F.col("window.start").alias("window_start"),
-                          F.col("window.end").alias("window_end"), "count", "sum", "max")
+        F.count("*").alias("count"), F.sum("value").alias("sum"), F.max("value").alias("max")
+    )
+    return windows.select(
+        "key",
+        F.col("window.start").alias("window_start"),
+        F.col("window.end").alias("window_end"),
+        "count",
+        "sum",
+        "max",
+    )
 
 
 LESSON = Lesson(
@@ -66,8 +74,10 @@ LESSON = Lesson(
     twin=twin,
     fields=[Field("key", str), Field("value", float)],
     default_script=DEFAULT_SCRIPT,
-    params=[Param("size", 10_000, "the length of each window"),
-            Param("delay", 5_000, "how far the watermark trails the largest event time seen")],
+    params=[
+        Param("size", 10_000, "the length of each window"),
+        Param("delay", 5_000, "how far the watermark trails the largest event time seen"),
+    ],
     output_mode="append",
     doc=__doc__,
     random_script=random_window_script,

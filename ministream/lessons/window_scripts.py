@@ -50,8 +50,11 @@ def random_window_script(rng: _random.Random, params: dict, keys=KEYS, min_batch
         if rng.random() >= 0.15:  # else an empty batch
             for _ in range(rng.randint(1, 4)):
                 ts = _timestamp(rng, latest, late_watermark, watermarks[batch_id], size, slide, offset, step)
-                row = rng.choice(seen) if seen and rng.random() < 0.12 else {
-                    "ts": ts, "key": rng.choice(keys), "value": float(rng.randint(1, 9))}
+                row = (
+                    rng.choice(seen)
+                    if seen and rng.random() < 0.12
+                    else {"ts": ts, "key": rng.choice(keys), "value": float(rng.randint(1, 9))}
+                )
                 rows.append(dict(row))
                 seen.append(row)
                 latest = max(latest, row["ts"])
@@ -61,8 +64,9 @@ def random_window_script(rng: _random.Random, params: dict, keys=KEYS, min_batch
     return script
 
 
-def _timestamp(rng, latest: int, late_watermark: int, watermark: int, size: int, slide: int, offset: int,
-               step: int) -> int:
+def _timestamp(
+    rng, latest: int, late_watermark: int, watermark: int, size: int, slide: int, offset: int, step: int
+) -> int:
     """One event time, of a kind drawn at random (see the module docstring)."""
     kind = rng.choice(["in order", "in order", "out of order", "late", "window edge", "watermark edge"])
     if kind == "late" and late_watermark > 0:

@@ -12,9 +12,22 @@ is exactly scripted batch k, and ``run_query()`` runs a query to the end and ret
 """
 
 from ministream.spark.collect import SparkQueryError, run_query
-from ministream.spark.session import (ROCKSDB_STATE_STORE, SparkUnavailableError, session_conf, spark_session,
-                                      stop_session)
+from ministream.spark.session import (
+    ROCKSDB_STATE_STORE,
+    SparkUnavailableError,
+    session_conf,
+    spark_session,
+    stop_session,
+)
 from ministream.spark.source import scripted_stream
 
-__all__ = ["spark_session", "stop_session", "session_conf", "scripted_stream", "run_query", "SparkQueryError",
-           "SparkUnavailableError", "ROCKSDB_STATE_STORE"]
+__all__ = [
+    "spark_session",
+    "stop_session",
+    "session_conf",
+    "scripted_stream",
+    "run_query",
+    "SparkQueryError",
+    "SparkUnavailableError",
+    "ROCKSDB_STATE_STORE",
+]

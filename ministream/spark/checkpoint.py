@@ -63,9 +63,18 @@ class SparkRecoveryRun:
     error: str
 
 
-def run_query_with_crash(df, output_mode: str, *, crash_batch: int, after_rows: int = 1, idempotent: bool = True,
-                         checkpoint_dir: str | None = None, query_name: str | None = None,
-                         conf: dict | None = None, restart_conf: dict | None = None) -> SparkRecoveryRun:
+def run_query_with_crash(
+    df,
+    output_mode: str,
+    *,
+    crash_batch: int,
+    after_rows: int = 1,
+    idempotent: bool = True,
+    checkpoint_dir: str | None = None,
+    query_name: str | None = None,
+    conf: dict | None = None,
+    restart_conf: dict | None = None,
+) -> SparkRecoveryRun:
     """Run a streaming DataFrame with a ``checkpointLocation``, crash ``foreachBatch`` in batch
     ``crash_batch`` after it wrote ``after_rows`` rows (in ``sinks.row_order``), restart the query on the same
     checkpoint, and return what the sink holds.
@@ -93,7 +102,7 @@ def run_query_with_crash(df, output_mode: str, *, crash_batch: int, after_rows: 
 
     def write(batch_id: int, rows: list[dict]) -> None:
         if idempotent:
-            table[batch_id] = rows                        # replaces what an earlier try wrote
+            table[batch_id] = rows  # replaces what an earlier try wrote
         else:
             table.setdefault(batch_id, []).extend(rows)  # appends: an earlier try's rows stay
 
@@ -103,8 +112,10 @@ def run_query_with_crash(df, output_mode: str, *, crash_batch: int, after_rows: 
         if batch_id == crash_batch and not crashed["done"]:
             crashed["done"] = True
             write(batch_id, sorted(rows, key=row_order)[:after_rows])  # the same rows ministream's sink writes
-            raise SimulatedSparkCrash(f"foreachBatch crashed in batch {batch_id} after writing "
-                                      f"{min(after_rows, len(rows))} of its {len(rows)} rows")
+            raise SimulatedSparkCrash(
+                f"foreachBatch crashed in batch {batch_id} after writing "
+                f"{min(after_rows, len(rows))} of its {len(rows)} rows"
+            )
         write(batch_id, rows)
 
     temporary = checkpoint_dir is None
@@ -163,8 +174,9 @@ class CheckpointFolders:
     spark: SparkRecoveryRun
 
 
-FOLDERS_BLOCK = re.compile(r"(<!-- checkpoint folders -->\n```text\n)(?P<body>.*?)(```\n<!-- /checkpoint folders -->)",
-                           re.S)
+FOLDERS_BLOCK = re.compile(
+    r"(<!-- checkpoint folders -->\n```text\n)(?P<body>.*?)(```\n<!-- /checkpoint folders -->)", re.S
+)
 """Where a tutorial page shows :func:`checkpoint_folders`' text (refreshed by ``python -m ministream.spark.checkpoint``)."""
 
 
@@ -179,9 +191,11 @@ def checkpoint_folders(lesson, params: dict | None = None, *, master: str | None
     with tempfile.TemporaryDirectory() as ours, tempfile.TemporaryDirectory() as theirs:
         run = lesson.run(params=params, storage=DirectoryStorage(ours))
         spark = lesson.spark_recovery(params=params, master=master, checkpoint_dir=theirs)
-        text = (f"ministream: run_with_recovery(..., storage=DirectoryStorage(folder))\n"
-                f"{_indent(folder_outline(ours))}\n"
-                f"Spark: writeStream.option('checkpointLocation', folder)\n{_indent(folder_outline(theirs))}\n")
+        text = (
+            f"ministream: run_with_recovery(..., storage=DirectoryStorage(folder))\n"
+            f"{_indent(folder_outline(ours))}\n"
+            f"Spark: writeStream.option('checkpointLocation', folder)\n{_indent(folder_outline(theirs))}\n"
+        )
     return CheckpointFolders(text, run, spark)
 
 

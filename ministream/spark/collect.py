@@ -64,7 +64,7 @@ def _describe(error: Exception) -> tuple[str, str]:
     lines = [line for line in message.splitlines() if line.strip()]
     text = lines[0].strip() if lines else ""
     for match in _ERROR_CLASS.finditer(text):
-        error_class, text = match.group(1), text[match.end():]
+        error_class, text = match.group(1), text[match.end() :]
     if "Traceback (most recent call last):" in message:
         unindented = [line for line in lines if not line[0].isspace()]
         text = unindented[-1].strip()
@@ -99,8 +99,9 @@ def _batch_timestamps(checkpoint: str) -> dict[int, int]:
     return found
 
 
-def run_query(df, output_mode: str, *, query_name: str | None = None, conf: dict | None = None,
-              checkpoint_dir: str | None = None) -> list[BatchResult]:
+def run_query(
+    df, output_mode: str, *, query_name: str | None = None, conf: dict | None = None, checkpoint_dir: str | None = None
+) -> list[BatchResult]:
     """Run a streaming DataFrame until its input is used up and return one BatchResult per micro-batch.
 
     ``conf`` holds SQL settings for this query only (e.g. ``ROCKSDB_STATE_STORE``); a fresh temporary
@@ -132,8 +133,7 @@ def run_query(df, output_mode: str, *, query_name: str | None = None, conf: dict
     query = None
     try:
         with session_conf(spark, conf):
-            writer = (df.writeStream.foreachBatch(sink).outputMode(output_mode)
-                      .option("checkpointLocation", checkpoint))
+            writer = df.writeStream.foreachBatch(sink).outputMode(output_mode).option("checkpointLocation", checkpoint)
             if query_name:
                 writer = writer.queryName(query_name)
             try:
@@ -153,7 +153,11 @@ def run_query(df, output_mode: str, *, query_name: str | None = None, conf: dict
             shutil.rmtree(checkpoint, ignore_errors=True)
     missing = sorted(set(emitted) - set(watermarks))
     if missing:
-        raise SparkQueryError(f"no progress report kept for batches {missing}: raise "
-                              "spark.sql.streaming.numRecentProgressUpdates above the number of batches")
-    return [BatchResult(batch_id, watermarks[batch_id], emitted[batch_id], timestamps.get(batch_id))
-            for batch_id in sorted(emitted)]
+        raise SparkQueryError(
+            f"no progress report kept for batches {missing}: raise "
+            "spark.sql.streaming.numRecentProgressUpdates above the number of batches"
+        )
+    return [
+        BatchResult(batch_id, watermarks[batch_id], emitted[batch_id], timestamps.get(batch_id))
+        for batch_id in sorted(emitted)
+    ]

@@ -63,8 +63,9 @@ def _compiled(name: str) -> bool:
 def _with_bytecode(archive: zipfile.ZipFile, archive_path: str) -> dict:
     """Every entry of ``archive`` (as it was, compression included), plus a compressed ``.pyc`` beside each
     module: ``{name: (entry or name, content)}``."""
-    entries = {info.filename: (info, archive.read(info)) for info in archive.infolist()
-               if not info.filename.endswith(".pyc")}
+    entries = {
+        info.filename: (info, archive.read(info)) for info in archive.infolist() if not info.filename.endswith(".pyc")
+    }
     for name, (_, source) in list(entries.items()):
         if _compiled(name):
             pyc = zipfile.ZipInfo(name[:-3] + ".pyc", archive.getinfo(name).date_time)
@@ -82,8 +83,9 @@ def _up_to_date(archive: zipfile.ZipFile) -> bool:
             if compiled not in names:
                 return False
             header = archive.read(compiled)[:16]
-            if (header[:4] != importlib.util.MAGIC_NUMBER
-                    or header[8:16] != importlib.util.source_hash(archive.read(name))):
+            if header[:4] != importlib.util.MAGIC_NUMBER or header[8:16] != importlib.util.source_hash(
+                archive.read(name)
+            ):
                 return False
     return True
 

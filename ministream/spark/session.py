@@ -73,8 +73,7 @@ SETTINGS = {
 }
 """Session settings shared by every twin (see the module docstring for why)."""
 
-LOCAL_CHECKPOINT_FILES = ("org.apache.spark.sql.execution.streaming.checkpointing."
-                          "FileSystemBasedCheckpointFileManager")
+LOCAL_CHECKPOINT_FILES = "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
 """How a query on a local master writes its checkpoint files: through Hadoop's ``FileSystem`` API.
 
 Spark's default for ``file:`` paths goes through Hadoop's ``FileContext`` API, and Hadoop without its native
@@ -105,7 +104,8 @@ def _check_java() -> None:
     if shutil.which("java") is None:
         raise SparkUnavailableError(
             "Spark needs Java (17 or 21) and none was found: install a JDK (e.g. `apt-get install "
-            "openjdk-17-jre-headless`) or set JAVA_HOME to one.")
+            "openjdk-17-jre-headless`) or set JAVA_HOME to one."
+        )
 
 
 def _is_live(session) -> bool:

@@ -137,10 +137,15 @@ def _check_script(schema: StructType, batches) -> None:
             if unknown:
                 raise ValueError(f"batch {k}: columns {sorted(unknown)} are not in the schema {sorted(names)}")
             for name, value in row.items():
-                if isinstance(names[name], (TimestampType, TimestampNTZType)) and value is not None \
-                        and (not isinstance(value, int) or isinstance(value, bool)):
-                    raise TypeError(f"batch {k}: column {name!r} is a timestamp: give int milliseconds "
-                                    f"since the epoch (UTC), not {value!r}")
+                if (
+                    isinstance(names[name], (TimestampType, TimestampNTZType))
+                    and value is not None
+                    and (not isinstance(value, int) or isinstance(value, bool))
+                ):
+                    raise TypeError(
+                        f"batch {k}: column {name!r} is a timestamp: give int milliseconds "
+                        f"since the epoch (UTC), not {value!r}"
+                    )
 
 
 _script_root = None
@@ -179,8 +184,10 @@ def write_script_files(schema: StructType, batches, folder: str) -> None:
     columns = [(field.name, _arrow_converter(field.dataType)) for field in schema.fields]
     base = int(_dt.datetime.now().timestamp()) - len(batches)
     for k, batch in enumerate(batches):
-        arrays = [pa.array([convert(row.get(name)) for row in batch], arrow_field.type)
-                  for (name, convert), arrow_field in zip(columns, arrow_schema)]
+        arrays = [
+            pa.array([convert(row.get(name)) for row in batch], arrow_field.type)
+            for (name, convert), arrow_field in zip(columns, arrow_schema)
+        ]
         path = os.path.join(folder, f"batch-{k:06d}.parquet")
         pq.write_table(pa.Table.from_arrays(arrays, schema=arrow_schema), path)
         os.utime(path, (base + k, base + k))
@@ -212,7 +219,12 @@ def scripted_stream(spark, schema: str, batches: list[list[dict]], source: str =
         write_script_files(df.schema, batches, folder)
         return df
     register_source(spark)
-    df = (spark.readStream.format(SOURCE_NAME).schema(schema)
-          .option("schema", schema).option("script", json.dumps(batches)).load())
+    df = (
+        spark.readStream.format(SOURCE_NAME)
+        .schema(schema)
+        .option("schema", schema)
+        .option("script", json.dumps(batches))
+        .load()
+    )
     _check_script(df.schema, batches)
     return df

@@ -24,8 +24,10 @@ import time
 from pathlib import Path
 
 BLOCK = re.compile(r"(<!-- spark state files -->\n```text\n)(.*?)(```\n<!-- /spark state files -->)", re.S)
-SETTINGS = {"spark.sql.streaming.stateStore.minDeltasForSnapshot": "2",
-            "spark.sql.streaming.stateStore.maintenanceInterval": "200ms"}
+SETTINGS = {
+    "spark.sql.streaming.stateStore.minDeltasForSnapshot": "2",
+    "spark.sql.streaming.stateStore.maintenanceInterval": "200ms",
+}
 """A snapshot after every 2 deltas, looked for 5 times a second (the defaults: 10 deltas, every 60 s)."""
 
 
@@ -46,15 +48,19 @@ def state_files(batches: int = 6, master: str | None = None) -> str:
         incoming.mkdir()
         counts = spark.readStream.schema("key STRING").json(str(incoming)).groupBy("key").count()
         with session_conf(spark, SETTINGS):
-            query = (counts.writeStream.outputMode("update").format("noop")
-                     .option("checkpointLocation", str(location)).start())
+            query = (
+                counts.writeStream.outputMode("update")
+                .format("noop")
+                .option("checkpointLocation", str(location))
+                .start()
+            )
         try:
             for batch in range(batches):
                 written = Path(folder, f"{batch}.json")
                 written.write_text("".join(f'{{"key": "k{(batch + i) % 5}"}}\n' for i in range(3)))
-                written.rename(incoming / written.name)    # the file source must see whole files
+                written.rename(incoming / written.name)  # the file source must see whole files
                 query.processAllAvailable()
-                time.sleep(1)                               # the maintenance task's turn
+                time.sleep(1)  # the maintenance task's turn
         finally:
             query.stop()
         return folder_outline(location / "state")

@@ -23,12 +23,16 @@ def _paths(names: list[str]) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ministream.workshop", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m ministream.workshop", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("command", choices=("build", "check", "timings"))
     parser.add_argument("notebooks", nargs="*", help="notebook files or names (default: the whole course)")
-    parser.add_argument("--wait-for-authors", action="store_true",
-                        help="build: leave alone the notebooks with uncommitted changes or committed minutes ago")
+    parser.add_argument(
+        "--wait-for-authors",
+        action="store_true",
+        help="build: leave alone the notebooks with uncommitted changes or committed minutes ago",
+    )
     args = parser.parse_args(argv)
     if args.command == "build":
         from ministream.workshop.build import build
@@ -41,8 +45,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "check":
         from ministream.workshop.build import stale_notebooks
 
-        failed = [f"{name} (exercises missing or out of date: run python -m ministream.workshop build)"
-                  for name in stale_notebooks()]
+        failed = [
+            f"{name} (exercises missing or out of date: run python -m ministream.workshop build)"
+            for name in stale_notebooks()
+        ]
         for problem in failed:
             print(f"STALE   {problem}")
         for path in paths:

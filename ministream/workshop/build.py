@@ -53,9 +53,11 @@ def _cell(kind: str, source: str, cell_id: str, tags: list[str] | None = None):
 def exercise_cells(exercise: Exercise, number: str) -> list:
     """The three cells of one exercise: its task, the cell to write in, and the check."""
     name = exercise.function
-    return [_cell("markdown", f"### Exercise {number}: {exercise.title}\n\n{exercise.task}", f"workshop-{name}-task"),
-            _cell("code", exercise.starter.rstrip("\n"), f"workshop-{name}", ["exercise"]),
-            _cell("code", exercise.check_code(), f"workshop-{name}-check", ["check", "raises-exception"])]
+    return [
+        _cell("markdown", f"### Exercise {number}: {exercise.title}\n\n{exercise.task}", f"workshop-{name}-task"),
+        _cell("code", exercise.starter.rstrip("\n"), f"workshop-{name}", ["exercise"]),
+        _cell("code", exercise.check_code(), f"workshop-{name}-check", ["check", "raises-exception"]),
+    ]
 
 
 def strip_workshop_cells(notebook):
@@ -95,7 +97,7 @@ def solution_source(name: str) -> str:
     text = Path(solutions.__file__).read_text()
     for node in ast.parse(text).body:
         if isinstance(node, ast.FunctionDef) and node.name == name:
-            return "\n".join(text.splitlines()[node.lineno - 1:node.end_lineno])
+            return "\n".join(text.splitlines()[node.lineno - 1 : node.end_lineno])
     raise KeyError(f"ministream/workshop/solutions.py has no function {name!r}")
 
 
@@ -209,10 +211,14 @@ def busy(path: Path, minutes: int = 15) -> str | None:
         return "not committed yet"
     if status:
         committed = git("show", f"HEAD:./{path.name}")
-        ours_only = committed is not None and strip_workshop_cells(nbformat.reads(committed, as_version=4)).cells \
+        ours_only = (
+            committed is not None
+            and strip_workshop_cells(nbformat.reads(committed, as_version=4)).cells
             == strip_workshop_cells(nbformat.read(path, as_version=4)).cells
+        )
         if not ours_only:  # changes other than the workshop's own cells
             return "uncommitted changes"
+
     def authors_cells(commit):
         text = git("show", f"{commit}:./{path.name}")
         return None if text is None else strip_workshop_cells(nbformat.reads(text, as_version=4)).cells

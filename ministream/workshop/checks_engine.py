@@ -30,11 +30,15 @@ from ministream.workshop.oracle import get_oracle
 
 KEYS = ["a", "b", "c", "alice", "bob", 1, "1", ("bob", 0)]
 
-SALTED = ("a key group must come from a hash that is the same in every process: Python's hash(str) is salted per "
-          "process (PYTHONHASHSEED), so after a restart key {key!r} would go to another subtask and find no state. "
-          "Use a stable hash such as zlib.crc32")
-RECIPE = ("a key group is a stable hash of the key modulo the maximum parallelism, 128: here "
-          "zlib.crc32(repr(key).encode('utf-8')) % 128")
+SALTED = (
+    "a key group must come from a hash that is the same in every process: Python's hash(str) is salted per "
+    "process (PYTHONHASHSEED), so after a restart key {key!r} would go to another subtask and find no state. "
+    "Use a stable hash such as zlib.crc32"
+)
+RECIPE = (
+    "a key group is a stable hash of the key modulo the maximum parallelism, 128: here "
+    "zlib.crc32(repr(key).encode('utf-8')) % 128"
+)
 REPR = "hash repr(key), not str(key): 1 and '1' are different keys and must be free to land in different groups"
 
 
@@ -43,11 +47,14 @@ def _in_another_process(fn, keys: list) -> list:
     from pyspark import cloudpickle
 
     payload = base64.b64encode(cloudpickle.dumps((fn, keys))).decode()
-    program = ("import base64, pickle, sys; fn, keys = pickle.loads(base64.b64decode(sys.argv[1])); "
-               "print(repr([fn(key) for key in keys]))")
+    program = (
+        "import base64, pickle, sys; fn, keys = pickle.loads(base64.b64decode(sys.argv[1])); "
+        "print(repr([fn(key) for key in keys]))"
+    )
     env = dict(os.environ, PYTHONHASHSEED="12345" if os.environ.get("PYTHONHASHSEED") != "12345" else "54321")
-    done = subprocess.run([sys.executable, "-c", program, payload], capture_output=True, text=True, env=env,
-                          timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", program, payload], capture_output=True, text=True, env=env, timeout=120
+    )
     if done.returncode != 0:
         last = done.stderr.strip().splitlines()[-1:] or ["no message"]
         raise ExerciseFailed(f"key_group: your function failed in a fresh process: {last[0]}")
@@ -66,8 +73,14 @@ def check_key_group(key_group) -> Passed:
     there = _in_another_process(key_group, KEYS)
     for key, mine, theirs in zip(KEYS, here, there):
         if mine != theirs:
-            fail("key_group", f"key {key!r} in this process and in a fresh one", f"{mine} here and {theirs} there",
-                 "the same group in both", SALTED.format(key=key), "a stable hash")
+            fail(
+                "key_group",
+                f"key {key!r} in this process and in a fresh one",
+                f"{mine} here and {theirs} there",
+                "the same group in both",
+                SALTED.format(key=key),
+                "a stable hash",
+            )
     with_str = [zlib.crc32(str(key).encode("utf-8")) % 128 for key in KEYS]
     expected = [key_group_of(key) for key in KEYS]
     if here == with_str and here != expected:
@@ -75,16 +88,19 @@ def check_key_group(key_group) -> Passed:
         fail("key_group", f"key {key!r}", str(here[KEYS.index(key)]), str(key_group_of(key)), REPR, "ministream")
     cases = [Case((key,), RECIPE, f"key {key!r}") for key in KEYS]
     check_cases("key_group", key_group, cases, lambda case: key_group_of(case.args[0]), against="ministream")
-    return Passed("key_group", f"{len(KEYS)} keys in the same key group as ministream.keygroups, in this process "
-                  "and in a fresh one")
+    return Passed(
+        "key_group",
+        f"{len(KEYS)} keys in the same key group as ministream.keygroups, in this process and in a fresh one",
+    )
 
 
 # -- running totals in update mode -------------------------------------------------------------------------
 
-ONLY_TOUCHED = ("update mode emits only the keys the batch touched; emitting every key, every batch, is complete "
-                "mode")
-CARRY_OVER = ("keyed state carries over from batch to batch: the row of a key is its count and sum over every "
-              "batch so far, not over this batch")
+ONLY_TOUCHED = "update mode emits only the keys the batch touched; emitting every key, every batch, is complete mode"
+CARRY_OVER = (
+    "keyed state carries over from batch to batch: the row of a key is its count and sum over every "
+    "batch so far, not over this batch"
+)
 ONE_PER_KEY = "one row per key the batch touched, with the key's totals after the whole batch (not one per event)"
 EVERY_TOUCHED = "every key the batch touched is emitted, with its new totals"
 
@@ -132,8 +148,9 @@ def check_update_batch(update_batch, lesson: str = "running-aggregation", agains
         try:
             mine = [dict(key=row["key"], count=row["count"], sum=row["sum"]) for row in mine or []]
         except (KeyError, TypeError):
-            raise ExerciseFailed(f"update_batch: return a list of rows like {{'key': 'a', 'count': 2, 'sum': 4.0}}, "
-                                 f"not {mine!r}") from None
+            raise ExerciseFailed(
+                f"update_batch: return a list of rows like {{'key': 'a', 'count': 2, 'sum': 4.0}}, not {mine!r}"
+            ) from None
         ours = sorted(normalize_row(row) for row in mine)
         theirs = sorted(normalize_row(row) for row in batch.rows)
         if ours == theirs:
@@ -153,26 +170,42 @@ def check_update_batch(update_batch, lesson: str = "running-aggregation", agains
             fail("update_batch", f"{where}, key {missing[0]}", "no row", "a row", EVERY_TOUCHED, oracle.name)
         row = next(row for row in mine if normalize_row(row) != normalize_row(spark_of[row["key"]]))
         spark_row = spark_of[row["key"]]
-        fail("update_batch", f"{where}, key {row['key']}", f"count {row['count']}, sum {row['sum']}",
-             f"count {spark_row['count']}, sum {spark_row['sum']}", CARRY_OVER, oracle.name)
+        fail(
+            "update_batch",
+            f"{where}, key {row['key']}",
+            f"count {row['count']}, sum {row['sum']}",
+            f"count {spark_row['count']}, sum {spark_row['sum']}",
+            CARRY_OVER,
+            oracle.name,
+        )
     return Passed("update_batch", f"the {len(batches)} batches of {lesson} emit {oracle.name}'s rows in update mode")
 
 
 # -- timers and time-to-live ---------------------------------------------------------------------------------
 
-TIMER_DUE = ("an event-time timer fires at the end of the first batch whose watermark is at or past it: "
-             "expiry <= WM_k, inclusive")
+TIMER_DUE = (
+    "an event-time timer fires at the end of the first batch whose watermark is at or past it: "
+    "expiry <= WM_k, inclusive"
+)
 TIMER_ORDER = "due timers fire in expiry order (ties in key order), whatever order they were set in"
-TTL_RULE = ("an entry expires once the batch timestamp reaches its write time plus the TTL: batch_timestamp >= "
-            "written_at + ttl, inclusive (Spark's StateTTL.isExpired); the TTL counts processing time, not event time")
+TTL_RULE = (
+    "an entry expires once the batch timestamp reaches its write time plus the TTL: batch_timestamp >= "
+    "written_at + ttl, inclusive (Spark's StateTTL.isExpired); the TTL counts processing time, not event time"
+)
 
 
 def timer_cases() -> list[Case]:
     """``due_timers(timers, watermark)`` cases; timers are ``(expiry, key)`` pairs."""
     timers = [(30_000, "b"), (10_000, "a"), (20_000, "a"), (10_000, "c")]
     raw = [(5_000, TIMER_DUE), (10_000, TIMER_DUE), (19_999, TIMER_ORDER), (30_000, TIMER_ORDER)]
-    return [Case((list(timers), watermark), rule, f"timers {sorted(timers)} (set in the order {timers}), watermark "
-                 f"{show_time(watermark)}") for watermark, rule in raw]
+    return [
+        Case(
+            (list(timers), watermark),
+            rule,
+            f"timers {sorted(timers)} (set in the order {timers}), watermark {show_time(watermark)}",
+        )
+        for watermark, rule in raw
+    ]
 
 
 def check_due_timers(due_timers) -> Passed:
@@ -200,8 +233,15 @@ def check_due_timers(due_timers) -> Passed:
         except TypeError:
             return False
 
-    return check_cases("due_timers", lambda timers, watermark: due_timers(list(timers), watermark), timer_cases(),
-                       expected, against="ministream.timers", show=repr, same=same)
+    return check_cases(
+        "due_timers",
+        lambda timers, watermark: due_timers(list(timers), watermark),
+        timer_cases(),
+        expected,
+        against="ministream.timers",
+        show=repr,
+        same=same,
+    )
 
 
 def check_ttl_expired(ttl_expired) -> Passed:
@@ -217,28 +257,40 @@ def check_ttl_expired(ttl_expired) -> Passed:
     from ministream.ttl import is_expired
 
     raw = [(1_000, 2_000, 2_500), (1_000, 2_000, 3_000), (1_000, 2_000, 3_001)]
-    cases = [Case(args, TTL_RULE, f"written at {args[0]} ms, TTL {args[1]} ms, batch timestamp {args[2]} ms")
-             for args in raw]
-    return check_cases("ttl_expired", ttl_expired, cases, lambda case: is_expired(case.args[0] + case.args[1],
-                                                                                   case.args[2]),
-                       against="ministream.ttl", show=lambda answer: "expired" if answer else "alive")
+    cases = [
+        Case(args, TTL_RULE, f"written at {args[0]} ms, TTL {args[1]} ms, batch timestamp {args[2]} ms") for args in raw
+    ]
+    return check_cases(
+        "ttl_expired",
+        ttl_expired,
+        cases,
+        lambda case: is_expired(case.args[0] + case.args[1], case.args[2]),
+        against="ministream.ttl",
+        show=lambda answer: "expired" if answer else "alive",
+    )
 
 
 # -- barrier alignment ----------------------------------------------------------------------------------------
 
-HOLD = ("an input that delivered barrier n is held back: what it sends after the barrier belongs to the next "
-        "checkpoint, so it must wait until the snapshot is taken")
-SNAPSHOT_WHEN_ALL = ("an aligned checkpoint snapshots when barrier n has arrived on every input, not before "
-                     "(snapshotting earlier is the at-least-once or unaligned mode)")
+HOLD = (
+    "an input that delivered barrier n is held back: what it sends after the barrier belongs to the next "
+    "checkpoint, so it must wait until the snapshot is taken"
+)
+SNAPSHOT_WHEN_ALL = (
+    "an aligned checkpoint snapshots when barrier n has arrived on every input, not before "
+    "(snapshotting earlier is the at-least-once or unaligned mode)"
+)
 RELEASE = "once the snapshot is taken (and the barrier forwarded) every input is released: nothing is held back"
 
 
 def barrier_cases() -> list[tuple[int, list[int], list[tuple[set, bool]]]]:
     """Arrival sequences: ``(inputs, positions in arrival order, [(held back after each, snapshot now)])``."""
-    return [(1, [0], [(set(), True)]),
-            (2, [1, 0], [({1}, False), (set(), True)]),
-            (3, [0, 2, 1], [({0}, False), ({0, 2}, False), (set(), True)]),
-            (2, [0, 1, 1, 0], [({0}, False), (set(), True), ({1}, False), (set(), True)])]
+    return [
+        (1, [0], [(set(), True)]),
+        (2, [1, 0], [({1}, False), (set(), True)]),
+        (3, [0, 2, 1], [({0}, False), ({0, 2}, False), (set(), True)]),
+        (2, [0, 1, 1, 0], [({0}, False), (set(), True), ({1}, False), (set(), True)]),
+    ]
 
 
 def check_barrier_arrives(barrier_arrives) -> Passed:
@@ -264,19 +316,28 @@ def check_barrier_arrives(barrier_arrives) -> Passed:
         for step, (position, (want_held, want_snapshot)) in enumerate(zip(arrivals, expected)):
             snapshot = call("barrier_arrives", barrier_arrives, held_back, position, inputs)
             later = " (the next checkpoint's barrier after the first snapshot)" if step >= inputs else ""
-            where = f"{inputs} inputs, barriers arriving on inputs {arrivals[:step + 1]}{later}"
+            where = f"{inputs} inputs, barriers arriving on inputs {arrivals[: step + 1]}{later}"
             if bool(snapshot) != want_snapshot or set(held_back) != want_held:
                 rule = SNAPSHOT_WHEN_ALL if bool(snapshot) != want_snapshot else RELEASE if not want_held else HOLD
-                fail("barrier_arrives", where, f"held back {sorted(held_back)}, snapshot {bool(snapshot)}",
-                     f"held back {sorted(want_held)}, snapshot {want_snapshot}", rule, "ministream")
-    return Passed("barrier_arrives", f"{len(barrier_cases())} arrival sequences agree with ministream.runtime's "
-                  "alignment")
+                fail(
+                    "barrier_arrives",
+                    where,
+                    f"held back {sorted(held_back)}, snapshot {bool(snapshot)}",
+                    f"held back {sorted(want_held)}, snapshot {want_snapshot}",
+                    rule,
+                    "ministream",
+                )
+    return Passed(
+        "barrier_arrives", f"{len(barrier_cases())} arrival sequences agree with ministream.runtime's alignment"
+    )
 
 
 # -- restarting from a checkpoint -------------------------------------------------------------------------------
 
-RERUN = ("a batch in the offsets log without a commit started and did not finish: the restarted query runs it "
-         "again, with the same id, offsets and watermark")
+RERUN = (
+    "a batch in the offsets log without a commit started and did not finish: the restarted query runs it "
+    "again, with the same id, offsets and watermark"
+)
 GO_ON = "when the last logged batch is committed, the restarted query goes on with the next batch id"
 FRESH = "an empty checkpoint location starts at batch 0"
 
@@ -298,9 +359,16 @@ def check_restart_at(restart_at) -> Passed:
     Args:
         restart_at: the learner's function.
     """
-    raw = [([], [], FRESH), ([0, 1, 2], [0, 1, 2], GO_ON), ([0, 1, 2, 3], [0, 1, 2], RERUN), ([0], [], RERUN),
-           ([0, 1, 2, 3, 4], [0, 1, 2, 3, 4], GO_ON)]
-    cases = [Case((offsets, commits), rule, f"offsets/ {offsets}, commits/ {commits}") for offsets, commits, rule in raw]
+    raw = [
+        ([], [], FRESH),
+        ([0, 1, 2], [0, 1, 2], GO_ON),
+        ([0, 1, 2, 3], [0, 1, 2], RERUN),
+        ([0], [], RERUN),
+        ([0, 1, 2, 3, 4], [0, 1, 2, 3, 4], GO_ON),
+    ]
+    cases = [
+        Case((offsets, commits), rule, f"offsets/ {offsets}, commits/ {commits}") for offsets, commits, rule in raw
+    ]
 
     def expected(case):
         offsets, commits = case.args
@@ -315,7 +383,12 @@ def check_restart_at(restart_at) -> Passed:
         except (TypeError, ValueError, IndexError):
             return False
 
-    return check_cases("restart_at", lambda offsets, commits: restart_at(list(offsets), list(commits)), cases,
-                       expected, against="the checkpoint protocol",
-                       show=lambda answer: repr(tuple(answer)) if isinstance(answer, (tuple, list)) else repr(answer),
-                       same=same)
+    return check_cases(
+        "restart_at",
+        lambda offsets, commits: restart_at(list(offsets), list(commits)),
+        cases,
+        expected,
+        against="the checkpoint protocol",
+        show=lambda answer: repr(tuple(answer)) if isinstance(answer, (tuple, list)) else repr(answer),
+        same=same,
+    )

@@ -26,13 +26,17 @@ from ministream.workshop.oracle import get_oracle
 SECOND = 1_000
 
 EITHER_FIRST = "a new row joins the other side's state: either side may arrive first, so both sides are kept"
-ONCE = ("in a batch, new impressions join the stored clicks, then new clicks join the stored impressions *including "
-        "this batch's*: a pair of two new rows is found exactly once")
+ONCE = (
+    "in a batch, new impressions join the stored clicks, then new clicks join the stored impressions *including "
+    "this batch's*: a pair of two new rows is found exactly once"
+)
 ONLY_NEW = "a pair of two stored rows came out in an earlier batch: only pairs with at least one new row are emitted"
 INCLUSIVE = "the range is inclusive at both ends: impression_time <= click_time <= impression_time + within"
 SAME_AD = "rows join only on equal keys: the same ad_id"
-REPLAY = ("each batch emits the pairs with a new row that are in range; rows late against WM_{k-1} never join, and "
-          "rows evicted from the state (impressions at or before WM_k - within - 1 ms) no longer match")
+REPLAY = (
+    "each batch emits the pairs with a new row that are in range; rows late against WM_{k-1} never join, and "
+    "rows evicted from the state (impressions at or before WM_k - within - 1 ms) no longer match"
+)
 
 
 def _row(ad: str, second: float) -> dict:
@@ -61,30 +65,36 @@ def _pair_counts(pairs) -> Counter | None:
 def join_cases() -> list[Case]:
     """``join_batch(left_state, right_state, new_left, new_right, within)`` cases, each with its rule."""
     within = 20 * SECOND
-    raw = [([_row("a", 1)], [], [], [_row("a", 5)], EITHER_FIRST),
-           ([], [_row("a", 5)], [_row("a", 1)], [], EITHER_FIRST),
-           ([], [], [_row("a", 1)], [_row("a", 5)], ONCE),
-           ([_row("a", 1)], [_row("a", 5)], [], [], ONLY_NEW),
-           ([_row("a", 1)], [], [], [_row("a", 21)], INCLUSIVE),
-           ([_row("a", 10)], [], [], [_row("a", 9)], INCLUSIVE),
-           ([_row("b", 1)], [], [], [_row("a", 5)], SAME_AD)]
+    raw = [
+        ([_row("a", 1)], [], [], [_row("a", 5)], EITHER_FIRST),
+        ([], [_row("a", 5)], [_row("a", 1)], [], EITHER_FIRST),
+        ([], [], [_row("a", 1)], [_row("a", 5)], ONCE),
+        ([_row("a", 1)], [_row("a", 5)], [], [], ONLY_NEW),
+        ([_row("a", 1)], [], [], [_row("a", 21)], INCLUSIVE),
+        ([_row("a", 10)], [], [], [_row("a", 9)], INCLUSIVE),
+        ([_row("b", 1)], [], [], [_row("a", 5)], SAME_AD),
+    ]
     cases = []
     for left, right, new_left, new_right, rule in raw:
-        where = (f"impressions in state {[_show_row(r) for r in left]}, clicks in state {[_show_row(r) for r in right]}"
-                 f", new impressions {[_show_row(r) for r in new_left]}, new clicks {[_show_row(r) for r in new_right]}"
-                 f", within 20 seconds")
+        where = (
+            f"impressions in state {[_show_row(r) for r in left]}, clicks in state {[_show_row(r) for r in right]}"
+            f", new impressions {[_show_row(r) for r in new_left]}, new clicks {[_show_row(r) for r in new_right]}"
+            f", within 20 seconds"
+        )
         cases.append(Case((left, right, new_left, new_right, within), rule, where))
     return cases
 
 
 def spark_join_batch(left_state, right_state, new_left, new_right, within) -> list[tuple[dict, dict]]:
     """The rule: new impressions join the stored clicks, then new clicks join every impression, new included."""
+
     def match(imp, click):
         return imp["ad_id"] == click["ad_id"] and imp["ts"] <= click["ts"] <= imp["ts"] + within
 
     pairs = [(imp, click) for imp in new_left for click in right_state if match(imp, click)]
-    return pairs + [(imp, click) for click in new_right for imp in list(left_state) + list(new_left)
-                    if match(imp, click)]
+    return pairs + [
+        (imp, click) for click in new_right for imp in list(left_state) + list(new_left) if match(imp, click)
+    ]
 
 
 def check_join_batch(join_batch, lesson: str = "stream-join", against: str = "spark") -> Passed:
@@ -105,9 +115,15 @@ def check_join_batch(join_batch, lesson: str = "stream-join", against: str = "sp
     def copies(*lists):
         return tuple([dict(row) for row in rows] for rows in lists[:4]) + lists[4:]
 
-    check_cases("join_batch", lambda *args: join_batch(*copies(*args)), cases,
-                lambda case: _pair_counts(spark_join_batch(*case.args)), against="the rule", show=_show_pairs,
-                same=lambda got, want: _pair_counts(got) == want)
+    check_cases(
+        "join_batch",
+        lambda *args: join_batch(*copies(*args)),
+        cases,
+        lambda case: _pair_counts(spark_join_batch(*case.args)),
+        against="the rule",
+        show=_show_pairs,
+        same=lambda got, want: _pair_counts(got) == want,
+    )
     the_lesson = get_lesson(lesson)
     within = the_lesson.resolve_params()["within"]
     batches = oracle.twin_output(lesson)
@@ -116,23 +132,35 @@ def check_join_batch(join_batch, lesson: str = "stream-join", against: str = "sp
     for batch in batches:
         late = watermarks[max(batch.batch_id - 1, 0)]
         script = the_lesson.default_script
-        new = {side: [dict(row) for row in script[side][batch.batch_id] if row["ts"] > late]
-               if batch.batch_id < len(script[side]) else [] for side in ("impressions", "clicks")}
-        pairs = call("join_batch", join_batch, *copies(left_state, right_state, new["impressions"], new["clicks"],
-                                                       within))
+        new = {
+            side: [dict(row) for row in script[side][batch.batch_id] if row["ts"] > late]
+            if batch.batch_id < len(script[side])
+            else []
+            for side in ("impressions", "clicks")
+        }
+        pairs = call(
+            "join_batch", join_batch, *copies(left_state, right_state, new["impressions"], new["clicks"], within)
+        )
         mine = _pair_counts(pairs)
         if mine is None:
             raise ExerciseFailed(f"join_batch: return a list of (impression, click) pairs of rows, not {pairs!r}")
-        theirs = Counter((row["impression_ad"], row["impression_time"], row["click_ad"], row["click_time"])
-                         for row in batch.rows)
+        theirs = Counter(
+            (row["impression_ad"], row["impression_time"], row["click_ad"], row["click_time"]) for row in batch.rows
+        )
         if mine != theirs:
             extra, missing = mine - theirs, theirs - mine
             ad, imp, _, click = next(iter(extra or missing))
-            fail("join_batch", f"batch {batch.batch_id} (late rows: at or before {show_time(late)}), impression "
-                 f"{ad}@{show_time(imp)} with click {ad}@{show_time(click)}",
-                 f"{'emitted' if extra else 'not emitted'}", f"{'not emitted' if extra else 'emitted'}", REPLAY,
-                 oracle.name)
+            fail(
+                "join_batch",
+                f"batch {batch.batch_id} (late rows: at or before {show_time(late)}), impression "
+                f"{ad}@{show_time(imp)} with click {ad}@{show_time(click)}",
+                f"{'emitted' if extra else 'not emitted'}",
+                f"{'not emitted' if extra else 'emitted'}",
+                REPLAY,
+                oracle.name,
+            )
         left_state = [row for row in left_state + new["impressions"] if row["ts"] > batch.watermark - within - 1]
         right_state = [row for row in right_state + new["clicks"] if row["ts"] > batch.watermark - 1]
-    return Passed("join_batch", f"{len(cases)} cases, then the {len(batches)} batches of {lesson} emit "
-                  f"{oracle.name}'s pairs")
+    return Passed(
+        "join_batch", f"{len(cases)} cases, then the {len(batches)} batches of {lesson} emit {oracle.name}'s pairs"
+    )

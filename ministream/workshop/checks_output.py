@@ -29,13 +29,19 @@ from ministream.workshop.oracle import get_oracle
 
 SECOND = 1_000
 
-APPEND = ("in append mode a window is emitted once, in the first batch whose own watermark is at or past its end "
-          "(end <= WM_k), and then removed")
+APPEND = (
+    "in append mode a window is emitted once, in the first batch whose own watermark is at or past its end "
+    "(end <= WM_k), and then removed"
+)
 INCLUSIVE = "the test is inclusive: a window whose end equals the watermark is complete (end <= WM_k)"
-NEVER = ("a window whose end no watermark has reached is never emitted in append mode: a stream has no end "
-         "that would flush it (return None)")
-UPDATE = ("update mode emits, at the end of each batch, the windows that batch changed (touched), with their full "
-          "value, and nothing else; a window the watermark passes is removed without another row")
+NEVER = (
+    "a window whose end no watermark has reached is never emitted in append mode: a stream has no end "
+    "that would flush it (return None)"
+)
+UPDATE = (
+    "update mode emits, at the end of each batch, the windows that batch changed (touched), with their full "
+    "value, and nothing else; a window the watermark passes is removed without another row"
+)
 COMPLETE = "complete mode emits every window in state, every batch, touched or not, final or not"
 
 
@@ -46,10 +52,16 @@ def _watermark_list(watermarks) -> str:
 def emit_cases() -> list[Case]:
     """``emit_batch(window_end, watermarks)`` cases, each with the rule it tests."""
     wms = [0, BASE_TIME + 5 * SECOND, BASE_TIME + 10 * SECOND, BASE_TIME + 20 * SECOND]
-    cases = [(BASE_TIME + 5 * SECOND - 1 * SECOND, APPEND), (BASE_TIME + 10 * SECOND, INCLUSIVE),
-             (BASE_TIME + 15 * SECOND, APPEND), (BASE_TIME + 30 * SECOND, NEVER)]
-    return [Case((end, wms), rule, f"window ending {show_time(end)}, watermarks {_watermark_list(wms)}")
-            for end, rule in cases]
+    cases = [
+        (BASE_TIME + 5 * SECOND - 1 * SECOND, APPEND),
+        (BASE_TIME + 10 * SECOND, INCLUSIVE),
+        (BASE_TIME + 15 * SECOND, APPEND),
+        (BASE_TIME + 30 * SECOND, NEVER),
+    ]
+    return [
+        Case((end, wms), rule, f"window ending {show_time(end)}, watermarks {_watermark_list(wms)}")
+        for end, rule in cases
+    ]
 
 
 def first_batch_at_or_past(window_end: int, watermarks: list) -> int | None:
@@ -58,8 +70,14 @@ def first_batch_at_or_past(window_end: int, watermarks: list) -> int | None:
     >>> first_batch_at_or_past(10_000, [0, 7_000, 10_000]), first_batch_at_or_past(10_001, [0, 10_000])
     (2, None)
     """
-    return next((batch_id for batch_id, watermark in enumerate(watermarks)
-                 if watermark is not None and window_end <= watermark), None)
+    return next(
+        (
+            batch_id
+            for batch_id, watermark in enumerate(watermarks)
+            if watermark is not None and window_end <= watermark
+        ),
+        None,
+    )
 
 
 def _show_batch(batch_id) -> str:
@@ -81,28 +99,49 @@ def check_emit_batch(emit_batch, lesson: str = "microbatch-vs-continuous", again
     from ministream.lessons import get_lesson
 
     oracle = get_oracle(against)
-    check_cases("emit_batch", emit_batch, emit_cases(), lambda case: first_batch_at_or_past(*case.args),
-                against="the rule", show=_show_batch)
+    check_cases(
+        "emit_batch",
+        emit_batch,
+        emit_cases(),
+        lambda case: first_batch_at_or_past(*case.args),
+        against="the rule",
+        show=_show_batch,
+    )
     the_lesson = get_lesson(lesson)
     size = the_lesson.resolve_params()["size"]
     batches = oracle.twin_output(lesson)
     watermarks = [batch.watermark for batch in batches]
     emitted = {(row["key"], row["window_start"]): batch.batch_id for batch in batches for row in batch.rows}
-    windows = sorted({(row["key"], *tumbling(row["ts"], size))
-                      for batch_id, rows in enumerate(the_lesson.default_script) for row in rows
-                      if still_counts(tumbling(row["ts"], size)[1], batch_id, watermarks)})
+    windows = sorted(
+        {
+            (row["key"], *tumbling(row["ts"], size))
+            for batch_id, rows in enumerate(the_lesson.default_script)
+            for row in rows
+            if still_counts(tumbling(row["ts"], size)[1], batch_id, watermarks)
+        }
+    )
     for key, start, end in windows:
         mine = call("emit_batch", emit_batch, end, watermarks)
         theirs = emitted.get((key, start))
         if mine != theirs:
             at = "" if theirs is None else f" (end {show_time(end)} <= watermark {show_time(watermarks[theirs])})"
-            fail("emit_batch", f"window {show_window((start, end))} of key {key}, watermarks per batch "
-                 f"{_watermark_list(watermarks)}", _show_batch(mine), _show_batch(theirs), APPEND + at, oracle.name)
-    return Passed("emit_batch", f"{len(emit_cases())} cases, then the {len(windows)} windows of {lesson} come out "
-                  f"in the batch {oracle.name} emitted them")
+            fail(
+                "emit_batch",
+                f"window {show_window((start, end))} of key {key}, watermarks per batch {_watermark_list(watermarks)}",
+                _show_batch(mine),
+                _show_batch(theirs),
+                APPEND + at,
+                oracle.name,
+            )
+    return Passed(
+        "emit_batch",
+        f"{len(emit_cases())} cases, then the {len(windows)} windows of {lesson} come out "
+        f"in the batch {oracle.name} emitted them",
+    )
 
 
 # -- output modes --------------------------------------------------------------------------------------------
+
 
 def spark_emits(mode: str, window_end: int, touched: bool, watermark: int) -> bool:
     """The rule: whether a window in state is emitted at the end of a batch, in each output mode.
@@ -120,11 +159,23 @@ def spark_emits(mode: str, window_end: int, touched: bool, watermark: int) -> bo
 def emits_cases() -> list[Case]:
     """``emits(mode, window_end, touched, watermark)`` cases, each with the rule it tests."""
     at = lambda second: BASE_TIME + second * SECOND  # noqa: E731
-    raw = [("append", 10, True, 7, APPEND), ("append", 10, False, 10, INCLUSIVE), ("update", 20, False, 7, UPDATE),
-           ("update", 10, True, 12, UPDATE), ("complete", 20, False, 7, COMPLETE), ("complete", 10, True, 12, COMPLETE)]
-    return [Case((mode, at(end), touched, at(watermark)), rule, f"{mode} mode, window ending {show_time(at(end))}, "
-                 f"{'touched' if touched else 'not touched'} by the batch, watermark {show_time(at(watermark))}")
-            for mode, end, touched, watermark, rule in raw]
+    raw = [
+        ("append", 10, True, 7, APPEND),
+        ("append", 10, False, 10, INCLUSIVE),
+        ("update", 20, False, 7, UPDATE),
+        ("update", 10, True, 12, UPDATE),
+        ("complete", 20, False, 7, COMPLETE),
+        ("complete", 10, True, 12, COMPLETE),
+    ]
+    return [
+        Case(
+            (mode, at(end), touched, at(watermark)),
+            rule,
+            f"{mode} mode, window ending {show_time(at(end))}, "
+            f"{'touched' if touched else 'not touched'} by the batch, watermark {show_time(at(watermark))}",
+        )
+        for mode, end, touched, watermark, rule in raw
+    ]
 
 
 def replay_modes(emits, lesson, params: dict, watermarks: list) -> list[list[dict]]:
@@ -149,15 +200,23 @@ def replay_modes(emits, lesson, params: dict, watermarks: list) -> list[list[dic
             start, end = tumbling(row["ts"], size)
             if mode != "complete" and end <= late_watermark:
                 continue  # late for its window
-            window = state.setdefault((row["key"], start), {"end": end, "count": 0, "low": row["value"],
-                                                            "high": row["value"]})
+            window = state.setdefault(
+                (row["key"], start), {"end": end, "count": 0, "low": row["value"], "high": row["value"]}
+            )
             window["count"] += 1
             window["low"], window["high"] = min(window["low"], row["value"]), max(window["high"], row["value"])
             touched.add((row["key"], start))
-        rows = [{"key": key, "window_start": start, "window_end": window["end"], "count": window["count"],
-                 "spread": window["high"] - window["low"]}
-                for (key, start), window in sorted(state.items())
-                if call("emits", emits, mode, window["end"], (key, start) in touched, watermark)]
+        rows = [
+            {
+                "key": key,
+                "window_start": start,
+                "window_end": window["end"],
+                "count": window["count"],
+                "spread": window["high"] - window["low"],
+            }
+            for (key, start), window in sorted(state.items())
+            if call("emits", emits, mode, window["end"], (key, start) in touched, watermark)
+        ]
         out.append(rows)
         if mode != "complete":
             state = {place: window for place, window in state.items() if window["end"] > watermark}
@@ -183,8 +242,14 @@ def check_emits(emits, lesson: str = "output-modes", against: str = "spark") -> 
 
     oracle = get_oracle(against)
     cases = emits_cases()
-    check_cases("emits", emits, cases, lambda case: spark_emits(*case.args), against="the rule",
-                show=lambda answer: "emitted" if answer else "not emitted")
+    check_cases(
+        "emits",
+        emits,
+        cases,
+        lambda case: spark_emits(*case.args),
+        against="the rule",
+        show=lambda answer: "emitted" if answer else "not emitted",
+    )
     the_lesson = get_lesson(lesson)
     rules = {"append": APPEND, "update": UPDATE, "complete": COMPLETE}
     total = 0
@@ -200,20 +265,32 @@ def check_emits(emits, lesson: str = "output-modes", against: str = "spark") -> 
                 extra = [ours[row] for row in ours if row not in theirs]
                 missing = [theirs[row] for row in theirs if row not in ours]
                 row = (extra or missing)[0]
-                fail("emits", f"{mode} mode, batch {batch.batch_id} (watermark {show_time(batch.watermark)}), window "
-                     f"{show_window((row['window_start'], row['window_end']))} of key {row['key']}",
-                     "emitted" if extra else "not emitted", "not emitted" if extra else "emitted", rules[mode],
-                     oracle.name)
-    return Passed("emits", f"{len(cases)} cases, then append, update and complete give {oracle.name}'s rows in all "
-                  f"{total} batches of {lesson}")
+                fail(
+                    "emits",
+                    f"{mode} mode, batch {batch.batch_id} (watermark {show_time(batch.watermark)}), window "
+                    f"{show_window((row['window_start'], row['window_end']))} of key {row['key']}",
+                    "emitted" if extra else "not emitted",
+                    "not emitted" if extra else "emitted",
+                    rules[mode],
+                    oracle.name,
+                )
+    return Passed(
+        "emits",
+        f"{len(cases)} cases, then append, update and complete give {oracle.name}'s rows in all "
+        f"{total} batches of {lesson}",
+    )
 
 
 # -- the continuous model --------------------------------------------------------------------------------------
 
-CONTINUOUS_WATERMARK = ("the continuous model's watermark follows every row: largest event time so far - delay - 1 ms "
-                        "(Flink's bounded out-of-orderness), not max - delay")
-FIRES = ("a window fires in the continuous model right after the row that lifts the watermark to end - 1 ms or beyond "
-         "(watermark >= end - 1), with no batch to wait for")
+CONTINUOUS_WATERMARK = (
+    "the continuous model's watermark follows every row: largest event time so far - delay - 1 ms "
+    "(Flink's bounded out-of-orderness), not max - delay"
+)
+FIRES = (
+    "a window fires in the continuous model right after the row that lifts the watermark to end - 1 ms or beyond "
+    "(watermark >= end - 1), with no batch to wait for"
+)
 NEVER_FIRES = "a window whose end - 1 no watermark reached does not fire before the end of input (return None)"
 
 
@@ -234,12 +311,26 @@ def continuous_fire_row(window_end: int, event_times: list[int], delay: int) -> 
 def fire_cases() -> list[Case]:
     """``fires_after(window_end, event_times, delay)`` cases, each with the rule it tests."""
     at = lambda second: BASE_TIME + round(second * SECOND)  # noqa: E731
-    edge = (f"{CONTINUOUS_WATERMARK}; and {FIRES}: here the row at 10:00:15 lifts the watermark to 10:00:09.999, "
-            "which is end - 1 ms, and the row at 10:00:14.999 does not")
-    raw = [(10, [1, 3, 16], FIRES), (10, [1, 14.999, 15], edge), (10, [1, 15, 2], edge),
-           (10, [1, 16, 4], FIRES), (20, [1, 16, 4], NEVER_FIRES)]
-    return [Case((at(end), [at(t) for t in times], 5 * SECOND), rule, f"window ending {show_time(at(end))}, rows at "
-                 f"{', '.join(show_time(at(t)) for t in times)}, delay 5 seconds") for end, times, rule in raw]
+    edge = (
+        f"{CONTINUOUS_WATERMARK}; and {FIRES}: here the row at 10:00:15 lifts the watermark to 10:00:09.999, "
+        "which is end - 1 ms, and the row at 10:00:14.999 does not"
+    )
+    raw = [
+        (10, [1, 3, 16], FIRES),
+        (10, [1, 14.999, 15], edge),
+        (10, [1, 15, 2], edge),
+        (10, [1, 16, 4], FIRES),
+        (20, [1, 16, 4], NEVER_FIRES),
+    ]
+    return [
+        Case(
+            (at(end), [at(t) for t in times], 5 * SECOND),
+            rule,
+            f"window ending {show_time(at(end))}, rows at "
+            f"{', '.join(show_time(at(t)) for t in times)}, delay 5 seconds",
+        )
+        for end, times, rule in raw
+    ]
 
 
 def check_fires_after(fires_after, lesson: str = "microbatch-vs-continuous") -> Passed:
@@ -258,9 +349,14 @@ def check_fires_after(fires_after, lesson: str = "microbatch-vs-continuous") -> 
     from ministream.lessons import get_lesson
 
     cases = fire_cases()
-    check_cases("fires_after", fires_after, cases, lambda case: continuous_fire_row(*case.args),
-                against="ministream's continuous model",
-                show=lambda answer: "never" if answer is None else f"after row {answer}")
+    check_cases(
+        "fires_after",
+        fires_after,
+        cases,
+        lambda case: continuous_fire_row(*case.args),
+        against="ministream's continuous model",
+        show=lambda answer: "never" if answer is None else f"after row {answer}",
+    )
     the_lesson = get_lesson(lesson)
     params = the_lesson.resolve_params()
     times = [row["ts"] for batch in the_lesson.default_script for row in batch]
@@ -269,8 +365,15 @@ def check_fires_after(fires_after, lesson: str = "microbatch-vs-continuous") -> 
         mine = call("fires_after", fires_after, end, list(times), params["delay"])
         theirs = continuous_fire_row(end, times, params["delay"])
         if mine != theirs:
-            fail("fires_after", f"window {show_window((start, end))} of {lesson}, rows at "
-                 f"{', '.join(show_time(ts) for ts in times)}", "never" if mine is None else f"after row {mine}",
-                 "never" if theirs is None else f"after row {theirs}", FIRES, "ministream's continuous model")
-    return Passed("fires_after", f"{len(cases)} cases, then the {len(windows)} windows of {lesson} fire after the same "
-                  "row as in ministream")
+            fail(
+                "fires_after",
+                f"window {show_window((start, end))} of {lesson}, rows at {', '.join(show_time(ts) for ts in times)}",
+                "never" if mine is None else f"after row {mine}",
+                "never" if theirs is None else f"after row {theirs}",
+                FIRES,
+                "ministream's continuous model",
+            )
+    return Passed(
+        "fires_after",
+        f"{len(cases)} cases, then the {len(windows)} windows of {lesson} fire after the same row as in ministream",
+    )

@@ -22,16 +22,24 @@ from ministream.workshop.checks_windows import show_time, show_window
 from ministream.workshop.feedback import ExerciseFailed, Passed, call, fail
 from ministream.workshop.oracle import get_oracle
 
-WATERMARK = ("the watermark comes from a with_watermark step on 'ts' with the lesson's delay (params['delay']): "
-             "after each batch, the largest event time so far minus the delay")
-NO_DATA_BATCH = ("after the last batch Spark runs one more, a no-data batch, when the new watermark lets a window "
-                 "close; ministream does the same, as long as the pipeline has a watermark and a window step")
-APPEND = ("in append mode a window is emitted once, in the first batch whose watermark is at or past its end "
-          "(end <= WM_k)")
-VALUES = ("each window's row aggregates every row of that key and window that was not late: here count('*') as "
-          "count, sum('value') as sum, max('value') as max")
-WINDOWS = ("the windows are tumbling, of the lesson's size (params['size']), aligned on the epoch: "
-           "Tumbling(params['size'])")
+WATERMARK = (
+    "the watermark comes from a with_watermark step on 'ts' with the lesson's delay (params['delay']): "
+    "after each batch, the largest event time so far minus the delay"
+)
+NO_DATA_BATCH = (
+    "after the last batch Spark runs one more, a no-data batch, when the new watermark lets a window "
+    "close; ministream does the same, as long as the pipeline has a watermark and a window step"
+)
+APPEND = (
+    "in append mode a window is emitted once, in the first batch whose watermark is at or past its end (end <= WM_k)"
+)
+VALUES = (
+    "each window's row aggregates every row of that key and window that was not late: here count('*') as "
+    "count, sum('value') as sum, max('value') as max"
+)
+WINDOWS = (
+    "the windows are tumbling, of the lesson's size (params['size']), aligned on the epoch: Tumbling(params['size'])"
+)
 COLUMNS = "a window row has the key, window_start, window_end and one column per aggregate, named as in the twin"
 
 
@@ -41,15 +49,19 @@ def _run(pipeline, lesson, params: dict):
 
     flow = call("pipeline", pipeline, lesson.default_script, params)
     if not isinstance(flow, Dataflow):
-        raise ExerciseFailed(f"pipeline: return the Dataflow you built (flow = Dataflow(...); ...; return flow), not "
-                             f"{type(flow).__name__}")
+        raise ExerciseFailed(
+            f"pipeline: return the Dataflow you built (flow = Dataflow(...); ...; return flow), not "
+            f"{type(flow).__name__}"
+        )
     try:
         run = run_microbatch(flow, output_mode=lesson.mode(params), watermark_policy=lesson.policy(params))
     except PipelineError as error:
         raise ExerciseFailed(f"pipeline: ministream refused your pipeline: {error}") from None
     if "output" not in run.outputs:
-        raise ExerciseFailed(f"pipeline: name your sink 'output' (.sink('output', CollectingSink())); it has "
-                             f"{', '.join(map(repr, run.outputs)) or 'no sink'}")
+        raise ExerciseFailed(
+            f"pipeline: name your sink 'output' (.sink('output', CollectingSink())); it has "
+            f"{', '.join(map(repr, run.outputs)) or 'no sink'}"
+        )
     return run.output("output")
 
 
@@ -58,41 +70,93 @@ def _explain(ours, theirs, against: str) -> None:
     result = compare_batches(ours, theirs)
     columns = lambda batches: {name for batch in batches for row in batch.rows for name in row}  # noqa: E731
     if ours and theirs and columns(ours) and columns(theirs) and columns(ours) != columns(theirs):
-        fail("pipeline", "the columns of your rows", ", ".join(sorted(columns(ours))),
-             ", ".join(sorted(columns(theirs))), COLUMNS, against)
+        fail(
+            "pipeline",
+            "the columns of your rows",
+            ", ".join(sorted(columns(ours))),
+            ", ".join(sorted(columns(theirs))),
+            COLUMNS,
+            against,
+        )
     batch = next(b for b in result.batches if not b.matches)
     where = f"batch {batch.batch_id}"
     if not batch.in_ministream or not batch.in_spark:
-        fail("pipeline", where, "a batch" if batch.in_ministream else "no batch",
-             "a batch" if batch.in_spark else "no batch", NO_DATA_BATCH, against)
+        fail(
+            "pipeline",
+            where,
+            "a batch" if batch.in_ministream else "no batch",
+            "a batch" if batch.in_spark else "no batch",
+            NO_DATA_BATCH,
+            against,
+        )
     if batch.watermark_ministream != batch.watermark_spark:
         shown = lambda wm: "no watermark" if wm is None else show_time(wm)  # noqa: E731
-        fail("pipeline", f"{where}, the watermark", shown(batch.watermark_ministream), shown(batch.watermark_spark),
-             WATERMARK, against)
+        fail(
+            "pipeline",
+            f"{where}, the watermark",
+            shown(batch.watermark_ministream),
+            shown(batch.watermark_spark),
+            WATERMARK,
+            against,
+        )
     spark_row = dict(batch.only_spark[0]) if batch.only_spark else None
     our_row = dict(batch.only_ministream[0]) if batch.only_ministream else None
     placed = lambda row: (row.get("key"), row.get("window_start"))  # noqa: E731
     if spark_row is not None:
         same = [dict(r) for r in batch.only_ministream if placed(dict(r)) == placed(spark_row)]
         if same:
-            fail("pipeline", f"{where}, window {show_window((spark_row['window_start'], spark_row['window_end']))} of "
-                 f"key {spark_row['key']}", format_row(same[0]), format_row(spark_row), VALUES, against)
-        elsewhere = [b.batch_id for b in result.batches for r in b.only_ministream + b.in_both
-                     if placed(dict(r)) == placed(spark_row)]
+            fail(
+                "pipeline",
+                f"{where}, window {show_window((spark_row['window_start'], spark_row['window_end']))} of "
+                f"key {spark_row['key']}",
+                format_row(same[0]),
+                format_row(spark_row),
+                VALUES,
+                against,
+            )
+        elsewhere = [
+            b.batch_id
+            for b in result.batches
+            for r in b.only_ministream + b.in_both
+            if placed(dict(r)) == placed(spark_row)
+        ]
         window = show_window((spark_row["window_start"], spark_row["window_end"]))
         watermark = batch.watermark_spark
         rule = APPEND + f": end {show_time(spark_row['window_end'])} <= watermark {show_time(watermark)}"
         if elsewhere:
-            fail("pipeline", f"window {window} of key {spark_row['key']}", f"emitted in batch {elsewhere[0]}",
-                 f"emitted in batch {batch.batch_id}", rule, against)
-        fail("pipeline", f"{where}, window {window} of key {spark_row['key']}", "missing",
-             format_row(spark_row), WINDOWS if our_row and placed(our_row)[0] == spark_row["key"] else rule, against)
-    fail("pipeline", f"{where}, window {show_window((our_row.get('window_start'), our_row.get('window_end')))} of key "
-         f"{our_row.get('key')}", format_row(our_row), "not emitted in this batch", APPEND, against)
+            fail(
+                "pipeline",
+                f"window {window} of key {spark_row['key']}",
+                f"emitted in batch {elsewhere[0]}",
+                f"emitted in batch {batch.batch_id}",
+                rule,
+                against,
+            )
+        fail(
+            "pipeline",
+            f"{where}, window {window} of key {spark_row['key']}",
+            "missing",
+            format_row(spark_row),
+            WINDOWS if our_row and placed(our_row)[0] == spark_row["key"] else rule,
+            against,
+        )
+    fail(
+        "pipeline",
+        f"{where}, window {show_window((our_row.get('window_start'), our_row.get('window_end')))} of key "
+        f"{our_row.get('key')}",
+        format_row(our_row),
+        "not emitted in this batch",
+        APPEND,
+        against,
+    )
 
 
-def check_pipeline(pipeline, lesson: str = "tumbling-window", against: str = "spark",
-                   variations: tuple[dict, ...] = ({"size": "5 seconds"}, {"delay": "2 seconds"})) -> Passed:
+def check_pipeline(
+    pipeline,
+    lesson: str = "tumbling-window",
+    against: str = "spark",
+    variations: tuple[dict, ...] = ({"size": "5 seconds"}, {"delay": "2 seconds"}),
+) -> Passed:
     """Exercise: ``pipeline(script, params)`` builds the lesson's ministream dataflow (sink ``"output"``).
 
     Args:
@@ -118,7 +182,9 @@ def check_pipeline(pipeline, lesson: str = "tumbling-window", against: str = "sp
             try:
                 _explain(mine, reference, "the lesson's")
             except ExerciseFailed as error:
-                raise ExerciseFailed(f"with params['{name}'] = {text}: {error}\n(does your pipeline read "
-                                     f"params['{name}'] rather than a fixed value?)") from None
+                raise ExerciseFailed(
+                    f"with params['{name}'] = {text}: {error}\n(does your pipeline read "
+                    f"params['{name}'] rather than a fixed value?)"
+                ) from None
     shown = "; ".join(f"{name} {text}" for change in variations for name, text in change.items())
     return Passed("pipeline", f"{len(theirs)} batches match {oracle.name}'s, and the pipeline follows params ({shown})")

@@ -27,23 +27,38 @@ from ministream.workshop.oracle import get_oracle
 SECOND = 1_000
 DAY = 86_400_000
 
-ALIGNED = ("windows are aligned on the Unix epoch (1970-01-01T00:00:00Z, UTC): a window's start is the largest "
-           "multiple of the size at or before the event time, [start, start + size)")
-HALF_OPEN = ("a window is half-open, [start, end): an event exactly at a window's end belongs to the next window, "
-             "and an event 1 ms before the end to this one")
-EPOCH_NOT_MINUTE = ("alignment is on the epoch, not on the minute, the hour or the first event: a 7-second window "
-                    "starts at a multiple of 7 s since 1970, which 10:00:00 is not")
-FLOOR = ("before the epoch the start must still be at or before the event: floor, don't truncate. "
-         "ts - ts % size floors in Python; int(ts / size), math.fmod and Scala's % truncate towards zero, which puts "
-         "-1 ms in [0, 10 s) (Spark adds the size back when the remainder is negative)")
-OFFSET = ("Spark's startTime (the offset) shifts every window start: starts are offset + n * size, so a 10 s "
-          "window with a 2 s offset is [..:02, ..:12)")
-NEGATIVE_OFFSET = ("a negative offset shifts the starts back: starts are offset + n * size, "
-                   "start = ts - (ts - offset) mod size")
-EVERY_WINDOW = ("a row belongs to every sliding window that contains it: with a 10 s size and a 5 s slide, two "
-                "windows, the latest starting at the last multiple of the slide at or before ts")
-NOT_DIVIDING = ("when the slide does not divide the size, an event is in ceil(size / slide) windows or one fewer: "
-                "list the starts from the latest one back, by slide, while start > ts - size")
+ALIGNED = (
+    "windows are aligned on the Unix epoch (1970-01-01T00:00:00Z, UTC): a window's start is the largest "
+    "multiple of the size at or before the event time, [start, start + size)"
+)
+HALF_OPEN = (
+    "a window is half-open, [start, end): an event exactly at a window's end belongs to the next window, "
+    "and an event 1 ms before the end to this one"
+)
+EPOCH_NOT_MINUTE = (
+    "alignment is on the epoch, not on the minute, the hour or the first event: a 7-second window "
+    "starts at a multiple of 7 s since 1970, which 10:00:00 is not"
+)
+FLOOR = (
+    "before the epoch the start must still be at or before the event: floor, don't truncate. "
+    "ts - ts % size floors in Python; int(ts / size), math.fmod and Scala's % truncate towards zero, which puts "
+    "-1 ms in [0, 10 s) (Spark adds the size back when the remainder is negative)"
+)
+OFFSET = (
+    "Spark's startTime (the offset) shifts every window start: starts are offset + n * size, so a 10 s "
+    "window with a 2 s offset is [..:02, ..:12)"
+)
+NEGATIVE_OFFSET = (
+    "a negative offset shifts the starts back: starts are offset + n * size, start = ts - (ts - offset) mod size"
+)
+EVERY_WINDOW = (
+    "a row belongs to every sliding window that contains it: with a 10 s size and a 5 s slide, two "
+    "windows, the latest starting at the last multiple of the slide at or before ts"
+)
+NOT_DIVIDING = (
+    "when the slide does not divide the size, an event is in ceil(size / slide) windows or one fewer: "
+    "list the starts from the latest one back, by slide, while start > ts - size"
+)
 
 
 def show_time(ms: int) -> str:
@@ -101,36 +116,46 @@ def tumbling_cases() -> list[Case]:
     """The events ``window_of`` is tried on, as ``(ts, size, offset)``, each with the rule it tests."""
     ten = 10 * SECOND
     cases = [Case((ts, ten, 0), HALF_OPEN if ts % ten == 0 else ALIGNED, "") for ts in _lesson_times("tumbling-window")]
-    cases += [Case((BASE_TIME + 10 * SECOND, ten, 0), HALF_OPEN, ""),
-              Case((BASE_TIME + 20 * SECOND - 1, ten, 0), HALF_OPEN, ""),
-              Case((BASE_TIME, 7 * SECOND, 0), EPOCH_NOT_MINUTE, ""),
-              Case((BASE_TIME + 3 * SECOND, 7 * SECOND, 0), EPOCH_NOT_MINUTE, ""),
-              Case((-1, ten, 0), FLOOR, ""),
-              Case((-ten, ten, 0), FLOOR, ""),
-              Case((-ten - 1, ten, 0), FLOOR, ""),
-              Case((BASE_TIME + 1 * SECOND, ten, 2 * SECOND), OFFSET, ""),
-              Case((BASE_TIME + 15 * SECOND, ten, 2 * SECOND), OFFSET, ""),
-              Case((BASE_TIME + 8 * SECOND, ten, -3 * SECOND), NEGATIVE_OFFSET, ""),
-              Case((-1, ten, 2 * SECOND), FLOOR, "")]
-    return [Case(case.args, case.rule, _where(case.args[0], case.args[1], case.args[1], case.args[2], sliding=False))
-            for case in cases]
+    cases += [
+        Case((BASE_TIME + 10 * SECOND, ten, 0), HALF_OPEN, ""),
+        Case((BASE_TIME + 20 * SECOND - 1, ten, 0), HALF_OPEN, ""),
+        Case((BASE_TIME, 7 * SECOND, 0), EPOCH_NOT_MINUTE, ""),
+        Case((BASE_TIME + 3 * SECOND, 7 * SECOND, 0), EPOCH_NOT_MINUTE, ""),
+        Case((-1, ten, 0), FLOOR, ""),
+        Case((-ten, ten, 0), FLOOR, ""),
+        Case((-ten - 1, ten, 0), FLOOR, ""),
+        Case((BASE_TIME + 1 * SECOND, ten, 2 * SECOND), OFFSET, ""),
+        Case((BASE_TIME + 15 * SECOND, ten, 2 * SECOND), OFFSET, ""),
+        Case((BASE_TIME + 8 * SECOND, ten, -3 * SECOND), NEGATIVE_OFFSET, ""),
+        Case((-1, ten, 2 * SECOND), FLOOR, ""),
+    ]
+    return [
+        Case(case.args, case.rule, _where(case.args[0], case.args[1], case.args[1], case.args[2], sliding=False))
+        for case in cases
+    ]
 
 
 def sliding_cases() -> list[Case]:
     """The events ``windows_of`` is tried on, as ``(ts, size, slide, offset)``, each with the rule it tests."""
     ten, five = 10 * SECOND, 5 * SECOND
-    cases = [Case((ts, ten, five, 0), HALF_OPEN if ts % five == 0 else EVERY_WINDOW, "")
-             for ts in _lesson_times("sliding-window")]
-    cases += [Case((BASE_TIME + 10 * SECOND, ten, five, 0), HALF_OPEN, ""),
-              Case((BASE_TIME + 15 * SECOND - 1, ten, five, 0), HALF_OPEN, ""),
-              Case((9_999, ten, 3 * SECOND, 0), NOT_DIVIDING, ""),
-              Case((10_000, ten, 3 * SECOND, 0), NOT_DIVIDING, ""),
-              Case((BASE_TIME + 1 * SECOND, ten, five, 2 * SECOND), OFFSET, ""),
-              Case((BASE_TIME + 1 * SECOND, ten, five, -2 * SECOND), NEGATIVE_OFFSET, ""),
-              Case((-1, ten, five, 0), FLOOR, ""),
-              Case((-five, ten, five, 0), FLOOR, "")]
-    return [Case(case.args, case.rule, _where(case.args[0], case.args[1], case.args[2], case.args[3], sliding=True))
-            for case in cases]
+    cases = [
+        Case((ts, ten, five, 0), HALF_OPEN if ts % five == 0 else EVERY_WINDOW, "")
+        for ts in _lesson_times("sliding-window")
+    ]
+    cases += [
+        Case((BASE_TIME + 10 * SECOND, ten, five, 0), HALF_OPEN, ""),
+        Case((BASE_TIME + 15 * SECOND - 1, ten, five, 0), HALF_OPEN, ""),
+        Case((9_999, ten, 3 * SECOND, 0), NOT_DIVIDING, ""),
+        Case((10_000, ten, 3 * SECOND, 0), NOT_DIVIDING, ""),
+        Case((BASE_TIME + 1 * SECOND, ten, five, 2 * SECOND), OFFSET, ""),
+        Case((BASE_TIME + 1 * SECOND, ten, five, -2 * SECOND), NEGATIVE_OFFSET, ""),
+        Case((-1, ten, five, 0), FLOOR, ""),
+        Case((-five, ten, five, 0), FLOOR, ""),
+    ]
+    return [
+        Case(case.args, case.rule, _where(case.args[0], case.args[1], case.args[2], case.args[3], sliding=True))
+        for case in cases
+    ]
 
 
 def _expected_windows(cases: list[Case], oracle, tumbling: bool) -> dict[tuple, list]:
@@ -175,8 +200,15 @@ def check_window_of(window_of, against: str = "spark") -> Passed:
         except TypeError:
             return False
 
-    check_cases("window_of", lambda ts, size, offset: window_of(ts, size, offset), cases, expected,
-                against=oracle.name, show=show_window, same=same)
+    check_cases(
+        "window_of",
+        lambda ts, size, offset: window_of(ts, size, offset),
+        cases,
+        expected,
+        against=oracle.name,
+        show=show_window,
+        same=same,
+    )
     return Passed("window_of", f"{len(cases)} events land in the same window as in {oracle.name}'s window()")
 
 
@@ -195,21 +227,34 @@ def check_windows_of(windows_of, against: str = "spark") -> Passed:
     oracle = get_oracle(against)
     cases = sliding_cases()
     answers = _expected_windows(cases, oracle, tumbling=False)
-    check_cases("windows_of", windows_of, cases, lambda case: answers[case.args], against=oracle.name,
-                show=show_windows, same=lambda got, want: _as_windows(got) == want)
+    check_cases(
+        "windows_of",
+        windows_of,
+        cases,
+        lambda case: answers[case.args],
+        against=oracle.name,
+        show=show_windows,
+        same=lambda got, want: _as_windows(got) == want,
+    )
     return Passed("windows_of", f"{len(cases)} events get the same windows as from {oracle.name}'s window()")
 
 
 # -- the late filter ----------------------------------------------------------------------------------------
 
-LATE_RULE = ("a row is late for a window when the window's end is at or before the watermark of the previous "
-             "batch (end <= WM_{k-1}); it then does not count in that window, and still counts in its other windows")
+LATE_RULE = (
+    "a row is late for a window when the window's end is at or before the watermark of the previous "
+    "batch (end <= WM_{k-1}); it then does not count in that window, and still counts in its other windows"
+)
 INCLUSIVE = "the late test is inclusive: end <= WM_{k-1} is late, so a window ending exactly at the watermark is closed"
-PREVIOUS = ("rows of batch k are filtered against the previous batch's watermark WM_{k-1}, not against WM_k, the "
-            "watermark batch k runs with (that one decides what is evicted and emitted at the end of the batch)")
-BEFORE_EPOCH = ("batch 0 has no previous batch: it filters against watermark 0, so a window that ends at or before "
-                "1970-01-01T00:00:00Z is closed and every later one open (careful: in Python watermarks[-1] is the "
-                "last watermark, not the one before batch 0)")
+PREVIOUS = (
+    "rows of batch k are filtered against the previous batch's watermark WM_{k-1}, not against WM_k, the "
+    "watermark batch k runs with (that one decides what is evicted and emitted at the end of the batch)"
+)
+BEFORE_EPOCH = (
+    "batch 0 has no previous batch: it filters against watermark 0, so a window that ends at or before "
+    "1970-01-01T00:00:00Z is closed and every later one open (careful: in Python watermarks[-1] is the "
+    "last watermark, not the one before batch 0)"
+)
 
 
 def late_filter_cases() -> list[Case]:
@@ -217,11 +262,18 @@ def late_filter_cases() -> list[Case]:
     wms = [0, 0, BASE_TIME + 7 * SECOND, BASE_TIME + 20 * SECOND]
     shown = "watermarks per batch 0, 0, 10:00:07, 10:00:20"
     raw = [(10, 1, LATE_RULE), (5, 3, LATE_RULE), (10, 3, PREVIOUS), (7, 3, INCLUSIVE), (7.001, 3, INCLUSIVE)]
-    cases = [Case((BASE_TIME + round(second * SECOND), batch_id, wms), rule,
-                  f"a row of batch {batch_id}, window ending {show_time(BASE_TIME + round(second * SECOND))}, {shown}")
-             for second, batch_id, rule in raw]
-    return cases + [Case((0, 0, wms), BEFORE_EPOCH, f"a row of batch 0, window ending at the epoch, {shown}"),
-                    Case((1, 0, wms), BEFORE_EPOCH, f"a row of batch 0, window ending 1 ms after the epoch, {shown}")]
+    cases = [
+        Case(
+            (BASE_TIME + round(second * SECOND), batch_id, wms),
+            rule,
+            f"a row of batch {batch_id}, window ending {show_time(BASE_TIME + round(second * SECOND))}, {shown}",
+        )
+        for second, batch_id, rule in raw
+    ]
+    return cases + [
+        Case((0, 0, wms), BEFORE_EPOCH, f"a row of batch 0, window ending at the epoch, {shown}"),
+        Case((1, 0, wms), BEFORE_EPOCH, f"a row of batch 0, window ending 1 ms after the epoch, {shown}"),
+    ]
 
 
 def still_counts(window_end: int, batch_id: int, watermarks: list[int]) -> bool:
@@ -252,8 +304,14 @@ def check_counts(counts, lesson: str = "late-data", against: str = "spark") -> P
 
     oracle = get_oracle(against)
     cases = late_filter_cases()
-    check_cases("counts", counts, cases, lambda case: still_counts(*case.args), against="the rule",
-                show=lambda answer: "counts" if answer else "late")
+    check_cases(
+        "counts",
+        counts,
+        cases,
+        lambda case: still_counts(*case.args),
+        against="the rule",
+        show=lambda answer: "counts" if answer else "late",
+    )
     the_lesson = get_lesson(lesson)
     params = the_lesson.resolve_params()
     batches = oracle.twin_output(lesson)
@@ -272,13 +330,21 @@ def check_counts(counts, lesson: str = "late-data", against: str = "spark") -> P
                 if bool(mine) != still_counts(end, batch_id, watermarks):
                     late_watermark = watermarks[max(batch_id - 1, 0)]
                     spark = emitted.get((row["key"], start))
-                    seen = (f" ({oracle.name} emitted this window in batch {spark[0]} with count {spark[1]['count']})"
-                            if spark else "")
-                    fail("counts", f"batch {batch_id}, row {row['key']}@{show_time(row['ts'])} for window "
-                         f"{show_window((start, end))}{seen}", "counts" if mine else "late",
-                         "late" if mine else "counts",
-                         f"{LATE_RULE} (here end {show_time(end)} vs WM_{max(batch_id - 1, 0)} = "
-                         f"{show_time(late_watermark)})", oracle.name)
+                    seen = (
+                        f" ({oracle.name} emitted this window in batch {spark[0]} with count {spark[1]['count']})"
+                        if spark
+                        else ""
+                    )
+                    fail(
+                        "counts",
+                        f"batch {batch_id}, row {row['key']}@{show_time(row['ts'])} for window "
+                        f"{show_window((start, end))}{seen}",
+                        "counts" if mine else "late",
+                        "late" if mine else "counts",
+                        f"{LATE_RULE} (here end {show_time(end)} vs WM_{max(batch_id - 1, 0)} = "
+                        f"{show_time(late_watermark)})",
+                        oracle.name,
+                    )
                 if mine:
                     total = totals.setdefault((row["key"], start), [0, 0])
                     total[0] += 1
@@ -286,12 +352,17 @@ def check_counts(counts, lesson: str = "late-data", against: str = "spark") -> P
     for (key, start), (batch_id, row) in emitted.items():  # the rule above is Spark's: so are the totals
         count, total = totals.get((key, start), [0, 0])
         assert count == row["count"] and total == row.get("sum", total), (key, start, count, total, row)
-    return Passed("counts", f"{len(cases)} cases, then {decisions} rows and windows of {lesson}: every window "
-                  f"{oracle.name} emitted has the count and sum your rule gives")
+    return Passed(
+        "counts",
+        f"{len(cases)} cases, then {decisions} rows and windows of {lesson}: every window "
+        f"{oracle.name} emitted has the count and sum your rule gives",
+    )
 
 
-PER_WINDOW = ("late is decided per window: an old row is dropped from the windows that ended at or before WM_{k-1} "
-              "and still counts in its other, open windows")
+PER_WINDOW = (
+    "late is decided per window: an old row is dropped from the windows that ended at or before WM_{k-1} "
+    "and still counts in its other, open windows"
+)
 
 
 def counting_windows_cases() -> list[Case]:
@@ -300,11 +371,21 @@ def counting_windows_cases() -> list[Case]:
     wms = [0, 0, at(7), at(13), at(13), at(10)]
     shown = "watermarks per batch 0, 0, 10:00:07, 10:00:13, 10:00:13"
     raw = [(12, 1, PER_WINDOW), (8, 3, PER_WINDOW), (8, 4, PER_WINDOW), (3, 4, PER_WINDOW)]
-    cases = [Case((at(ts), batch_id, wms[:5], 10 * SECOND, 5 * SECOND), rule,
-                  f"a row at {show_time(at(ts))} in batch {batch_id}, 10 s windows every 5 s, {shown}")
-             for ts, batch_id, rule in raw]
-    return cases + [Case((at(8), 1, [at(10), at(10)], 10 * SECOND, 5 * SECOND), INCLUSIVE,
-                         f"a row at {show_time(at(8))} in batch 1, 10 s windows every 5 s, WM_0 = 10:00:10")]
+    cases = [
+        Case(
+            (at(ts), batch_id, wms[:5], 10 * SECOND, 5 * SECOND),
+            rule,
+            f"a row at {show_time(at(ts))} in batch {batch_id}, 10 s windows every 5 s, {shown}",
+        )
+        for ts, batch_id, rule in raw
+    ]
+    return cases + [
+        Case(
+            (at(8), 1, [at(10), at(10)], 10 * SECOND, 5 * SECOND),
+            INCLUSIVE,
+            f"a row at {show_time(at(8))} in batch 1, 10 s windows every 5 s, WM_0 = 10:00:10",
+        )
+    ]
 
 
 def spark_counting_windows(ts: int, batch_id: int, watermarks: list, size: int, slide: int) -> list[tuple]:
@@ -335,8 +416,15 @@ def check_counting_windows(counting_windows, lesson: str = "sliding-window", aga
 
     oracle = get_oracle(against)
     cases = counting_windows_cases()
-    check_cases("counting_windows", counting_windows, cases, lambda case: spark_counting_windows(*case.args),
-                against="the rule", show=show_windows, same=lambda got, want: _as_windows(got) == want)
+    check_cases(
+        "counting_windows",
+        counting_windows,
+        cases,
+        lambda case: spark_counting_windows(*case.args),
+        against="the rule",
+        show=show_windows,
+        same=lambda got, want: _as_windows(got) == want,
+    )
     the_lesson = get_lesson(lesson)
     params = the_lesson.resolve_params()
     batches = oracle.twin_output(lesson)
@@ -344,13 +432,31 @@ def check_counting_windows(counting_windows, lesson: str = "sliding-window", aga
     totals: dict[tuple, list] = {}  # {(key, window_start): [count, sum]} from the learner's windows
     for batch_id, rows in enumerate(the_lesson.default_script):
         for row in rows:
-            mine = _as_windows(call("counting_windows", counting_windows, row["ts"], batch_id, watermarks,
-                                    params["size"], params["slide"])) or []
+            mine = (
+                _as_windows(
+                    call(
+                        "counting_windows",
+                        counting_windows,
+                        row["ts"],
+                        batch_id,
+                        watermarks,
+                        params["size"],
+                        params["slide"],
+                    )
+                )
+                or []
+            )
             want = spark_counting_windows(row["ts"], batch_id, watermarks, params["size"], params["slide"])
             if mine != want:
-                fail("counting_windows", f"batch {batch_id}, row {row['key']}@{show_time(row['ts'])} (WM_"
-                     f"{max(batch_id - 1, 0)} = {show_time(watermarks[max(batch_id - 1, 0)])})", show_windows(mine),
-                     show_windows(want), PER_WINDOW, oracle.name)
+                fail(
+                    "counting_windows",
+                    f"batch {batch_id}, row {row['key']}@{show_time(row['ts'])} (WM_"
+                    f"{max(batch_id - 1, 0)} = {show_time(watermarks[max(batch_id - 1, 0)])})",
+                    show_windows(mine),
+                    show_windows(want),
+                    PER_WINDOW,
+                    oracle.name,
+                )
             for start, _ in mine:
                 total = totals.setdefault((row["key"], start), [0, 0])
                 total[0] += 1
@@ -359,5 +465,7 @@ def check_counting_windows(counting_windows, lesson: str = "sliding-window", aga
         for row in batch.rows:
             count, total = totals[(row["key"], row["window_start"])]
             assert count == row["count"] and abs(total / count - row["avg"]) < 1e-9, (row, count, total)
-    return Passed("counting_windows", f"{len(cases)} cases, then every window {lesson} emits in {oracle.name} has your "
-                  "count and average")
+    return Passed(
+        "counting_windows",
+        f"{len(cases)} cases, then every window {lesson} emits in {oracle.name} has your count and average",
+    )

@@ -52,10 +52,12 @@ def read_step(path: Path) -> Step:
     notebook = nbformat.read(path, as_version=4)
     cells = _own_cells(notebook)
     texts = [cell.source for cell in cells if cell.cell_type == "markdown"]
-    title = next((line.lstrip("# ").strip() for text in texts for line in text.splitlines()
-                  if line.startswith("# ")), path.stem)
-    lessons = tuple(dict.fromkeys(name for cell in cells if cell.cell_type == "code"
-                                  for name in LESSON_CALL.findall(cell.source)))
+    title = next(
+        (line.lstrip("# ").strip() for text in texts for line in text.splitlines() if line.startswith("# ")), path.stem
+    )
+    lessons = tuple(
+        dict.fromkeys(name for cell in cells if cell.cell_type == "code" for name in LESSON_CALL.findall(cell.source))
+    )
     first = texts[0] if texts and cells and cells[0].cell_type == "markdown" else ""
     opening = next((paragraph.strip() for paragraph in first.split("\n\n") if OPENING.search(paragraph)), None)
     recap = bool(texts) and bool(RECAP.search(texts[-1]))

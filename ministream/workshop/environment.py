@@ -36,9 +36,11 @@ def _package(name: str) -> str:
 
 def report() -> str:
     """One line per thing the workshop needs: Python, Java for Spark, PySpark, graphviz's ``dot``, Jupyter."""
-    lines = [f"python      {sys.version.split()[0]} ({sys.executable})",
-             f"java        {_java()}",
-             f"pyspark     {_package('pyspark')}",
-             f"dot         {shutil.which('dot') or 'missing: diagrams need Debian graphviz (make setup installs it)'}",
-             f"jupyterlab  {_package('jupyterlab')}"]
+    lines = [
+        f"python      {sys.version.split()[0]} ({sys.executable})",
+        f"java        {_java()}",
+        f"pyspark     {_package('pyspark')}",
+        f"dot         {shutil.which('dot') or 'missing: diagrams need Debian graphviz (make setup installs it)'}",
+        f"jupyterlab  {_package('jupyterlab')}",
+    ]
     return "\n".join(lines)

@@ -74,8 +74,10 @@ def call(exercise: str, fn: Callable, *args) -> Any:
     try:
         return fn(*args)
     except NotImplementedError:
-        raise NotWrittenYet(f"{exercise}: not written yet: replace the `raise NotImplementedError` of the "
-                            "exercise cell with your code, run that cell, then this one") from None
+        raise NotWrittenYet(
+            f"{exercise}: not written yet: replace the `raise NotImplementedError` of the "
+            "exercise cell with your code, run that cell, then this one"
+        ) from None
     except ExerciseFailed:
         raise
     except Exception as error:  # the learner's bug, reported as one line rather than a traceback
@@ -101,9 +103,16 @@ def fail(exercise: str, where: str, yours: str, expected: str, rule: str, agains
     raise ExerciseFailed(f"{exercise}: {where}: yours is {yours}, {against}'s is {expected}.\nRule missed: {rule}")
 
 
-def check_cases(exercise: str, fn: Callable, cases: list[Case], expected: Callable[[Case], Any], *,
-                against: str = "Spark", show: Callable[[Any], str] = repr,
-                same: Callable[[Any, Any], bool] = lambda a, b: a == b) -> Passed:
+def check_cases(
+    exercise: str,
+    fn: Callable,
+    cases: list[Case],
+    expected: Callable[[Case], Any],
+    *,
+    against: str = "Spark",
+    show: Callable[[Any], str] = repr,
+    same: Callable[[Any, Any], bool] = lambda a, b: a == b,
+) -> Passed:
     """Run ``fn`` on every case, in order; at the first answer that differs from ``expected(case)``, fail
     with the case's place and rule.
 

@@ -80,8 +80,12 @@ class SparkOracle:
 
         spark = spark_session()
         frame = spark.createDataFrame([(ts,) for ts in timestamps], "ms BIGINT")
-        windows = frame.select("ms", F.window(F.timestamp_millis("ms"), f"{size} milliseconds",
-                                              f"{slide} milliseconds", f"{offset} milliseconds").alias("w"))
+        windows = frame.select(
+            "ms",
+            F.window(
+                F.timestamp_millis("ms"), f"{size} milliseconds", f"{slide} milliseconds", f"{offset} milliseconds"
+            ).alias("w"),
+        )
         found: dict[int, list] = {ts: [] for ts in timestamps}
         for row in windows.select("ms", "w.start", "w.end").toArrow().to_pylist():
             found[row["ms"]].append((normalize_value(row["start"]), normalize_value(row["end"])))

@@ -61,8 +61,9 @@ def pipeline(script, params):
 
     flow = Dataflow("my-tumbling-window")
     events = flow.source("events", ScriptedSource(script)).with_watermark("watermark", "ts", params["delay"])
-    windows = events.key_by("key").window("per_window", Tumbling(params["size"]),
-                                          count=Count(), sum=Sum("value"), max=Max("value"))
+    windows = events.key_by("key").window(
+        "per_window", Tumbling(params["size"]), count=Count(), sum=Sum("value"), max=Max("value")
+    )
     windows.sink("output", CollectingSink())
     return flow
 
@@ -118,9 +119,9 @@ def emits(mode, window_end, touched, watermark):
 
 def join_batch(left_state, right_state, new_left, new_right, within):
     """Notebook 07: the (impression, click) pairs one batch of the join emits."""
+
     def match(impression, click):
-        return (impression["ad_id"] == click["ad_id"]
-                and impression["ts"] <= click["ts"] <= impression["ts"] + within)
+        return impression["ad_id"] == click["ad_id"] and impression["ts"] <= click["ts"] <= impression["ts"] + within
 
     pairs = [(impression, click) for impression in new_left for click in right_state if match(impression, click)]
     for click in new_right:  # new clicks meet every impression, this batch's included

@@ -55,8 +55,9 @@ def execute(path: Path, solutions: bool = True, timeout: int = 1800, kernel: str
     notebook = nbformat.read(path, as_version=4)
     if solutions:
         notebook = with_solutions(notebook)
-    NotebookClient(notebook, timeout=timeout, kernel_name=kernel,
-                   resources={"metadata": {"path": str(Path(path).parent)}}).execute()
+    NotebookClient(
+        notebook, timeout=timeout, kernel_name=kernel, resources={"metadata": {"path": str(Path(path).parent)}}
+    ).execute()
     return notebook
 
 
@@ -76,12 +77,19 @@ def time_notebook(path: Path) -> Timing:
 def timings_table(timings: list[Timing], when: str) -> str:
     """The Markdown table of the guide, with when it was measured."""
     cores = os.cpu_count()
-    lines = [f"Measured {when} on {cores} cores, each notebook in a fresh kernel with its exercises solved (Spark "
-             "start included).", "", "| notebook | time to run | load average before / after |", "| --- | --- | --- |"]
+    lines = [
+        f"Measured {when} on {cores} cores, each notebook in a fresh kernel with its exercises solved (Spark "
+        "start included).",
+        "",
+        "| notebook | time to run | load average before / after |",
+        "| --- | --- | --- |",
+    ]
     for timing in timings:
         failed = f" (FAILED: {timing.error})" if timing.error else ""
-        lines.append(f"| `{timing.notebook}` | {timing.seconds:.0f} s{failed} | {timing.load_before[0]:.1f} / "
-                     f"{timing.load_after[0]:.1f} |")
+        lines.append(
+            f"| `{timing.notebook}` | {timing.seconds:.0f} s{failed} | {timing.load_before[0]:.1f} / "
+            f"{timing.load_after[0]:.1f} |"
+        )
     total = sum(timing.seconds for timing in timings)
     lines.append(f"| total | {total:.0f} s ({total / 60:.1f} min) | |")
     return "\n".join(lines)
@@ -100,7 +108,10 @@ def measure(paths: list[Path], log=print) -> list[Timing]:
     timings = []
     for path in paths:
         timing = time_notebook(path)
-        log(f"{timing.notebook}: {timing.seconds:.0f} s (load {timing.load_before[0]:.1f} -> "
-            f"{timing.load_after[0]:.1f}){' FAILED: ' + timing.error if timing.error else ''}", flush=True)
+        log(
+            f"{timing.notebook}: {timing.seconds:.0f} s (load {timing.load_before[0]:.1f} -> "
+            f"{timing.load_after[0]:.1f}){' FAILED: ' + timing.error if timing.error else ''}",
+            flush=True,
+        )
         timings.append(timing)
     return timings
