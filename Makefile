@@ -86,7 +86,7 @@ workshop-check: setup
 
 # Refresh the code included in tutorials/*.md and the README's lessons table from the source.
 docs: setup
-	$(PY) -m ministream.docs
+	$(PY) -m ministream.tools.docs
 
 # A local Spark standalone cluster for `ministream compare --all --master spark://127.0.0.1:7077`.
 cluster-start: setup

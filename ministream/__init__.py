@@ -10,12 +10,13 @@ The public names a pipeline needs, in one place:
 [{'key': 'a', 'clicks': 2}]
 """
 
-from ministream.aggregation import Avg, Count, Custom, Max, Min, Sum
-from ministream.dataflow import Dataflow
-from ministream.microbatch import run_microbatch
-from ministream.operators import PipelineError
-from ministream.testing import CollectingSink, ScriptedSource
-from ministream.windows import Sliding, Tumbling
+from ministream.core.aggregates import Avg, Count, Custom, Max, Min, Sum
+from ministream.core.plan import Dataflow
+from ministream.core.sinks import CollectingSink
+from ministream.core.sources import ScriptedSource
+from ministream.errors import PipelineError
+from ministream.models.microbatch import run_microbatch
+from ministream.time.windows import Sliding, Tumbling
 
 __all__ = [
     "Dataflow",

@@ -30,7 +30,7 @@ follow checkpoint barriers through a two-input step and say why an input is held
 checkpoint with another parallelism, and explain why Spark keeps its number of state partitions.
 
 The tutorial pages are `tutorials/15-checkpoint-recovery.md`, `16-barrier-alignment.md` and `17-rescale.md`;
-the code is `ministream/checkpoint.py`, `barriers.py`, `recovery.py`, `sinks.py`, `checkpoint_storage.py` and
+the code is `ministream/checkpoints/coordinator.py`, `checkpoints/barriers.py`, `checkpoints/recovery.py`, `checkpoints/exactly_once.py`, `checkpoints/storage.py` and
 `ministream/spark/checkpoint.py`."""),
     md("""## 15. A crash in the middle of batch 3
 
@@ -39,13 +39,13 @@ offsets and watermark before it runs, the window state and a commit after. The s
 batch 3, after one row."""),
     code("""import sys
 import graphviz
-from ministream.cli import print_batches
-from ministream.diagram import to_dot
+from ministream.tools.cli import print_batches
+from ministream.tools.diagram import to_dot
 from ministream.lessons import compare_lesson, get_lesson
 
 lesson = get_lesson("checkpoint-recovery")
 graphviz.Source(to_dot(lesson.pipeline(lesson.default_script, lesson.resolve_params())))"""),
-    code("""from ministream.checkpoint_storage import MemoryStorage
+    code("""from ministream.checkpoints.storage import MemoryStorage
 
 storage = MemoryStorage()
 run = lesson.run(storage=storage, trace=True)
@@ -70,7 +70,7 @@ The twin runs with a `checkpointLocation`: `foreachBatch` writes one row of batc
 fails, a second query on the same checkpoint runs batch 3 again under the same id. `checkpoint_folders` runs
 both engines that way, keeps their checkpoints in folders and outlines them (numbered siblings on one line).
 The first run in a kernel takes a while: Spark starts."""),
-    code("""from ministream.compare import compare_batches
+    code("""from ministream.core.compare import compare_batches
 from ministream.spark.checkpoint import checkpoint_folders
 
 folders = checkpoint_folders(lesson)
@@ -85,7 +85,7 @@ A full checkpoint writes every key; an *incremental* one writes a *delta*: the k
 checkpoint, and the keys removed. With `incremental=2`, two deltas follow each full checkpoint. A restore
 applies the deltas to the full checkpoint they are built on. Spark's state store does the same with its
 `N.delta` and `N.snapshot` files (tutorial 15). Which checkpoints are deltas, and what does checkpoint 4 write?"""),
-    code("""from ministream.checkpoint import Checkpoint
+    code("""from ministream.checkpoints.coordinator import Checkpoint
 
 storage = MemoryStorage()
 run = lesson.run(storage=storage, incremental=2)

@@ -37,12 +37,12 @@ notebook(
 compute each side's state watermark from the time range and the watermark (with Spark's extra millisecond),
 and predict in which batch a pair is emitted or a row is dropped as late.
 
-The tutorial page is `tutorials/07-stream-join.md`; the code is `ministream/join.py` and
+The tutorial page is `tutorials/07-stream-join.md`; the code is `ministream/operators/stream_join.py` and
 `ministream/lessons/stream_join.py`."""),
         code("""import sys
 from ministream.lessons import get_lesson
-from ministream.cli import print_batches
-from ministream.results import format_row
+from ministream.tools.cli import print_batches
+from ministream.core.results import format_row
 
 lesson = get_lesson("stream-join")
 for name in lesson.inputs:
@@ -53,7 +53,7 @@ for name in lesson.inputs:
 Two sources, each renamed (`select`) and watermarked, then one keyed `join` step fed by two hash edges: the
 rows of one ad from both inputs meet in the same subtask."""),
         code("""import graphviz
-from ministream.diagram import to_dot
+from ministream.tools.diagram import to_dot
 
 flow = lesson.pipeline(lesson.default_script, lesson.resolve_params())
 graphviz.Source(to_dot(flow, parallelism=2))"""),
@@ -68,7 +68,7 @@ print(run.trace.format())"""),
 
 Impressions wait until `impression_time <= WM - within - 1 ms`, clicks until `click_time <= WM - 1 ms`."""),
         code("""import matplotlib.pyplot as plt
-from ministream.join import state_sizes_by_side
+from ministream.operators.stream_join import state_sizes_by_side
 
 sizes = state_sizes_by_side(run.trace, "join")
 fig, ax = plt.subplots(figsize=(5, 2.5))
@@ -105,13 +105,13 @@ tell a left semi join from an inner one.
 The tutorial page is `tutorials/08-outer-join.md`."""),
         code("""import sys
 from ministream.lessons import get_lesson
-from ministream.cli import print_batches
+from ministream.tools.cli import print_batches
 
 lesson = get_lesson("outer-join")
 for name in lesson.inputs:
     print(name, lesson.default_script[name])"""),
         code("""import graphviz
-from ministream.diagram import to_dot
+from ministream.tools.diagram import to_dot
 
 graphviz.Source(to_dot(lesson.pipeline(lesson.default_script, lesson.resolve_params())))"""),
         md("""## Left outer: impression b comes out in batch 4
@@ -151,19 +151,19 @@ the `min` and `max` policies, explain why an idle input stalls a join under `min
 The tutorial page is `tutorials/09-idle-input.md`."""),
         code("""import sys
 from ministream.lessons import get_lesson
-from ministream.cli import print_batches
+from ministream.tools.cli import print_batches
 
 lesson = get_lesson("idle-input")
 for name in lesson.inputs:
     print(name, lesson.default_script[name])"""),
         code("""import graphviz
-from ministream.diagram import to_dot
+from ministream.tools.diagram import to_dot
 
 graphviz.Source(to_dot(lesson.pipeline(lesson.default_script, lesson.resolve_params())))"""),
         md("""## The watermark under both policies"""),
         code("""import matplotlib.pyplot as plt
 from ministream.lessons.lesson import BASE_TIME
-from ministream.times import format_clock
+from ministream.time.units import format_clock
 
 runs = {policy: lesson.run(params={"policy": policy}, trace=True) for policy in ("min", "max")}
 fig, ax = plt.subplots(figsize=(5, 2.5))
@@ -201,16 +201,16 @@ notebook(
 **At the end of this notebook you will be able to** predict which copies `dropDuplicates` drops, say when its
 state can shrink, and choose between a key with the event time and `dropDuplicatesWithinWatermark`.
 
-The tutorial page is `tutorials/10-deduplication.md`; the code is `ministream/dedup.py`."""),
+The tutorial page is `tutorials/10-deduplication.md`; the code is `ministream/operators/dedup.py`."""),
         code("""import sys
 from ministream.lessons import get_lesson
-from ministream.cli import print_batches
+from ministream.tools.cli import print_batches
 
 lesson = get_lesson("deduplication")
 for batch_id, batch in enumerate(lesson.default_script):
     print(batch_id, batch)"""),
         code("""import graphviz
-from ministream.diagram import to_dot
+from ministream.tools.diagram import to_dot
 
 graphviz.Source(to_dot(lesson.pipeline(lesson.default_script, lesson.resolve_params()), parallelism=2))"""),
         md("""## Three keys, three state sizes"""),

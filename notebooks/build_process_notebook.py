@@ -30,23 +30,23 @@ by its time-to-live, and test processing-time timers with a manual clock, checki
 `transformWithState`.
 
 The tutorial pages are `tutorials/11-device-sessions.md`, `tutorials/12-state-ttl.md` and
-`tutorials/13-processing-time.md`; the code is `ministream/process.py`, `ministream/processor_handle.py`,
-`ministream/ttl.py` and the three lessons in `ministream/lessons/`."""),
+`tutorials/13-processing-time.md`; the code is `ministream/operators/process.py`, `ministream/operators/processor_handle.py`,
+`ministream/state/ttl.py` and the three lessons in `ministream/lessons/`."""),
     md("""## 11. Device sessions: map state and event-time timers
 
 Devices send game events, each with its game session; per device, a map from session id to the session's
 figures. Every 30 s of event time each open session sends a heartbeat; a session silent for 30 s closes."""),
     code("""import sys
 from ministream.lessons import get_lesson, compare_lesson
-from ministream.cli import print_batches
-from ministream.results import format_row
+from ministream.tools.cli import print_batches
+from ministream.core.results import format_row
 
 sessions = get_lesson("device-sessions")
 for batch_id, batch in enumerate(sessions.default_script):
     print(batch_id, [format_row(row) for row in batch])"""),
     md("""The dataflow: a watermark, a hash edge by device, and the `process` step, here at parallelism 2."""),
     code("""import graphviz
-from ministream.diagram import to_dot
+from ministream.tools.diagram import to_dot
 
 flow = sessions.pipeline(sessions.default_script, sessions.resolve_params())
 graphviz.Source(to_dot(flow, parallelism=2))"""),
@@ -97,7 +97,7 @@ assert result.matches"""),
 
 A watchdog reports a sensor silent for 2.5 s of processing time. Give the batches other timestamps and other
 alerts come out; give them the same and the same do: the clock moves only when told to."""),
-    code("""from ministream.times import format_clock
+    code("""from ministream.time.units import format_clock
 
 watchdog = get_lesson("processing-time")
 start = watchdog.batch_timestamps(watchdog.default_script, {})[0]

@@ -27,13 +27,13 @@ CELLS = [
 one event bridges two of them), say which rows Spark drops as late for a session window and in which batch
 each session is emitted, use a gap that depends on the row, and check all of it against Spark.
 
-The tutorial page is `tutorials/04-session-window.md`; the code is `ministream/session_windows.py` and
+The tutorial page is `tutorials/04-session-window.md`; the code is `ministream/operators/sessions.py` and
 `ministream/lessons/session_window.py`."""),
     code("""import sys
 from ministream.lessons import get_lesson
-from ministream.cli import print_batches
-from ministream.results import format_row
-from ministream.times import format_clock
+from ministream.tools.cli import print_batches
+from ministream.core.results import format_row
+from ministream.time.units import format_clock
 
 lesson = get_lesson("session-window")
 for batch_id, batch in enumerate(lesson.default_script):
@@ -43,7 +43,7 @@ for batch_id, batch in enumerate(lesson.default_script):
 A source, a `with_watermark` step, then a keyed `window` step whose window is a `Session`: the same step as for
 tumbling windows, with windows that merge instead of windows fixed in advance."""),
     code("""import graphviz
-from ministream.diagram import to_dot
+from ministream.tools.diagram import to_dot
 
 flow = lesson.pipeline(lesson.default_script, lesson.resolve_params())
 graphviz.Source(to_dot(flow))"""),
@@ -116,7 +116,7 @@ print(compare_lesson(lesson).table())"""),
 
 `fuzz_lesson` draws random scripts aimed at the edges of sessions and compares each one with Spark
 (`ministream fuzz session-window --runs 20` does more)."""),
-    code("""from ministream.fuzz import fuzz_lesson
+    code("""from ministream.tools.fuzz import fuzz_lesson
 
 report = fuzz_lesson(lesson, runs=2, seed=4, log=print)
 assert report.matches"""),

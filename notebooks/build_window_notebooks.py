@@ -30,8 +30,8 @@ def code(text):
 def events_cell(lesson: str) -> tuple:
     return code(f"""import sys
 from ministream.lessons import get_lesson
-from ministream.cli import print_batches
-from ministream.results import format_row
+from ministream.tools.cli import print_batches
+from ministream.core.results import format_row
 
 lesson = get_lesson("{lesson}")
 for batch_id, batch in enumerate(lesson.default_script):
@@ -40,14 +40,14 @@ for batch_id, batch in enumerate(lesson.default_script):
 
 def diagram_cell(params: str = "") -> tuple:
     return code(f"""import graphviz
-from ministream.diagram import to_dot
+from ministream.tools.diagram import to_dot
 
 flow = lesson.pipeline(lesson.default_script, lesson.resolve_params({params}))
 graphviz.Source(to_dot(flow))""")
 
 
-PLOT = """from ministream.plots import event_time_plot, watermarks_at_arrival
-from ministream.window_aggregation import dropped_flags
+PLOT = """from ministream.tools.plots import event_time_plot, watermarks_at_arrival
+from ministream.operators.window import dropped_flags
 
 params = lesson.resolve_params()
 watermarks = watermarks_at_arrival(lesson.default_script, params["delay"], model="microbatch")
@@ -64,14 +64,14 @@ notebook(
 batch by batch, and predict in which micro-batch an `append` query emits each window (and why it looks one
 batch late).
 
-The tutorial page is `tutorials/02-tumbling-window.md`; the code is `ministream/windows.py`,
-`ministream/window_aggregation.py` and `ministream/lessons/tumbling_window.py`."""),
+The tutorial page is `tutorials/02-tumbling-window.md`; the code is `ministream/time/windows.py`,
+`ministream/operators/window.py` and `ministream/lessons/tumbling_window.py`."""),
         events_cell("tumbling-window"),
         md("""## Which window?
 
 A 10-second tumbling window is `[start, start + 10 s)`, with start rounded down to a multiple of 10 seconds
 from the Unix epoch."""),
-        code("""from ministream.windows import tumbling, describe_window
+        code("""from ministream.time.windows import tumbling, describe_window
 
 for row in lesson.default_script[1]:
     print(format_row(row), "->", describe_window(*tumbling(row["ts"], size=10_000)))"""),
@@ -131,13 +131,13 @@ notebook(
 **At the end of this notebook you will be able to** list the windows an event belongs to for any size, slide
 and offset, and explain why an old event can be dropped from one of its windows and still count in another.
 
-The tutorial page is `tutorials/03-sliding-window.md`; the code is `ministream/windows.py` and
+The tutorial page is `tutorials/03-sliding-window.md`; the code is `ministream/time/windows.py` and
 `ministream/lessons/sliding_window.py`."""),
         events_cell("sliding-window"),
         md("""## The windows of one event
 
 10-second windows starting every 5 seconds: two per event. With an offset, every start moves."""),
-        code("""from ministream.windows import Sliding, describe_window
+        code("""from ministream.time.windows import Sliding, describe_window
 
 event = lesson.default_script[1][2]
 for windows in (Sliding("10 seconds", "5 seconds"), Sliding("10 seconds", "5 seconds", offset="2 seconds"),
@@ -180,7 +180,7 @@ notebook(
 it (`window end <= watermark of the previous batch`), and find every dropped event in ministream's trace,
 in `run.late_rows()` and in the `late` side output.
 
-The tutorial page is `tutorials/05-late-data.md`; the code is `ministream/window_aggregation.py` and
+The tutorial page is `tutorials/05-late-data.md`; the code is `ministream/operators/window.py` and
 `ministream/lessons/late_data.py`."""),
         events_cell("late-data"),
         md("""## The dataflow: a side output for late rows
@@ -241,7 +241,7 @@ notebook(
 batch for a windowed aggregate, which of them drop late rows and forget state, and write a user-defined
 aggregate.
 
-The tutorial page is `tutorials/06-output-modes.md`; the code is `ministream/window_aggregation.py` and
+The tutorial page is `tutorials/06-output-modes.md`; the code is `ministream/operators/window.py` and
 `ministream/lessons/output_modes.py`."""),
         events_cell("output-modes"),
         md("""## The dataflow

@@ -1,20 +1,19 @@
-"""Row accounting (``accounting.py``): every row a run reads is passed on, kept, late or dropped, and the sums
+"""Row accounting (``core/accounting.py``): every row a run reads is passed on, kept, late or dropped, and the sums
 hold exactly, for every lesson and for hand-made examples whose numbers are counted by hand."""
-
-import json
 
 import pytest
 
-from ministream.accounting import general_rule
-from ministream.aggregation import Count
-from ministream.cli import main
-from ministream.dataflow import Dataflow
+from ministream.core.accounting import general_rule
+from ministream.core.aggregates import Count
+from ministream.core.operator import Operator
+from ministream.core.plan import Dataflow
+from ministream.core.sinks import CollectingSink
+from ministream.core.sources import ScriptedSource
 from ministream.lessons import LESSON_MODULES, get_lesson
 from ministream.lessons.lesson import Lesson, event
-from ministream.microbatch import run_microbatch
-from ministream.operators import Operator
-from ministream.testing import CollectingSink, ScriptedSource
-from ministream.windows import Sliding, Tumbling
+from ministream.models.microbatch import run_microbatch
+from ministream.time.windows import Sliding, Tumbling
+from ministream.tools.cli import main
 
 LESSON_NAMES = [module.replace("_", "-") for module in LESSON_MODULES]
 
@@ -133,7 +132,7 @@ def test_a_step_that_loses_rows_is_caught():
             pass
 
     flow = Dataflow("lossy")
-    flow.source("events", ScriptedSource([[{"key": "a"}, {"key": "b"}]])).key_by("key").keyed_step(
+    flow.source("events", ScriptedSource([[{"key": "a"}, {"key": "b"}]])).key_by("key").operator_step(
         "swallow", "custom", Swallow
     ).sink("output", CollectingSink())
     accounting = run_microbatch(flow).accounting()

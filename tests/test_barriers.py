@@ -2,13 +2,14 @@
 
 import pytest
 
-from ministream.checkpoint import Checkpoint
-from ministream.checkpoint_storage import MemoryStorage
+from ministream.checkpoints.coordinator import Checkpoint
+from ministream.checkpoints.recovery import run_with_recovery
+from ministream.checkpoints.restore import restore_graph
+from ministream.checkpoints.storage import MemoryStorage
+from ministream.errors import PipelineError
 from ministream.lessons import get_lesson
 from ministream.lessons.barrier_alignment import checkpointed_run
-from ministream.operators import PipelineError
-from ministream.recovery import restore_graph, run_with_recovery
-from ministream.runtime import PhysicalGraph
+from ministream.operators.planner import physical_graph
 
 
 def test_a_checkpoint_completes_only_when_the_sink_has_acknowledged_it():
@@ -33,7 +34,7 @@ def test_an_unaligned_checkpoint_is_restored_only_at_its_parallelism():
     """In-flight data belongs to the old channels: restoring an unaligned checkpoint elsewhere is refused."""
     lesson = get_lesson("running-aggregation")
     checkpoint = _unaligned_checkpoint_with_in_flight_data()
-    graph = PhysicalGraph(lesson.pipeline(lesson.default_script, {}), 4, model="continuous")
+    graph = physical_graph(lesson.pipeline(lesson.default_script, {}), 4, model="continuous")
     with pytest.raises(
         PipelineError,
         match=f"checkpoint {checkpoint.checkpoint_id} is unaligned: its in-flight "

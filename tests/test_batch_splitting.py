@@ -1,6 +1,6 @@
 """Splitting a micro-batch in two changes the results only where the micro-batch model says it must.
 
-The micro-batch model (``ministream/microbatch.py``, ``tutorials/spark-facts.md``), for batches B_0 .. B_{n-1}
+The micro-batch model (``ministream/models/microbatch.py``, ``tutorials/spark-facts.md``), for batches B_0 .. B_{n-1}
 and a watermark ``delay``:
 
 - WM_0 = 0 and WM_{k+1} = max(WM_k, max event time of B_k - delay) (unchanged after an empty batch);
@@ -39,7 +39,7 @@ from hypothesis import given, settings, target
 from hypothesis import strategies as st
 
 from ministream import CollectingSink, Count, Dataflow, ScriptedSource, Sum, run_microbatch
-from ministream.windows import Sliding, Tumbling
+from ministream.time.windows import Sliding, Tumbling
 
 EXAMPLES = settings(max_examples=80, deadline=None)
 SPLIT_EXAMPLES = settings(max_examples=150, deadline=None)

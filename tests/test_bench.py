@@ -1,7 +1,9 @@
 """``ministream bench`` names every figure the benchmark page shows (its timings are never asserted: they are
 not test material; the figures' presence and the page's verdicts are)."""
 
-from ministream.bench import TARGETS, bench_engine, make_events, markdown_page
+from ministream.tools.bench.engine import bench_engine
+from ministream.tools.bench.report import TARGETS, markdown_page
+from ministream.tools.bench.workload import make_events
 
 
 def test_the_engine_figures_are_all_measured():

@@ -3,8 +3,9 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ministream.checkpoint import load_latest
-from ministream.checkpoint_storage import (
+from ministream.checkpoints.coordinator import load_latest
+from ministream.checkpoints.recovery import run_with_recovery
+from ministream.checkpoints.storage import (
     DirectoryStorage,
     MemoryStorage,
     decode_json,
@@ -13,9 +14,8 @@ from ministream.checkpoint_storage import (
     from_plain,
     to_plain,
 )
+from ministream.core.faults import crash_at
 from ministream.lessons import get_lesson
-from ministream.faults import crash_at
-from ministream.recovery import run_with_recovery
 
 scalars = st.one_of(
     st.none(), st.booleans(), st.integers(), st.text(max_size=5), st.floats(allow_nan=False, allow_infinity=False)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ministream.cli import main
+from ministream.tools.cli import main
 
 
 def test_lessons_lists_every_lesson(capsys):

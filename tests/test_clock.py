@@ -2,7 +2,7 @@
 
 import pytest
 
-from ministream.clock import ClockError, ClockStep, ManualClock
+from ministream.time.clock import ClockError, ClockStep, ManualClock
 
 
 def test_starts_where_told():

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from ministream.cli import main
-from ministream.cluster import ClusterError, cluster_processes, cluster_status, start_cluster, stop_cluster
 from ministream.lessons import all_lessons
 from ministream.spark import spark_session, stop_session
+from ministream.tools.cli import main
+from ministream.tools.cluster import ClusterError, cluster_processes, cluster_status, start_cluster, stop_cluster
 
 ROOT = Path(__file__).resolve().parent.parent
 TUTORIAL = ROOT / "tutorials" / "cluster.md"

@@ -5,15 +5,17 @@ from collections import Counter
 
 import pytest
 
-from ministream.aggregation import Count
-from ministream.clock import ClockStep, ManualClock
-from ministream.continuous import run_continuous
-from ministream.dataflow import Dataflow, Edge, Step, Stream
-from ministream.operators import Operator
-from ministream.results import normalize_row
-from ministream.testing import CollectingSink, ScriptedSource
-from ministream.timers import TimerService
-from ministream.watermark import MAX_WATERMARK, WatermarkValve
+from ministream.core.aggregates import Count
+from ministream.core.operator import Operator
+from ministream.core.plan import Dataflow, Stream
+from ministream.core.results import normalize_row
+from ministream.core.sinks import CollectingSink
+from ministream.core.sources import ScriptedSource
+from ministream.core.steps import Edge, OperatorSpec, Step
+from ministream.models.continuous import run_continuous
+from ministream.time.clock import ClockStep, ManualClock
+from ministream.time.timers import TimerService
+from ministream.time.watermarks import MAX_WATERMARK, WatermarkValve
 
 SEEDS = range(12)
 
@@ -93,11 +95,13 @@ class ProcessingTimeAlarm(Operator):
 
 
 def keyed(flow, upstream, name, make_operator):
-    return upstream.key_by("key").keyed_step(name, "test", make_operator)
+    return upstream.key_by("key").operator_step(name, "test", make_operator)
 
 
 def union(flow, name, streams, seen):
-    step = flow.add(Step(name, "union", lambda: Union(seen), [Edge(s.step) for s in streams], parallelism="one"))
+    step = flow.add(
+        Step(name, OperatorSpec("union", lambda: Union(seen)), [Edge(s.step) for s in streams], parallelism="one")
+    )
     return Stream(flow, step)
 
 
@@ -247,7 +251,9 @@ def test_two_inputs_can_depend_on_the_interleaving():
         quiet = flow.source("quiet", ScriptedSource([[ClockStep("10 seconds"), {"key": "a", "ts": s(5)}]]))
         busy = flow.source("busy", ScriptedSource([[{"key": "b", "ts": s(50)}, {"key": "b", "ts": s(51)}]]))
         streams = [quiet.with_watermark("quiet_wm", "ts", 0), busy.with_watermark("busy_wm", "ts", 0)]
-        step = flow.add(Step("mark", "union", LateMarker, [Edge(x.step) for x in streams], parallelism="one"))
+        step = flow.add(
+            Step("mark", OperatorSpec("union", LateMarker), [Edge(x.step) for x in streams], parallelism="one")
+        )
         Stream(flow, step).sink("output", CollectingSink())
         rows = run_continuous(flow, seed=seed, idle_timeout="5 seconds").output()[0].rows
         outcomes.add(next(row["late"] for row in rows if row["key"] == "a"))
@@ -347,8 +353,8 @@ def test_trace_is_read_per_step():
 
 def test_every_lesson_runs_continuously_or_says_why():
     """Every lesson runs in the continuous model, or refuses with a PipelineError that names the reason."""
+    from ministream.errors import PipelineError
     from ministream.lessons import all_lessons
-    from ministream.operators import PipelineError
 
     for lesson in all_lessons():
         try:

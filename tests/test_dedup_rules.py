@@ -4,7 +4,7 @@ StreamingDeduplicateWithinWatermarkExec; confirmed against Spark in tests/test_l
 import pytest
 
 from ministream import CollectingSink, Dataflow, ScriptedSource, run_microbatch
-from ministream.operators import PipelineError
+from ministream.errors import PipelineError
 
 S = 1000
 

@@ -1,7 +1,7 @@
 """Diagrams are code: DOT text from the pipeline, rendered to SVG by Graphviz."""
 
-from ministream.diagram import render_svg, to_dot
 from ministream.lessons import all_lessons, get_lesson
+from ministream.tools.diagram import render_svg, to_dot
 
 
 def test_every_lesson_has_a_committed_diagram():

@@ -1,14 +1,14 @@
-"""Events files (ministream.events): one test per rule of the format, with the exact message a user sees."""
+"""Events files (ministream.core.events): one test per rule of the format, with the exact message a user sees."""
 
 import doctest
 import json
 
 import pytest
 
-import ministream.events
-import ministream.results
-import ministream.times
-from ministream.events import DeadLetter, EventsFileError, Field, parse_events, read_events, write_events
+import ministream.core.events
+import ministream.core.results
+import ministream.time.units
+from ministream.core.events import DeadLetter, EventsFileError, Field, parse_events, read_events, write_events
 
 FIELDS = [Field("key", str), Field("value", float)]
 EXAMPLE = '{"batch": 0, "ts": "2024-01-01T10:00:05Z", "key": "a", "value": 1.0}'
@@ -373,7 +373,7 @@ def test_write_refuses_a_script_ending_with_an_empty_batch(tmp_path):
 # --- the examples in the docstrings ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("module", [ministream.events, ministream.times, ministream.results])
+@pytest.mark.parametrize("module", [ministream.core.events, ministream.time.units, ministream.core.results])
 def test_docstring_examples_run(module):
     """The >>> examples in the docstrings of events, times and results run as written."""
     failed, attempted = doctest.testmod(module, verbose=False)

@@ -1,4 +1,4 @@
-"""The differential fuzzer (ministream/fuzz.py): seeded random scripts, shrinking to a small failing script, and
+"""The differential fuzzer (ministream/tools/fuzz.py): seeded random scripts, shrinking to a small failing script, and
 an events file that `ministream compare --events` replays."""
 
 import json
@@ -7,11 +7,13 @@ import random
 import attrs
 import pytest
 
-import ministream.fuzz as fuzz
-from ministream.cli import main
-from ministream.compare import compare_batches
-from ministream.events import Field, read_events
-from ministream.fuzz import (
+import ministream.tools.fuzz as fuzz
+from ministream.core.compare import compare_batches
+from ministream.core.events import Field, read_events
+from ministream.core.results import BatchResult
+from ministream.lessons import get_lesson
+from ministream.tools.cli import main
+from ministream.tools.fuzz import (
     Outcome,
     fuzz_lesson,
     generic_random_script,
@@ -20,8 +22,6 @@ from ministream.fuzz import (
     shrink_candidates,
     trimmed,
 )
-from ministream.lessons import get_lesson
-from ministream.results import BatchResult
 
 FIELDS = [Field("key", str), Field("value", float)]
 

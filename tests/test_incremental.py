@@ -6,16 +6,19 @@ import random
 import pytest
 
 from ministream import CollectingSink, Count, Dataflow, ScriptedSource
-from ministream.checkpoint import Checkpoint, load_checkpoint, load_latest
-from ministream.checkpoint_storage import MemoryStorage
-from ministream.crash_checks import failure_free_outputs, run_lesson_with_recovery, same_output
-from ministream.incremental import StateDelta, apply_delta, checkpoint_snapshot, snapshot_operator
-from ministream.keygroups import key_group_of
+from ministream.checkpoints.coordinator import Checkpoint, load_checkpoint, load_latest
+from ministream.checkpoints.crash_checks import failure_free_outputs, run_lesson_with_recovery, same_output
+from ministream.checkpoints.incremental import snapshot_operator
+from ministream.checkpoints.recovery import run_with_recovery
+from ministream.checkpoints.restore import restore_graph
+from ministream.checkpoints.storage import MemoryStorage
+from ministream.core.physical import PhysicalGraph, Scheduler
 from ministream.lessons import get_lesson
-from ministream.recovery import restore_graph, run_with_recovery
-from ministream.runtime import PhysicalGraph, Scheduler
-from ministream.state import KeyedStateBackend, ListState, MapState, ValueState
-from ministream.ttl import TtlValueState
+from ministream.operators.planner import physical_graph
+from ministream.state.changes import StateDelta, apply_delta, checkpoint_snapshot
+from ministream.state.keyed import KeyedStateBackend, ListState, MapState, ValueState
+from ministream.state.keygroups import key_group_of
+from ministream.state.ttl import TtlValueState
 from tests.test_recovery import CASES, SETTINGS
 
 
@@ -165,7 +168,7 @@ def _counts_graph(keys: int) -> PhysicalGraph:
     flow.source("events", ScriptedSource(script)).key_by("key").aggregate("counts", count=Count()).sink(
         "output", CollectingSink()
     )
-    graph = PhysicalGraph(flow, 1, output_mode="update")
+    graph = physical_graph(flow, 1, output_mode="update")
     _send(graph, script[0])
     return graph
 
@@ -214,7 +217,7 @@ def test_a_copy_on_write_snapshot_does_not_change_when_the_state_does():
     graph = _counts_graph(3)
     snapshot = snapshot_operator(graph.by_step["counts"][0].operator)
     _send(graph, [{"key": "key-00000"}, {"key": "key-00000"}])
-    restored = PhysicalGraph(graph.flow, 1, output_mode="update")
+    restored = physical_graph(graph.flow, 1, output_mode="update")
     restore_graph(restored, Checkpoint(0, "microbatch", "aligned", 1, operators={"counts": {0: snapshot}}))
     _send(restored, [{"key": "key-00001"}])
     assert counts(snapshot) == {"key-00000": 1, "key-00001": 1, "key-00002": 1}
@@ -266,11 +269,12 @@ def test_a_table_whose_writer_does_not_mark_is_written_whole():
 
 def _continuous_join(**settings):
     """A continuous-model join step (interval join; window join with ``key_time``), opened on a context."""
-    from ministream.join import JoinSide, StreamJoin, TimeRange
-    from ministream.operators import StepContext
+    from ministream.core.operator import StepContext
+    from ministream.operators.interval_join import ContinuousJoin
+    from ministream.operators.stream_join import JoinSide, TimeRange
 
     between = None if settings else TimeRange("t", "u", lower=0, upper=10)
-    join = StreamJoin("inner", between, JoinSide("a", "t"), JoinSide("b", "u"), **settings)
+    join = ContinuousJoin("inner", between, JoinSide("a", "t"), JoinSide("b", "u"), settings.get("key_time"))
     join.open(StepContext.for_testing(model="continuous"))
     return join
 
@@ -291,7 +295,7 @@ def test_a_continuous_interval_join_writes_the_keys_it_stored_or_cleaned_and_its
     assert sum(len(states["left"]) for states in full["keyed"].values()) == 50
     join.process([("k5", {"u": 112})], 1)  # joins k5's left row, and is stored on the right
     assert join.ctx.emitted == [{"t": 105, "u": 112, "time": 112}]
-    join.continuous.on_watermark(111, join.ctx)  # cleans the left rows of k0 and k1 (t + 10 <= 111)
+    join.join.on_watermark(111, join.ctx)  # cleans the left rows of k0 and k1 (t + 10 <= 111)
     delta = snapshot_operator(join, delta=True)
     assert delta["continuous"] == {"watermark": 111}
     keyed = delta["keyed"]
@@ -300,8 +304,8 @@ def test_a_continuous_interval_join_writes_the_keys_it_stored_or_cleaned_and_its
     assert _removed_keys(keyed) == {"left": ["k0", "k1"], "right": []}
     restored = _continuous_join()
     restored.restore({"keyed": apply_delta(full["keyed"], keyed), "continuous": delta["continuous"]})
-    assert restored.continuous.state == join.continuous.state and restored.state_sizes() == {"a": 48, "b": 1}
-    assert restored.continuous.watermark == 111
+    assert restored.join.state == join.join.state and restored.state_sizes() == {"a": 48, "b": 1}
+    assert restored.join.watermark == 111
 
 
 def test_a_continuous_window_join_writes_the_windows_it_stored_or_fired():
@@ -310,7 +314,7 @@ def test_a_continuous_window_join_writes_the_windows_it_stored_or_fired():
     join.process([(("k", end), {"t": end}) for end in (10, 20, 30)], 0)
     full = snapshot_operator(join)
     join.process([(("k", 30), {"u": 30})], 1)
-    join.continuous.on_watermark(19, join.ctx)  # fires the windows ending at 10 and 20
+    join.join.on_watermark(19, join.ctx)  # fires the windows ending at 10 and 20
     keyed = snapshot_operator(join, delta=True)["keyed"]
     assert keyed.tracked == ["windows"] and keyed.entries() == 3
     assert [entries for states in keyed.updated.values() for entries in states.values()] == [
@@ -319,7 +323,7 @@ def test_a_continuous_window_join_writes_the_windows_it_stored_or_fired():
     assert _removed_keys(keyed) == {"windows": [("k", 10), ("k", 20)]}
     restored = _continuous_join(key_time=("t", "u"))
     restored.restore({"keyed": apply_delta(full["keyed"], keyed), "continuous": {"watermark": 19}})
-    assert restored.continuous.state == join.continuous.state
+    assert restored.join.state == join.join.state
 
 
 @pytest.mark.spark
@@ -334,17 +338,17 @@ def test_spark_keeps_deltas_and_snapshots_as_the_tutorial_shows():
     assert ".delta" in outline and ".snapshot" in outline, outline
     page = Path(__file__).resolve().parent.parent / "tutorials" / "15-checkpoint-recovery.md"
     shown = BLOCK.search(page.read_text()).group(2)
-    assert ".delta" in shown and ".snapshot" in shown, "run .venv/bin/python -m ministream.spark.state_files"
+    assert ".delta" in shown and ".snapshot" in shown, "run .venv/bin/python -m ministream.tools.docs --spark"
 
 
 def test_a_delta_checkpoint_read_alone_is_not_restored():
     """A delta checkpoint read from its files alone (without the checkpoints it is built on) is refused by
     ``restore_graph``, which says how to load it."""
-    from ministream.operators import PipelineError
+    from ministream.errors import PipelineError
 
     storage = _incremental_storage()
     lesson = get_lesson("running-aggregation")
-    graph = PhysicalGraph(lesson.pipeline(lesson.default_script, {}), 1, output_mode="update")
+    graph = physical_graph(lesson.pipeline(lesson.default_script, {}), 1, output_mode="update")
     with pytest.raises(PipelineError, match="checkpoint 2 holds deltas on checkpoint 1: load it with"):
         restore_graph(graph, Checkpoint.from_files(storage.files[2]))
     restore_graph(graph, load_checkpoint(storage, 2))

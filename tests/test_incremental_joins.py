@@ -1,10 +1,11 @@
 """Incremental checkpoints of the stream-stream join and of deduplication: once a full checkpoint is taken, a
 delta holds the keys whose state changed since, and nothing else."""
 
-from ministream.dedup import Deduplicate
-from ministream.incremental import apply_delta, snapshot_operator
-from ministream.join import JoinSide, StreamJoin, TimeRange
-from ministream.operators import BatchInfo, StepContext
+from ministream.checkpoints.incremental import snapshot_operator
+from ministream.core.operator import BatchInfo, StepContext
+from ministream.operators.dedup import Deduplicate
+from ministream.operators.stream_join import JoinSide, StreamJoin, TimeRange
+from ministream.state.changes import apply_delta
 
 
 def written(delta, table: str) -> tuple[dict, list]:

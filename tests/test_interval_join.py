@@ -3,9 +3,10 @@
 import pytest
 
 from ministream import CollectingSink, Dataflow, ScriptedSource
-from ministream.interval_join import IntervalJoin, WindowJoin, continuous_join
-from ministream.join import JoinSide, TimeRange
-from ministream.operators import PipelineError, StepContext
+from ministream.core.operator import StepContext
+from ministream.errors import PipelineError
+from ministream.operators.interval_join import IntervalJoin, WindowJoin, continuous_join
+from ministream.operators.stream_join import JoinSide, TimeRange
 
 SIDES = (JoinSide("left", "t"), JoinSide("right", "u"))
 
@@ -76,7 +77,7 @@ def test_outer_joins_and_open_ranges_are_refused_in_the_continuous_model():
 
 def test_a_continuous_run_of_an_interval_join():
     """The same dataflow runs in the continuous model: pairs appear as rows arrive, with their time."""
-    from ministream.continuous import run_continuous
+    from ministream.models.continuous import run_continuous
 
     flow = Dataflow("interval")
     left = flow.source("left", ScriptedSource([[{"k": "a", "t": 1000}, {"k": "b", "t": 2000}]]))

@@ -4,8 +4,8 @@ the Spark runs that confirm them are in tests/test_lesson_joins.py)."""
 import pytest
 
 from ministream import CollectingSink, Dataflow, ScriptedSource, run_microbatch
-from ministream.join import TimeRange, state_sizes_by_side
-from ministream.operators import PipelineError
+from ministream.errors import PipelineError
+from ministream.operators.stream_join import TimeRange, state_sizes_by_side
 
 S = 1000  # one second, in ms
 
@@ -244,7 +244,7 @@ WINDOW_RIGHT = [[R(5 * S, "a")], [R(15 * S, "b"), R(26 * S, "a")], [R(8 * S, "a"
 
 def window_join_flow(how):
     """Each side's rows put in 10-second tumbling windows; the join key is (key, window end)."""
-    from ministream.windows import tumbling
+    from ministream.time.windows import tumbling
 
     flow = Dataflow("window-join")
     sides = []
@@ -270,7 +270,7 @@ def test_a_window_in_the_join_key_matches_spark(how):
     sides leave state (outer rows padded) when the window end is <= WM_k, as Spark does."""
     from pyspark.sql import functions as F
 
-    from ministream.compare import compare_batches
+    from ministream.core.compare import compare_batches
     from ministream.spark import run_query, scripted_stream, spark_session
 
     spark = spark_session()

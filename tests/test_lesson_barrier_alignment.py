@@ -3,9 +3,11 @@ checkpoints for contrast; the micro-batch side against Spark."""
 
 import pytest
 
-from ministream.checkpoint import Checkpoint
-from ministream.checkpoint_storage import MemoryStorage
-from ministream.compare import compare_batches
+from ministream.checkpoints.coordinator import Checkpoint
+from ministream.checkpoints.crash_checks import same_output
+from ministream.checkpoints.storage import MemoryStorage
+from ministream.core.compare import compare_batches
+from ministream.core.faults import total_rows
 from ministream.lessons import get_lesson
 from ministream.lessons.barrier_alignment import (
     ALIGNMENT_SEED,
@@ -14,8 +16,6 @@ from ministream.lessons.barrier_alignment import (
     checkpointed_run,
     counts,
 )
-from ministream.crash_checks import same_output
-from ministream.faults import total_rows
 
 LESSON = get_lesson("barrier-alignment")
 FAILURE_FREE = {"a": 6, "b": 4}

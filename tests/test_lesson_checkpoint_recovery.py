@@ -4,12 +4,12 @@ from pathlib import Path
 
 import pytest
 
-from ministream.cli import main
-from ministream.compare import compare_batches
+from ministream.checkpoints.crash_checks import same_output
+from ministream.checkpoints.exactly_once import row_order
+from ministream.core.compare import compare_batches
 from ministream.lessons import get_lesson
-from ministream.microbatch import run_microbatch
-from ministream.crash_checks import same_output
-from ministream.sinks import row_order
+from ministream.models.microbatch import run_microbatch
+from ministream.tools.cli import main
 
 LESSON = get_lesson("checkpoint-recovery")
 PAGE = Path(__file__).resolve().parent.parent / "tutorials" / "15-checkpoint-recovery.md"
@@ -52,7 +52,7 @@ def test_spark_reruns_the_crashed_batch_under_the_same_id(folders):
 
 @pytest.mark.spark
 def test_the_tutorial_shows_both_checkpoint_folders_of_a_real_run(folders):
-    """The folder outlines in tutorial 15 are those of a fresh run (refresh: python -m ministream.spark.checkpoint)."""
+    """The folder outlines in tutorial 15 are those of a fresh run (refresh: python -m ministream.tools.docs --spark)."""
     from ministream.spark.checkpoint import FOLDERS_BLOCK
 
     shown = FOLDERS_BLOCK.search(PAGE.read_text()).group("body")
@@ -124,7 +124,7 @@ def test_at_least_once_duplicates_exactly_the_rows_written_before_the_crash():
 
 def test_continuous_model_recovers_from_barrier_checkpoints():
     """In the continuous model the source crashes at batch 3's rows; barriers restore the failure-free output."""
-    from ministream.continuous import run_continuous
+    from ministream.models.continuous import run_continuous
 
     run = LESSON.run(model="continuous")
     assert run.crashes == 1

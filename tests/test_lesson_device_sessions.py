@@ -11,9 +11,9 @@ import random
 import attrs
 import pytest
 
-from ministream.cli import main
 from ministream.lessons import compare_lesson, get_lesson
 from ministream.lessons.device_sessions import TRANSFORM_WITH_STATE_CONF
+from ministream.tools.cli import main
 
 LESSON = get_lesson("device-sessions")
 RUNS = int(os.environ.get("MINISTREAM_FUZZ_RUNS", "2"))

@@ -3,8 +3,8 @@ counted and shown: in the trace, in run.late_rows() and in the late side output.
 
 import pytest
 
-from ministream.cli import main
 from ministream.lessons import compare_lesson, get_lesson
+from ministream.tools.cli import main
 
 LESSON = get_lesson("late-data")
 

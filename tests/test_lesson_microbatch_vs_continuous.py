@@ -6,12 +6,12 @@ from collections import Counter
 
 import pytest
 
-from ministream.cli import main
+from ministream.core.results import normalize_row
 from ministream.lessons import compare_lesson
 from ministream.lessons.lesson import BASE_TIME, event
 from ministream.lessons.microbatch_vs_continuous import LESSON, row_table, run_both
-from ministream.results import normalize_row
-from ministream.watermark import MAX_WATERMARK
+from ministream.time.watermarks import MAX_WATERMARK
+from ministream.tools.cli import main
 
 
 def seconds(ms):

@@ -60,7 +60,7 @@ def test_same_output_for_any_parallelism_and_seed(how):
 def test_spark_and_ministream_refuse_an_outer_join_without_a_range_with_the_same_reason():
     """A left outer join with no time range is refused by both engines, and ministream quotes Spark."""
     from ministream import CollectingSink, Dataflow, ScriptedSource
-    from ministream.operators import PipelineError
+    from ministream.errors import PipelineError
     from ministream.spark import SparkQueryError
 
     def twin_without_range(inputs, params):

@@ -3,8 +3,8 @@ and each mode emits what its rule says."""
 
 import pytest
 
+from ministream.errors import PipelineError
 from ministream.lessons import compare_lesson, get_lesson
-from ministream.operators import PipelineError
 
 LESSON = get_lesson("output-modes")
 

@@ -3,10 +3,10 @@ Spark's transformWithState once ministream runs on the batch timestamps Spark's 
 
 import pytest
 
-from ministream.clock import ClockError
-from ministream.compare import compare_batches
+from ministream.core.compare import compare_batches
 from ministream.lessons import get_lesson
-from ministream.times import format_clock
+from ministream.time.clock import ClockError
+from ministream.time.units import format_clock
 
 LESSON = get_lesson("processing-time")
 START = LESSON.batch_timestamps(LESSON.default_script, {})[0]

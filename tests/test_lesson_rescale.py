@@ -2,11 +2,11 @@
 
 import pytest
 
-from ministream.compare import compare_batches
+from ministream.checkpoints.crash_checks import same_output
+from ministream.core.compare import compare_batches
 from ministream.lessons import get_lesson
 from ministream.lessons.rescale import keys_by_subtask, spark_state_partitions
-from ministream.microbatch import run_microbatch
-from ministream.crash_checks import same_output
+from ministream.models.microbatch import run_microbatch
 
 LESSON = get_lesson("rescale")
 

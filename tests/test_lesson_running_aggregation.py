@@ -4,9 +4,9 @@ tell when they do not."""
 import attrs
 import pytest
 
-from ministream.cli import main
+from ministream.errors import PipelineError
 from ministream.lessons import compare_lesson, get_lesson
-from ministream.operators import PipelineError
+from ministream.tools.cli import main
 
 LESSON = get_lesson("running-aggregation")
 
@@ -96,7 +96,7 @@ def test_run_on_user_events(tmp_path, capsys):
 def test_append_mode_refused_by_both_engines():
     """Append mode with an aggregation and no watermark is refused by ministream and by Spark, for the same
     reason (ministream's message quotes Spark's)."""
-    from ministream.microbatch import run_microbatch
+    from ministream.models.microbatch import run_microbatch
     from ministream.spark import SparkQueryError, run_query, scripted_stream, spark_session
 
     with pytest.raises(PipelineError) as ours:

@@ -4,10 +4,10 @@ other parameters and on random scripts; the comparison catches a twin that is 1 
 import attrs
 import pytest
 
-from ministream.cli import main
-from ministream.fuzz import fuzz_lesson
+from ministream.errors import PipelineError
 from ministream.lessons import compare_lesson, get_lesson
-from ministream.operators import PipelineError
+from ministream.tools.cli import main
+from ministream.tools.fuzz import fuzz_lesson
 
 LESSON = get_lesson("session-window")
 
@@ -115,7 +115,7 @@ def test_update_mode_is_not_a_choice_and_is_refused_by_the_engine():
     """The lesson offers append and complete; the pipeline itself refuses update, as Spark does."""
     with pytest.raises(PipelineError, match="must be one of append, complete"):
         LESSON.run(params={"mode": "update"})
-    from ministream.microbatch import run_microbatch
+    from ministream.models.microbatch import run_microbatch
 
     flow = LESSON.pipeline(LESSON.default_script, LESSON.resolve_params())
     with pytest.raises(PipelineError, match="a session window cannot run in update output mode"):

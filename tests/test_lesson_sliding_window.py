@@ -3,8 +3,8 @@ with a start offset and with another size and slide."""
 
 import pytest
 
+from ministream.errors import PipelineError
 from ministream.lessons import compare_lesson, get_lesson
-from ministream.operators import PipelineError
 
 LESSON = get_lesson("sliding-window")
 

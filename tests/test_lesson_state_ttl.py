@@ -3,7 +3,7 @@ transformWithState, once ministream runs on the timestamps Spark's batches reall
 
 import pytest
 
-from ministream.compare import compare_batches
+from ministream.core.compare import compare_batches
 from ministream.lessons import compare_lesson, get_lesson
 
 LESSON = get_lesson("state-ttl")

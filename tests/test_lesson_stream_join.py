@@ -4,8 +4,8 @@ other bounds and delays; the comparison fails when the twin's range differs by o
 import attrs
 import pytest
 
-from ministream.join import state_sizes_by_side
 from ministream.lessons import compare_lesson, get_lesson
+from ministream.operators.stream_join import state_sizes_by_side
 
 LESSON = get_lesson("stream-join")
 

@@ -4,8 +4,8 @@ with other window sizes and delays; the comparison fails on a twin with other wi
 import attrs
 import pytest
 
+from ministream.errors import PipelineError
 from ministream.lessons import compare_lesson, get_lesson
-from ministream.operators import PipelineError
 
 LESSON = get_lesson("tumbling-window")
 

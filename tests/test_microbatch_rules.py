@@ -8,12 +8,12 @@ epoch, so watermarks read as small numbers (WM_0 = 0).
 import attrs
 import pytest
 
-from ministream import Count, Dataflow, ScriptedSource, CollectingSink, Sum, run_microbatch
-from ministream.events import EventsFileError, parse_events, Field
+from ministream import CollectingSink, Count, Dataflow, ScriptedSource, Sum, run_microbatch
+from ministream.core.events import EventsFileError, Field, parse_events
+from ministream.errors import PipelineError
 from ministream.lessons import compare_lesson, get_lesson
-from ministream.operators import PipelineError
-from ministream.watermark import MicroBatchWatermarks
-from ministream.windows import Sliding, Tumbling
+from ministream.time.watermarks import MicroBatchWatermarks
+from ministream.time.windows import Sliding, Tumbling
 
 
 def e(second: float, key: str = "a", value: float = 1.0) -> dict:

@@ -5,10 +5,11 @@ and the same processor in the continuous model."""
 import pytest
 
 from ministream import CollectingSink, Dataflow, ScriptedSource, run_microbatch
-from ministream.clock import ClockStep
-from ministream.continuous import run_continuous
-from ministream.operators import PipelineError
-from ministream.process import Processor
+from ministream.errors import PipelineError
+from ministream.models.continuous import run_continuous
+from ministream.operators.planner import physical_graph
+from ministream.operators.process import Processor
+from ministream.time.clock import ClockStep
 
 
 def run(processor, script, time_mode="event_time", delay=0, timestamps=None, **options):
@@ -301,8 +302,7 @@ def test_results_do_not_depend_on_parallelism_or_seed():
 def test_snapshot_and_restore_keep_state_and_timers_by_key_group():
     """A process step's snapshot holds its state and its timers by key group; restoring it into more subtasks
     hands each key's state and timers to the key's new subtask."""
-    from ministream.runtime import PhysicalGraph
-    from ministream.keygroups import key_group_range
+    from ministream.state.keygroups import key_group_range
 
     flow = Dataflow("snap")
     flow.source("events", ScriptedSource([[row("a", 1), row("b", 2)]])).with_watermark("wm", "ts", 0).key_by(
@@ -310,7 +310,7 @@ def test_snapshot_and_restore_keep_state_and_timers_by_key_group():
     ).process("p", TimerPerRow(), time_mode="event_time").sink("output", CollectingSink())
     result = run_microbatch(flow, output_mode="update", parallelism=2)
     snapshots = [op.snapshot() for op in result.graph.operators("p")]
-    restored = PhysicalGraph(flow, parallelism=4)
+    restored = physical_graph(flow, parallelism=4)
     for index, operator in enumerate(restored.operators("p")):
         for snapshot in snapshots:
             operator.restore(snapshot, key_group_range(index, 4))

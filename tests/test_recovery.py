@@ -13,17 +13,18 @@ import random
 
 import pytest
 
-from ministream.checkpoint import Checkpoint, load_latest
-from ministream.checkpoint_storage import MemoryStorage
-from ministream.cli import main
-from ministream.keygroups import subtask_of_key
+from ministream.checkpoints.coordinator import Checkpoint, load_latest
+from ministream.checkpoints.crash_checks import check_recovery, run_lesson_with_recovery, same_output
+from ministream.checkpoints.exactly_once import SinkCrash
+from ministream.checkpoints.recovery import run_with_recovery
+from ministream.checkpoints.restore import restore_graph
+from ministream.checkpoints.storage import MemoryStorage
+from ministream.core.faults import crash_at, total_rows
+from ministream.errors import PipelineError
 from ministream.lessons import all_lessons, get_lesson
-from ministream.operators import PipelineError
-from ministream.crash_checks import check_recovery, run_lesson_with_recovery, same_output
-from ministream.faults import crash_at, total_rows
-from ministream.recovery import restore_graph, run_with_recovery
-from ministream.runtime import PhysicalGraph
-from ministream.sinks import SinkCrash
+from ministream.operators.planner import physical_graph
+from ministream.state.keygroups import subtask_of_key
+from ministream.tools.cli import main
 
 RUNS = int(os.environ.get("MINISTREAM_CRASH_RUNS", "3"))
 """Random crash points per lesson and model, besides the first and the last row."""
@@ -177,7 +178,7 @@ def test_rescale_hands_each_key_to_the_subtask_that_owns_its_key_group():
     run_with_recovery(flow, output_mode="update", parallelism=2, storage=storage)
     checkpoint = load_latest(storage)
     for parallelism in (1, 2, 4):
-        graph = PhysicalGraph(lesson.pipeline(lesson.default_script, {}), parallelism, output_mode="update")
+        graph = physical_graph(lesson.pipeline(lesson.default_script, {}), parallelism, output_mode="update")
         restore_graph(graph, copy.deepcopy(checkpoint))
         found = {}
         for subtask in graph.by_step["totals"]:
@@ -235,8 +236,8 @@ def test_a_process_function_sees_the_same_watermark_after_a_restore():
     """A continuous-model process step's watermark is in its snapshot: a processor that reports the watermark
     it sees with every row reports the same values after a crash and a restore."""
     from ministream import CollectingSink, Dataflow, ScriptedSource
-    from ministream.continuous import run_continuous
-    from ministream.process import Processor
+    from ministream.models.continuous import run_continuous
+    from ministream.operators.process import Processor
 
     class Seen(Processor):
         def handle_input_rows(self, key, rows, timer_values):

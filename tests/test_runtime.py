@@ -2,15 +2,16 @@
 
 import pytest
 
-from ministream.aggregation import Count, Sum
-from ministream.dataflow import Dataflow
-from ministream.keygroups import MAX_PARALLELISM, key_group_of, key_group_range, subtask_of_key_group
-from ministream.microbatch import run_microbatch
-from ministream.operators import PipelineError
-from ministream.results import normalize_row
-from ministream.runtime import PhysicalGraph
-from ministream.state import KeyedStateBackend, ListState, MapState, ValueState
-from ministream.testing import CollectingSink, ScriptedSource
+from ministream.core.aggregates import Count, Sum
+from ministream.core.plan import Dataflow
+from ministream.core.results import normalize_row
+from ministream.core.sinks import CollectingSink
+from ministream.core.sources import ScriptedSource
+from ministream.errors import PipelineError
+from ministream.models.microbatch import run_microbatch
+from ministream.operators.planner import physical_graph
+from ministream.state.keyed import KeyedStateBackend, ListState, MapState, ValueState
+from ministream.state.keygroups import MAX_PARALLELISM, key_group_of, key_group_range, subtask_of_key_group
 
 
 def keyed_count_flow(script):
@@ -49,7 +50,7 @@ def test_key_group_is_stable_across_processes():
     import subprocess
     import sys
 
-    code = "from ministream.keygroups import key_group_of; print(key_group_of('alice'), key_group_of(('x', 1)))"
+    code = "from ministream.state.keygroups import key_group_of; print(key_group_of('alice'), key_group_of(('x', 1)))"
     runs = {
         subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, env={"PYTHONHASHSEED": str(seed)}
@@ -124,7 +125,7 @@ def test_keyed_step_routes_each_key_to_its_key_group_owner():
 
 def test_physical_graph_has_one_channel_per_sender_receiver_pair():
     """A hash edge from 1 source subtask into 3 keyed subtasks is 3 channels; gathering them is 3 more."""
-    graph = PhysicalGraph(keyed_count_flow(SCRIPT), parallelism=3)
+    graph = physical_graph(keyed_count_flow(SCRIPT), parallelism=3)
     assert [len(s.inputs) for s in graph.subtasks] == [0, 1, 1, 1, 3]
 
 

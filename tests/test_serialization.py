@@ -4,8 +4,8 @@ stays readable: indented at the top, a line per key group below."""
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ministream.incremental import StateDelta
-from ministream.serialization import TAGS, decode_json, encode_json, is_plain, to_plain
+from ministream.checkpoints.serialization import TAGS, decode_json, encode_json, is_plain, to_plain
+from ministream.state.changes import StateDelta
 
 atoms = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=4))
 keys = st.one_of(st.sampled_from(TAGS), st.text(max_size=4), st.integers(), st.tuples(st.text(max_size=2)))
@@ -53,7 +53,7 @@ def test_long_lines_are_written_compact_and_come_back_equal_whatever_they_hold()
     surrogates, which orjson would not write back exactly, go to json: every table comes back equal."""
     import math
 
-    from ministream.serialization import READABLE_LINE, one_line
+    from ministream.checkpoints.serialization import READABLE_LINE, one_line
 
     plain = {f"key-{i}": [i, i / 2] for i in range(500)}
     assert len(one_line(plain)) > READABLE_LINE and '"key-0":[0,0.0]' in one_line(plain)

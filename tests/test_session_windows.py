@@ -1,4 +1,4 @@
-"""Session windows (ministream/session_windows.py): each rule of the micro-batch model (Spark) and of the
+"""Session windows (ministream/operators/sessions.py): each rule of the micro-batch model (Spark) and of the
 continuous model (Flink), one test per rule, and properties checked with Hypothesis."""
 
 import random
@@ -7,13 +7,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ministream.aggregation import Avg, Count, Custom, Max, Min, Sum
-from ministream.dataflow import Dataflow
-from ministream.microbatch import run_microbatch
-from ministream.operators import BatchInfo, PipelineError, StepContext
-from ministream.keygroups import key_group_of
-from ministream.session_windows import Session, SessionWindowAggregate, merge_sessions, touches
-from ministream.testing import CollectingSink, ScriptedSource
+from ministream.core.aggregates import Avg, Count, Custom, Max, Min, Sum
+from ministream.core.operator import BatchInfo, StepContext
+from ministream.core.plan import Dataflow
+from ministream.core.sinks import CollectingSink
+from ministream.core.sources import ScriptedSource
+from ministream.errors import PipelineError
+from ministream.models.microbatch import run_microbatch
+from ministream.operators.sessions import SessionWindowAggregate
+from ministream.state.keygroups import key_group_of
+from ministream.time.windows import Session, merge_sessions, touches
 
 S = 1_000  # one second in ms
 

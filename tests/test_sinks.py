@@ -1,9 +1,9 @@
 """Sinks: exactly-once output is visible only when its checkpoint completes; at-least-once output shows
 replayed rows twice."""
 
+from ministream.checkpoints.exactly_once import AtLeastOnceSink, ExactlyOnceSink, SinkCrash
+from ministream.checkpoints.recovery import run_with_recovery
 from ministream.lessons import get_lesson
-from ministream.recovery import run_with_recovery
-from ministream.sinks import AtLeastOnceSink, ExactlyOnceSink, SinkCrash
 
 
 def test_rows_become_visible_when_their_checkpoint_completes():

@@ -3,12 +3,11 @@ lockstep inputs, and errors in plain terms."""
 
 import os
 import time
-from pathlib import Path
 
 import pytest
 from pyspark.sql import functions as F
 
-from ministream.results import BatchResult, normalize_row
+from ministream.core.results import BatchResult, normalize_row
 from ministream.spark import ROCKSDB_STATE_STORE, SparkQueryError, run_query, scripted_stream
 from ministream.spark.session import ROCKSDB_PROVIDER, SparkUnavailableError, _check_java
 

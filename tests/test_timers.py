@@ -2,8 +2,8 @@
 
 import pytest
 
-from ministream.keygroups import key_group_of, key_group_range
-from ministream.timers import TimerService
+from ministream.state.keygroups import key_group_of, key_group_range
+from ministream.time.timers import TimerService
 
 
 def test_one_timer_per_key_and_timestamp():

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from ministream.docs import stale_includes
+from ministream.tools.docs import stale_includes
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = sorted(ROOT.glob("tutorials/*.md")) + [ROOT / "README.md"]
@@ -23,5 +23,5 @@ def test_page_examples_run(page):
 @pytest.mark.parametrize("page", PAGES, ids=lambda path: path.name)
 def test_page_code_is_the_real_source(page):
     """Code included in a page equals the current source of the function it names
-    (run ``python -m ministream.docs`` to refresh it)."""
+    (run ``python -m ministream.tools.docs`` to refresh it)."""
     assert stale_includes(page) == []

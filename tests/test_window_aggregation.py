@@ -7,12 +7,13 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from ministream import Avg, Count, Custom, Dataflow, Max, Min, ScriptedSource, CollectingSink, Sum, run_microbatch
-from ministream.continuous import run_continuous
-from ministream.incremental import snapshot_operator
-from ministream.operators import BatchInfo, PipelineError, StepContext
-from ministream.window_aggregation import WindowAggregate
-from ministream.windows import Sliding, Tumbling, sliding
+from ministream import Avg, CollectingSink, Count, Custom, Dataflow, Max, Min, ScriptedSource, Sum, run_microbatch
+from ministream.checkpoints.incremental import snapshot_operator
+from ministream.core.operator import BatchInfo, StepContext
+from ministream.errors import PipelineError
+from ministream.models.continuous import run_continuous
+from ministream.operators.window import WindowAggregate
+from ministream.time.windows import Sliding, Tumbling, sliding
 
 
 def e(second: float, key: str = "a", value: float = 1.0) -> dict:
@@ -172,7 +173,7 @@ def test_only_a_declared_side_output_can_be_read():
     flow = flow_of([])
     with pytest.raises(PipelineError, match="has no side output 'lost'; it has: late"):
         flow_stream = next(step for step in flow.steps if step.name == "w")
-        from ministream.dataflow import Stream
+        from ministream.core.plan import Stream
 
         Stream(flow, flow_stream).side_output("lost")
 

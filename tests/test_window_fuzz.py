@@ -13,7 +13,7 @@ import pytest
 
 from ministream.lessons import compare_lesson, get_lesson
 from ministream.lessons.window_scripts import random_window_script
-from ministream.windows import last_start
+from ministream.time.windows import last_start
 
 RUNS = int(os.environ.get("MINISTREAM_FUZZ_RUNS", "1"))
 

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ministream.operators import PipelineError
-from ministream.windows import Sliding, Tumbling, check_window, sliding, tumbling
+from ministream.errors import PipelineError
+from ministream.time.windows import Sliding, Tumbling, check_window, sliding, tumbling
 
 timestamps = st.integers(min_value=-(10**13), max_value=10**13)  # about 1653 to 2286, before and after the epoch
 

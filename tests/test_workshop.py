@@ -3,11 +3,11 @@ missed, and the build puts the exercises into the notebooks (the notebooks thems
 filled in, run in tests/test_notebooks.py)."""
 
 import zlib
+
 import nbformat
 import pytest
 
-from ministream.session_windows import merge_sessions
-from ministream.windows import sliding
+from ministream.time.windows import merge_sessions, sliding
 from ministream.workshop import solutions
 from ministream.workshop.build import insert_exercises, stale_notebooks, start_here, with_solutions
 from ministream.workshop.checks_engine import (
@@ -194,8 +194,8 @@ def join_strict(left_state, right_state, new_left, new_right, within):
 def pipeline_without(delay=None, size=None, sink="output", aggregates=None):
     """A wrong pipeline: a fixed delay or size, another sink name, or other aggregates."""
     from ministream import CollectingSink, Count, Dataflow, ScriptedSource
-    from ministream.aggregation import Max, Sum
-    from ministream.windows import Tumbling
+    from ministream.core.aggregates import Max, Sum
+    from ministream.time.windows import Tumbling
 
     def pipeline(script, params):
         flow = Dataflow("wrong")
@@ -211,7 +211,7 @@ def pipeline_without(delay=None, size=None, sink="output", aggregates=None):
 
 def pipeline_without_watermark(script, params):
     from ministream import CollectingSink, Count, Dataflow, ScriptedSource
-    from ministream.windows import Tumbling
+    from ministream.time.windows import Tumbling
 
     flow = Dataflow("wrong")
     flow.source("events", ScriptedSource(script)).key_by("key").window(

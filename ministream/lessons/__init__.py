@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import importlib
 
-from ministream.compare import Comparison, compare_batches
+from ministream.core.compare import Comparison, compare_batches
+from ministream.errors import PipelineError
 from ministream.lessons.lesson import Lesson, Param
-from ministream.operators import PipelineError
 
 LESSON_MODULES = [
     "running_aggregation",

@@ -8,7 +8,7 @@ coordinator triggers checkpoint n and each source sends ``Barrier(n)`` behind th
 (its next rows wait) until barrier n comes on the other; then ``totals`` snapshots its counts and forwards the
 barrier. The snapshot counts exactly the rows before the barriers, on both inputs: the sources' offsets.
 
-The lesson's ``mode`` changes that (``barriers.py``): ``unaligned`` holds nothing back and stores the rows the
+The lesson's ``mode`` changes that (``checkpoints/barriers.py``): ``unaligned`` holds nothing back and stores the rows the
 barrier overtook as in-flight data; ``at_least_once`` holds nothing back and stores nothing in flight, so rows
 from after the barrier on the fast input are counted in the snapshot, and counted again after a crash.
 
@@ -33,11 +33,14 @@ output[0]: barrier 1 on input 0 (totals[0]->output[0]): aligned, snapshot taken,
 
 from __future__ import annotations
 
-from ministream.aggregation import Count, RunningAggregate, Sum
-from ministream.dataflow import Dataflow, KeyedStream, Step, Stream
-from ministream.events import Field
+from ministream.checkpoints.recovery import run_with_recovery
+from ministream.core.aggregates import Count, Sum
+from ministream.core.events import Field
+from ministream.core.faults import crash_at
+from ministream.core.plan import Dataflow
+from ministream.core.sinks import CollectingSink
+from ministream.core.sources import ScriptedSource
 from ministream.lessons.lesson import Lesson, Param, event
-from ministream.testing import CollectingSink, ScriptedSource
 
 DEFAULT_SCRIPT = {
     "web": [
@@ -58,37 +61,12 @@ AT_LEAST_ONCE_CRASH = {"seed": 1, "crash_after_rows": 7}
 its barrier comes on ``mobile``, after ``totals`` counted ``web`` rows from after ``web``'s barrier."""
 
 
-def union_aggregate(flow: Dataflow, name: str, inputs: list[KeyedStream], **aggregates) -> Stream:
-    """A running aggregate per key over several keyed inputs: Spark's ``a.union(b).groupBy(key).agg(...)``.
-    Its step has one input per stream, so its subtasks align barriers across them.
-
-    >>> [edge.upstream.name for edge in pipeline(DEFAULT_SCRIPT, {}).step("totals").inputs]
-    ['web', 'mobile']
-
-    """
-    key_columns = inputs[0].key_columns
-    step = Step(
-        name,
-        "aggregate",
-        lambda: RunningAggregate(key_columns, aggregates),
-        [keyed.edge() for keyed in inputs],
-        "keyed",
-        options={
-            "key": ", ".join(key_columns),
-            "inputs": " + ".join(k.upstream.name for k in inputs),
-            "aggregates": ", ".join(f"{n}={f.name}({f.column or '*'})" for n, f in aggregates.items()),
-            "operator_class": RunningAggregate,
-        },
-    )
-    return Stream(flow, flow.add(step))
-
-
 def pipeline(script, params) -> Dataflow:
     """ministream: both inputs keyed by ``key`` into one running count and sum."""
     flow = Dataflow("barrier-alignment")
     web = flow.source("web", ScriptedSource(script["web"]))
     mobile = flow.source("mobile", ScriptedSource(script["mobile"]))
-    totals = union_aggregate(flow, "totals", [web.key_by("key"), mobile.key_by("key")], count=Count(), sum=Sum("value"))
+    totals = web.key_by("key").aggregate("totals", mobile.key_by("key"), count=Count(), sum=Sum("value"))
     totals.sink("output", CollectingSink())
     return flow
 
@@ -116,8 +94,6 @@ def checkpointed_run(
     >>> run = checkpointed_run({"mode": "unaligned"}, seed=2, crash_after_rows=7)
     >>> [attempt.restored_from for attempt in run.attempts], counts(run.output())
     ([None, 1], {'a': 6, 'b': 4})"""
-    from ministream.faults import crash_at
-    from ministream.recovery import run_with_recovery
 
     values = LESSON.resolve_params(params)
     flow = pipeline(LESSON.default_script, values)
@@ -180,17 +156,3 @@ LESSON = Lesson(
     output_mode="update",
     doc=__doc__,
 )
-
-
-def write_barrier_diagram(directory="diagrams"):
-    """Render the first held-back moment of the ``ALIGNMENT_SEED`` run to
-    ``diagrams/barrier-alignment.barriers.svg`` (``diagram.render_svg``); returns the path.
-
-    >>> write_barrier_diagram("diagrams").name      # doctest: +SKIP
-    'barrier-alignment.barriers.svg'"""
-    from pathlib import Path
-
-    from ministream.diagram import render_svg
-
-    caption, dot = checkpointed_run(seed=ALIGNMENT_SEED, pictures=True).pictures[0]
-    return render_svg(dot, Path(directory) / "barrier-alignment.barriers.svg")

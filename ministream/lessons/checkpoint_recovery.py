@@ -27,15 +27,19 @@ Events: ``ts``, ``key``, ``value`` (the tumbling-window lesson's script). Parame
 
 from __future__ import annotations
 
-from ministream.aggregation import Count, Sum
-from ministream.dataflow import Dataflow
-from ministream.events import Field
+from ministream.checkpoints.exactly_once import SinkCrash
+from ministream.checkpoints.recovery import run_with_recovery
+from ministream.core.aggregates import Count, Sum
+from ministream.core.events import Field
+from ministream.core.faults import crash_at
+from ministream.core.plan import Dataflow
+from ministream.core.sinks import CollectingSink
+from ministream.core.sources import ScriptedSource
 from ministream.lessons.lesson import BASE_TIME, Lesson, Param
 from ministream.lessons.tumbling_window import DEFAULT_SCRIPT
 from ministream.lessons.window_scripts import KEYS, random_window_script
-from ministream.testing import CollectingSink, ScriptedSource
-from ministream.times import format_duration
-from ministream.windows import Tumbling
+from ministream.time.units import format_duration
+from ministream.time.windows import Tumbling
 
 
 def pipeline(script, params) -> Dataflow:
@@ -91,9 +95,6 @@ def crash_and_recover(flow, values: dict, *, model: str = "microbatch", output_m
     >>> run = crash_and_recover(pipeline(DEFAULT_SCRIPT, values), values)
     >>> run.attempts[0].crash, run.attempts[1].restored_from
     ('the sink crashed while writing batch 4, after 1 of its 1 rows', 3)"""
-    from ministream.faults import crash_at
-    from ministream.recovery import run_with_recovery
-    from ministream.sinks import SinkCrash
 
     sink_crash = None
     if model == "microbatch":

@@ -20,10 +20,11 @@ within [['e1', 'e2'], ['e3'], ['e4'], ['e5'], ['e6'], ['e3']]
 
 from __future__ import annotations
 
-from ministream.dataflow import Dataflow
-from ministream.events import Field
+from ministream.core.events import Field
+from ministream.core.plan import Dataflow
+from ministream.core.sinks import CollectingSink
+from ministream.core.sources import ScriptedSource
 from ministream.lessons.lesson import BASE_TIME, Lesson, Param, event
-from ministream.testing import CollectingSink, ScriptedSource
 
 
 def sent(second: float, event_id: str) -> dict:

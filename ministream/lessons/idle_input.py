@@ -12,7 +12,7 @@ were slower, are now judged against the impressions' watermark: click ``a`` arri
 impression ``a`` comes out padded with nulls although it was clicked. ``min`` waits for the slowest input
 and is correct; ``max`` does not wait and loses data.
 
->>> from ministream.times import format_clock
+>>> from ministream.time.units import format_clock
 >>> for policy in ("min", "max"):
 ...     print(policy, [format_clock(batch.watermark) for batch in LESSON.run(params={"policy": policy}).output()])
 min ['00:00:00', '00:00:00', '00:00:00', '00:00:00', '10:00:06', '10:00:35']
@@ -21,13 +21,14 @@ max ['00:00:00', '09:59:52', '10:00:05', '10:00:20', '10:00:35', '10:00:40']
 
 from __future__ import annotations
 
-from ministream.dataflow import Dataflow
-from ministream.events import Field
-from ministream.join import TimeRange
+from ministream.core.events import Field
+from ministream.core.plan import Dataflow
+from ministream.core.sinks import CollectingSink
+from ministream.core.sources import ScriptedSource
 from ministream.lessons.lesson import Lesson, Param
 from ministream.lessons.stream_join import ad
 from ministream.lessons.stream_join import random_script as random_ads
-from ministream.testing import CollectingSink, ScriptedSource
+from ministream.operators.stream_join import TimeRange
 
 DEFAULT_SCRIPT = {
     "impressions": [[ad(1, "a"), ad(2, "b")], [ad(15, "c")], [ad(30, "d")], [ad(45, "e")], []],

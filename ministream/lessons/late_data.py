@@ -24,14 +24,15 @@ Events: ``ts``, ``key`` (a string), ``value`` (a number). Parameters: ``size``, 
 
 from __future__ import annotations
 
-from ministream.aggregation import Count, Sum
-from ministream.dataflow import Dataflow
-from ministream.events import Field
+from ministream.core.aggregates import Count, Sum
+from ministream.core.events import Field
+from ministream.core.plan import Dataflow
+from ministream.core.sinks import CollectingSink
+from ministream.core.sources import ScriptedSource
 from ministream.lessons.lesson import Lesson, Param, event
 from ministream.lessons.window_scripts import random_window_script
-from ministream.testing import CollectingSink, ScriptedSource
-from ministream.times import format_duration
-from ministream.windows import Tumbling
+from ministream.time.units import format_duration
+from ministream.time.windows import Tumbling
 
 DEFAULT_SCRIPT = [
     [event(1, "a", 1), event(3, "b", 2), event(7, "a", 3)],

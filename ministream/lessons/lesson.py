@@ -2,7 +2,7 @@
 
 A lesson module defines four things and hands them to :class:`Lesson`:
 
-- ``pipeline(script, params)``: the ministream :class:`~ministream.dataflow.Dataflow`;
+- ``pipeline(script, params)``: the ministream :class:`~ministream.core.plan.Dataflow`;
 - ``twin(inputs, params)``: the PySpark streaming DataFrame that computes the same thing, built from the
   lesson's inputs as streaming DataFrames (real Structured Streaming code: it runs unchanged on a cluster);
 - the fields of its events, its parameters with defaults, and its default script;
@@ -18,9 +18,11 @@ from typing import Any, Callable
 
 import attrs
 
-from ministream.events import Field, read_events
-from ministream.operators import PipelineError
-from ministream.times import TimeFormatError, format_duration, parse_duration
+from ministream.core.events import Field, read_events
+from ministream.errors import PipelineError
+from ministream.models.continuous import run_continuous
+from ministream.models.microbatch import run_microbatch
+from ministream.time.units import TimeFormatError, format_duration, parse_duration
 
 SPARK_TYPES = {str: "STRING", float: "DOUBLE", int: "BIGINT"}
 
@@ -113,7 +115,7 @@ class Lesson:
         return self.watermark_policy(params) if callable(self.watermark_policy) else self.watermark_policy
 
     def read_script(self, path, dead_letters: list | None = None) -> Any:
-        """Read a user's events file for this lesson (JSON Lines, see ``ministream.events``); with a
+        """Read a user's events file for this lesson (JSON Lines, see ``ministream.core.events``); with a
         ``dead_letters`` list, bad lines are set aside there instead of stopping the run."""
         streams = list(self.inputs) if len(self.inputs) > 1 else None
         return read_events(path, self.fields, streams, dead_letters=dead_letters)
@@ -136,14 +138,11 @@ class Lesson:
     ):
         """Run the ministream pipeline on ``script`` (the default script when ``None``); ``batch_timestamps``
         (micro-batch model) overrides the lesson's own processing times."""
-        from ministream.microbatch import run_microbatch
 
         values = self.resolve_params(params)
         script = self.default_script if script is None else script
         flow = self.pipeline(script, values)
         if model == "continuous":
-            from ministream.continuous import run_continuous
-
             return run_continuous(flow, parallelism=parallelism, seed=seed, trace=trace, output_mode=self.mode(values))
         if batch_timestamps is None and self.batch_timestamps is not None:
             batch_timestamps = self.batch_timestamps(script, values)

@@ -34,14 +34,15 @@ window                key  micro-batch (Spark)  continuous (Flink)
 
 from __future__ import annotations
 
-from ministream.aggregation import Count
-from ministream.dataflow import Dataflow
-from ministream.events import Field
+from ministream.core.aggregates import Count
+from ministream.core.events import Field
+from ministream.core.plan import Dataflow
+from ministream.core.sinks import CollectingSink
+from ministream.core.sources import ScriptedSource
 from ministream.lessons.lesson import Lesson, Param, event
 from ministream.lessons.window_scripts import random_window_script
-from ministream.testing import CollectingSink, ScriptedSource
-from ministream.times import format_clock, format_duration
-from ministream.windows import Tumbling, describe_window
+from ministream.time.units import format_clock, format_duration
+from ministream.time.windows import Tumbling, describe_window
 
 DEFAULT_SCRIPT = [
     [event(1, "a"), event(2, "b"), event(3, "a")],

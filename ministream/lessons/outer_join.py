@@ -9,7 +9,7 @@ whose watermark evicts it (often a no-data batch at the end), and never earlier.
 ``how`` switches to ``right_outer`` (clicks without an impression), ``full_outer`` (both) or ``left_semi``
 (each clicked impression once, with no click columns).
 
->>> from ministream.times import format_clock
+>>> from ministream.time.units import format_clock
 >>> for batch in LESSON.run().output():
 ...     print(batch.batch_id, sorted((r["impression_ad"], format_clock(r["impression_time"]),
 ...                                   r["click_ad"]) for r in batch.rows))
@@ -25,12 +25,13 @@ Impressions d and f are still waiting when the script ends: a stream has no end 
 
 from __future__ import annotations
 
-from ministream.dataflow import Dataflow
-from ministream.events import Field
-from ministream.join import TimeRange
+from ministream.core.events import Field
+from ministream.core.plan import Dataflow
+from ministream.core.sinks import CollectingSink
+from ministream.core.sources import ScriptedSource
 from ministream.lessons.lesson import Lesson, Param
 from ministream.lessons.stream_join import ad, random_script
-from ministream.testing import CollectingSink, ScriptedSource
+from ministream.operators.stream_join import TimeRange
 
 DEFAULT_SCRIPT = {
     "impressions": [[ad(1, "a"), ad(2, "b")], [ad(12, "c")], [ad(30, "d")], [ad(45, "e")], [ad(60, "f")]],

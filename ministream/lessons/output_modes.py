@@ -21,14 +21,15 @@ complete [2, 4, 5, 5, 6]
 
 from __future__ import annotations
 
-from ministream.aggregation import AggregateFunction, Count, Custom
-from ministream.dataflow import Dataflow
-from ministream.events import Field
+from ministream.core.aggregates import AggregateFunction, Count, Custom
+from ministream.core.events import Field
+from ministream.core.plan import Dataflow
+from ministream.core.sinks import CollectingSink
+from ministream.core.sources import ScriptedSource
 from ministream.lessons.lesson import Lesson, Param, event
 from ministream.lessons.window_scripts import random_window_script
-from ministream.testing import CollectingSink, ScriptedSource
-from ministream.times import format_duration
-from ministream.windows import Tumbling
+from ministream.time.units import format_duration
+from ministream.time.windows import Tumbling
 
 DEFAULT_SCRIPT = [
     [event(1, "a", 2), event(2, "b", 5), event(4, "a", 6)],

@@ -37,13 +37,14 @@ from __future__ import annotations
 
 import sys
 
-from ministream.dataflow import Dataflow
-from ministream.events import Field
+from ministream.core.events import Field
+from ministream.core.plan import Dataflow
+from ministream.core.sinks import CollectingSink
+from ministream.core.sources import ScriptedSource
 from ministream.lessons.lesson import Lesson, Param, event
 from ministream.lessons.state_ttl import SPARK_CONF, batch_timestamps, random_quiet_script
-from ministream.process import Processor
-from ministream.testing import CollectingSink, ScriptedSource
-from ministream.times import format_clock  # noqa: F401  (used by the examples)
+from ministream.operators.process import Processor
+from ministream.time.units import format_clock  # noqa: F401  (used by the examples)
 
 DEFAULT_SCRIPT = [
     [event(1, "s1", 20), event(1, "s2", 18)],

@@ -2,7 +2,7 @@
 group; Spark keeps the number of state partitions the checkpoint was started with.
 
 A running count per user, crashed in batch ``crash_batch`` and restored. ministream stores keyed state by *key
-group* (a stable hash of the key modulo 128, ``keygroups.py``); subtask i of n owns a contiguous range of
+group* (a stable hash of the key modulo 128, ``state/keygroups.py``); subtask i of n owns a contiguous range of
 groups, so a checkpoint taken by ``before`` subtasks can be split among ``after`` subtasks: each takes the
 groups of its new range. Spark stores state by *shuffle partition* (the key's hash modulo
 ``spark.sql.shuffle.partitions``), and that number is written into every ``offsets/N`` of the checkpoint: a
@@ -24,12 +24,13 @@ The output is the same either way, which ``ministream compare rescale`` checks.
 
 from __future__ import annotations
 
-from ministream.aggregation import Count, Sum
-from ministream.dataflow import Dataflow
-from ministream.events import Field
+from ministream.core.aggregates import Count, Sum
+from ministream.core.events import Field
+from ministream.core.plan import Dataflow
+from ministream.core.sinks import CollectingSink
+from ministream.core.sources import ScriptedSource
 from ministream.lessons.checkpoint_recovery import RecoveryLesson
 from ministream.lessons.lesson import BASE_TIME, Param, event
-from ministream.testing import CollectingSink, ScriptedSource
 
 
 def visit(second: float, user: str, value: float = 1.0) -> dict:

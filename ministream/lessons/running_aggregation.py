@@ -21,11 +21,12 @@ Events: ``ts`` (not used here), ``key`` (a string), ``value`` (a number).
 
 from __future__ import annotations
 
-from ministream.aggregation import Count, Sum
-from ministream.dataflow import Dataflow
-from ministream.events import Field
+from ministream.core.aggregates import Count, Sum
+from ministream.core.events import Field
+from ministream.core.plan import Dataflow
+from ministream.core.sinks import CollectingSink
+from ministream.core.sources import ScriptedSource
 from ministream.lessons.lesson import Lesson, Param, event
-from ministream.testing import CollectingSink, ScriptedSource
 
 DEFAULT_SCRIPT = [
     [event(1, "a", 1), event(2, "b", 10), event(3, "a", 3)],

@@ -28,13 +28,14 @@ from __future__ import annotations
 
 import random as _random
 
-from ministream.aggregation import Count, Sum
-from ministream.dataflow import Dataflow
-from ministream.events import Field
+from ministream.core.aggregates import Count, Sum
+from ministream.core.events import Field
+from ministream.core.plan import Dataflow
+from ministream.core.sinks import CollectingSink
+from ministream.core.sources import ScriptedSource
 from ministream.lessons.lesson import BASE_TIME, Lesson, Param, event
-from ministream.session_windows import Session
-from ministream.testing import CollectingSink, ScriptedSource
-from ministream.times import format_duration
+from ministream.time.units import format_duration
+from ministream.time.windows import Session
 
 DEFAULT_SCRIPT = [
     [event(1, "a", 1), event(4, "a", 2), event(2, "b", 10)],

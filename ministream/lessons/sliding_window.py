@@ -23,14 +23,15 @@ Events: ``ts``, ``key`` (a string), ``value`` (a number). Parameters: ``size``, 
 
 from __future__ import annotations
 
-from ministream.aggregation import Avg, Count
-from ministream.dataflow import Dataflow
-from ministream.events import Field
+from ministream.core.aggregates import Avg, Count
+from ministream.core.events import Field
+from ministream.core.plan import Dataflow
+from ministream.core.sinks import CollectingSink
+from ministream.core.sources import ScriptedSource
 from ministream.lessons.lesson import Lesson, Param, event
 from ministream.lessons.window_scripts import random_window_script
-from ministream.testing import CollectingSink, ScriptedSource
-from ministream.times import format_duration
-from ministream.windows import Sliding
+from ministream.time.units import format_duration
+from ministream.time.windows import Sliding
 
 DEFAULT_SCRIPT = [
     [event(1, "a", 1), event(2, "b", 10), event(3, "a", 3)],

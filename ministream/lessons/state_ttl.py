@@ -32,13 +32,14 @@ from __future__ import annotations
 
 import sys
 
-from ministream.dataflow import Dataflow
-from ministream.events import Field
+from ministream.core.events import Field
+from ministream.core.plan import Dataflow
+from ministream.core.sinks import CollectingSink
+from ministream.core.sources import ScriptedSource
 from ministream.lessons.device_sessions import TRANSFORM_WITH_STATE_CONF
 from ministream.lessons.lesson import BASE_TIME, Lesson, Param, event
-from ministream.process import Processor
-from ministream.testing import CollectingSink, ScriptedSource
-from ministream.times import format_clock  # noqa: F401  (used by the examples)
+from ministream.operators.process import Processor
+from ministream.time.units import format_clock  # noqa: F401  (used by the examples)
 
 DEFAULT_SCRIPT = [
     [event(1, "a", 1), event(1, "b", 5)],

@@ -8,7 +8,7 @@ each side waits in state. The watermark of each input (its max event time minus 
 bound how long: impressions leave when ``impression_time <= WM - within - 1 ms``, clicks when
 ``click_time <= WM - 1 ms``; rows at or before the previous batch's watermark are dropped as late.
 
->>> from ministream.times import format_clock
+>>> from ministream.time.units import format_clock
 >>> for batch in LESSON.run().output():
 ...     print(batch.batch_id, sorted((r["impression_ad"], format_clock(r["impression_time"]),
 ...                                   format_clock(r["click_time"])) for r in batch.rows))
@@ -22,11 +22,12 @@ bound how long: impressions leave when ``impression_time <= WM - within - 1 ms``
 
 from __future__ import annotations
 
-from ministream.dataflow import Dataflow
-from ministream.events import Field
-from ministream.join import TimeRange
+from ministream.core.events import Field
+from ministream.core.plan import Dataflow
+from ministream.core.sinks import CollectingSink
+from ministream.core.sources import ScriptedSource
 from ministream.lessons.lesson import BASE_TIME, Lesson, Param, event
-from ministream.testing import CollectingSink, ScriptedSource
+from ministream.operators.stream_join import TimeRange
 
 
 def ad(second: float, ad_id: str) -> dict:

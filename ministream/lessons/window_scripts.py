@@ -24,7 +24,7 @@ from __future__ import annotations
 import random as _random
 
 from ministream.lessons.lesson import BASE_TIME
-from ministream.windows import last_start
+from ministream.time.windows import last_start
 
 KEYS = ("a", "b", "c")
 

@@ -30,8 +30,9 @@ import tempfile
 
 import attrs
 
-from ministream.results import BatchResult
-from ministream.sinks import row_order
+from ministream.checkpoints.exactly_once import row_order
+from ministream.checkpoints.storage import DirectoryStorage, folder_outline
+from ministream.core.results import BatchResult
 from ministream.spark.collect import SparkQueryError, _collect, _query_error, _watermarks
 from ministream.spark.session import session_conf
 
@@ -76,7 +77,7 @@ def run_query_with_crash(
     restart_conf: dict | None = None,
 ) -> SparkRecoveryRun:
     """Run a streaming DataFrame with a ``checkpointLocation``, crash ``foreachBatch`` in batch
-    ``crash_batch`` after it wrote ``after_rows`` rows (in ``sinks.row_order``), restart the query on the same
+    ``crash_batch`` after it wrote ``after_rows`` rows (in ``exactly_once.row_order``), restart the query on the same
     checkpoint, and return what the sink holds.
 
     Args:
@@ -162,7 +163,7 @@ def _start(df, sink, output_mode: str, location: str, query_name: str | None, co
 @attrs.frozen
 class CheckpointFolders:
     """Both engines' checkpoint folders after the same crashed and recovered run, in outline
-    (``checkpoint_storage.folder_outline``), with the two runs.
+    (``storage.folder_outline``), with the two runs.
 
     >>> print(checkpoint_folders(get_lesson("checkpoint-recovery")).text)   # doctest: +SKIP
     ministream: run_with_recovery(..., storage=DirectoryStorage(folder))
@@ -177,7 +178,7 @@ class CheckpointFolders:
 FOLDERS_BLOCK = re.compile(
     r"(<!-- checkpoint folders -->\n```text\n)(?P<body>.*?)(```\n<!-- /checkpoint folders -->)", re.S
 )
-"""Where a tutorial page shows :func:`checkpoint_folders`' text (refreshed by ``python -m ministream.spark.checkpoint``)."""
+"""Where a tutorial page shows :func:`checkpoint_folders`' text (refreshed by ``python -m ministream.tools.docs --spark``)."""
 
 
 def checkpoint_folders(lesson, params: dict | None = None, *, master: str | None = None) -> CheckpointFolders:
@@ -186,7 +187,6 @@ def checkpoint_folders(lesson, params: dict | None = None, *, master: str | None
 
     >>> checkpoint_folders(get_lesson("checkpoint-recovery")).spark.batch_ids   # doctest: +SKIP
     [[0, 1, 2, 3], [3, 4]]"""
-    from ministream.checkpoint_storage import DirectoryStorage, folder_outline
 
     with tempfile.TemporaryDirectory() as ours, tempfile.TemporaryDirectory() as theirs:
         run = lesson.run(params=params, storage=DirectoryStorage(ours))
@@ -215,13 +215,3 @@ def refresh_page(path, text: str) -> bool:
     new = FOLDERS_BLOCK.sub(lambda m: m.group(1) + text + m.group(3), old)
     page.write_text(new)
     return new != old
-
-
-if __name__ == "__main__":
-    import sys
-
-    from ministream.lessons import get_lesson
-
-    page = sys.argv[1] if len(sys.argv) > 1 else "tutorials/15-checkpoint-recovery.md"
-    folders = checkpoint_folders(get_lesson("checkpoint-recovery"))
-    print(("updated " if refresh_page(page, folders.text) else "unchanged ") + page)

@@ -20,9 +20,9 @@ import re
 import shutil
 import tempfile
 
-from ministream.results import BatchResult, normalize_value
+from ministream.core.results import BatchResult, normalize_value
 from ministream.spark.session import session_conf
-from ministream.times import parse_timestamp
+from ministream.time.units import parse_timestamp
 
 
 class SparkQueryError(RuntimeError):

@@ -11,8 +11,8 @@ shuffle partition as numbered versions, in ``state/<operator>/<partition>/``:
   whole partition, so that loading version N reads one snapshot and the deltas after it.
 
 :func:`state_files` runs one short query with both settings turned down, so that a few batches show both kinds
-of file; ``python -m ministream.spark.state_files`` writes the listing into tutorial 15 (the
-``<!-- spark state files -->`` block). ministream's incremental checkpoints (``incremental.py``) follow the same
+of file; ``python -m ministream.tools.docs --spark`` writes the listing into tutorial 15 (the
+``<!-- spark state files -->`` block). ministream's incremental checkpoints (``state/changes.py``) follow the same
 model, with the full checkpoint written by the checkpoint itself rather than in the background.
 """
 
@@ -22,6 +22,9 @@ import re
 import tempfile
 import time
 from pathlib import Path
+
+from ministream.checkpoints.storage import folder_outline
+from ministream.spark.session import session_conf, spark_session
 
 BLOCK = re.compile(r"(<!-- spark state files -->\n```text\n)(.*?)(```\n<!-- /spark state files -->)", re.S)
 SETTINGS = {
@@ -34,14 +37,11 @@ SETTINGS = {
 def state_files(batches: int = 6, master: str | None = None) -> str:
     """Run a running count per key for ``batches`` micro-batches (one new JSON file each) with a checkpoint
     location, pausing after each batch so that the maintenance task can write snapshots, and outline the
-    location's ``state/`` folder (``checkpoint_storage.folder_outline``).
+    location's ``state/`` folder (``storage.folder_outline``).
 
     >>> print(state_files())                      # doctest: +SKIP
     0/0/{1..6}.delta
     ..."""
-    from ministream.checkpoint_storage import folder_outline
-    from ministream.spark.session import session_conf, spark_session
-
     spark = spark_session(master)
     with tempfile.TemporaryDirectory() as folder:
         incoming, location = Path(folder, "incoming"), Path(folder, "checkpoint")
@@ -73,10 +73,3 @@ def refresh_page(path, text: str) -> bool:
     new = BLOCK.sub(lambda match: match.group(1) + text + "\n" + match.group(3), old)
     page.write_text(new)
     return new != old
-
-
-if __name__ == "__main__":
-    import sys
-
-    page = sys.argv[1] if len(sys.argv) > 1 else "tutorials/15-checkpoint-recovery.md"
-    print(("updated " if refresh_page(page, state_files()) else "unchanged ") + page)

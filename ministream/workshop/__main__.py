@@ -13,7 +13,9 @@ import datetime
 import sys
 from pathlib import Path
 
+from ministream.workshop.build import build, stale_notebooks
 from ministream.workshop.course import NOTEBOOKS, START_HERE, course
+from ministream.workshop.timings import execute, measure, timings_table, write_table
 
 
 def _paths(names: list[str]) -> list[Path]:
@@ -35,16 +37,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.command == "build":
-        from ministream.workshop.build import build
-
         build(wait_for_authors=args.wait_for_authors)
         return 0
-    from ministream.workshop.timings import execute, measure, timings_table, write_table
 
     paths = _paths(args.notebooks)
     if args.command == "check":
-        from ministream.workshop.build import stale_notebooks
-
         failed = [
             f"{name} (exercises missing or out of date: run python -m ministream.workshop build)"
             for name in stale_notebooks()

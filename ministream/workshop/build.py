@@ -28,6 +28,7 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+from ministream.workshop import solutions
 from ministream.workshop.course import NOTEBOOKS, RECAP, START_HERE, course, course_table, number_clashes
 from ministream.workshop.exercises import EXERCISES, Exercise, exercises_of
 
@@ -92,7 +93,6 @@ def solution_source(name: str) -> str:
     >>> print(solution_source("window_of").splitlines()[0])
     def window_of(ts, size, offset=0):
     """
-    from ministream.workshop import solutions
 
     text = Path(solutions.__file__).read_text()
     for node in ast.parse(text).body:

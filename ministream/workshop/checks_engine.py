@@ -11,7 +11,7 @@
 ...     import zlib
 ...     return zlib.crc32(repr(key).encode("utf-8")) % 128
 >>> check_key_group(key_group)
-✓ key_group: 8 keys in the same key group as ministream.keygroups, in this process and in a fresh one
+✓ key_group: 8 keys in the same key group as ministream.state.keygroups, in this process and in a fresh one
 """
 
 from __future__ import annotations
@@ -22,8 +22,11 @@ import subprocess
 import sys
 import zlib
 
-from ministream.keygroups import key_group_of
-from ministream.results import normalize_row
+from ministream.core.results import normalize_row
+from ministream.lessons import get_lesson
+from ministream.state.keygroups import key_group_of
+from ministream.state.ttl import is_expired
+from ministream.time.timers import TimerService
 from ministream.workshop.checks_windows import show_time
 from ministream.workshop.feedback import Case, ExerciseFailed, Passed, call, check_cases, fail
 from ministream.workshop.oracle import get_oracle
@@ -63,7 +66,7 @@ def _in_another_process(fn, keys: list) -> list:
 
 def check_key_group(key_group) -> Passed:
     """Exercise: ``key_group(key)`` is the key's key group: ``crc32(repr(key)) % 128``, the same in every
-    process. Checked against ``ministream.keygroups`` (Spark partitions state by a Murmur3 hash instead, for
+    process. Checked against ``ministream.state.keygroups`` (Spark partitions state by a Murmur3 hash instead, for
     the same reason: it is the same in every process).
 
     Args:
@@ -90,7 +93,7 @@ def check_key_group(key_group) -> Passed:
     check_cases("key_group", key_group, cases, lambda case: key_group_of(case.args[0]), against="ministream")
     return Passed(
         "key_group",
-        f"{len(KEYS)} keys in the same key group as ministream.keygroups, in this process and in a fresh one",
+        f"{len(KEYS)} keys in the same key group as ministream.state.keygroups, in this process and in a fresh one",
     )
 
 
@@ -136,7 +139,6 @@ def check_update_batch(update_batch, lesson: str = "running-aggregation", agains
         lesson: the running-aggregation lesson.
         against: ``"spark"`` or ``"ministream"``.
     """
-    from ministream.lessons import get_lesson
 
     oracle = get_oracle(against)
     the_lesson = get_lesson(lesson)
@@ -210,16 +212,15 @@ def timer_cases() -> list[Case]:
 
 def check_due_timers(due_timers) -> Passed:
     """Exercise: ``due_timers(timers, watermark)`` returns the ``(expiry, key)`` timers that fire at the end of
-    a batch with this watermark, in firing order. Checked against ``ministream.timers`` (the rule of Spark's
+    a batch with this watermark, in firing order. Checked against ``ministream.time.timers`` (the rule of Spark's
     ``transformWithState``, measured in tests/test_process_rules.py).
 
     >>> check_due_timers(lambda timers, wm: sorted(t for t in timers if t[0] <= wm))
-    ✓ due_timers: 4 cases agree with ministream.timers
+    ✓ due_timers: 4 cases agree with ministream.time.timers
 
     Args:
         due_timers: the learner's function.
     """
-    from ministream.timers import TimerService
 
     def expected(case):
         service = TimerService()
@@ -238,7 +239,7 @@ def check_due_timers(due_timers) -> Passed:
         lambda timers, watermark: due_timers(list(timers), watermark),
         timer_cases(),
         expected,
-        against="ministream.timers",
+        against="ministream.time.timers",
         show=repr,
         same=same,
     )
@@ -249,12 +250,11 @@ def check_ttl_expired(ttl_expired) -> Passed:
     processing time ``written_at`` with time-to-live ``ttl`` has expired in a batch stamped ``batch_timestamp``.
 
     >>> check_ttl_expired(lambda written_at, ttl, now: now >= written_at + ttl)
-    ✓ ttl_expired: 3 cases agree with ministream.ttl
+    ✓ ttl_expired: 3 cases agree with ministream.state.ttl
 
     Args:
         ttl_expired: the learner's function.
     """
-    from ministream.ttl import is_expired
 
     raw = [(1_000, 2_000, 2_500), (1_000, 2_000, 3_000), (1_000, 2_000, 3_001)]
     cases = [
@@ -265,7 +265,7 @@ def check_ttl_expired(ttl_expired) -> Passed:
         ttl_expired,
         cases,
         lambda case: is_expired(case.args[0] + case.args[1], case.args[2]),
-        against="ministream.ttl",
+        against="ministream.state.ttl",
         show=lambda answer: "expired" if answer else "alive",
     )
 
@@ -296,7 +296,7 @@ def barrier_cases() -> list[tuple[int, list[int], list[tuple[set, bool]]]]:
 def check_barrier_arrives(barrier_arrives) -> Passed:
     """Exercise: ``barrier_arrives(held_back, position, inputs)``: barrier n arrives on input ``position`` of a
     subtask with ``inputs`` inputs; update ``held_back`` (the set of held-back inputs, in place) and return
-    ``True`` when the subtask snapshots now. Checked against ``Subtask.align`` in ``ministream.runtime`` (Flink's
+    ``True`` when the subtask snapshots now. Checked against ``Subtask.align`` in ``ministream.core.physical`` (Flink's
     aligned checkpoints; Spark's micro-batches need no barriers).
 
     >>> def barrier_arrives(held_back, position, inputs):
@@ -306,7 +306,7 @@ def check_barrier_arrives(barrier_arrives) -> Passed:
     ...         return True
     ...     return False
     >>> check_barrier_arrives(barrier_arrives)
-    ✓ barrier_arrives: 4 arrival sequences agree with ministream.runtime's alignment
+    ✓ barrier_arrives: 4 arrival sequences agree with ministream.core.physical's alignment
 
     Args:
         barrier_arrives: the learner's function.
@@ -328,7 +328,7 @@ def check_barrier_arrives(barrier_arrives) -> Passed:
                     "ministream",
                 )
     return Passed(
-        "barrier_arrives", f"{len(barrier_cases())} arrival sequences agree with ministream.runtime's alignment"
+        "barrier_arrives", f"{len(barrier_cases())} arrival sequences agree with ministream.core.physical's alignment"
     )
 
 

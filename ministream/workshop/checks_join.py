@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from ministream.lessons import get_lesson
 from ministream.lessons.lesson import BASE_TIME
 from ministream.workshop.checks_windows import show_time
 from ministream.workshop.feedback import Case, ExerciseFailed, Passed, call, check_cases, fail
@@ -107,7 +108,6 @@ def check_join_batch(join_batch, lesson: str = "stream-join", against: str = "sp
         lesson: the stream-join lesson (an inner join, ``click <= impression + within``, one delay per input).
         against: ``"spark"`` or ``"ministream"``.
     """
-    from ministream.lessons import get_lesson
 
     oracle = get_oracle(against)
     cases = join_cases()

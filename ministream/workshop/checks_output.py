@@ -20,9 +20,10 @@ Rule missed: the test is inclusive: a window whose end equals the watermark is c
 
 from __future__ import annotations
 
+from ministream.core.results import normalize_row
+from ministream.lessons import get_lesson
 from ministream.lessons.lesson import BASE_TIME
-from ministream.results import normalize_row
-from ministream.windows import tumbling
+from ministream.time.windows import tumbling
 from ministream.workshop.checks_windows import show_time, show_window, still_counts
 from ministream.workshop.feedback import Case, Passed, call, check_cases, fail
 from ministream.workshop.oracle import get_oracle
@@ -96,7 +97,6 @@ def check_emit_batch(emit_batch, lesson: str = "microbatch-vs-continuous", again
         lesson: a lesson of tumbling windows (parameter ``size``) in append mode.
         against: ``"spark"`` or ``"ministream"``.
     """
-    from ministream.lessons import get_lesson
 
     oracle = get_oracle(against)
     check_cases(
@@ -238,7 +238,6 @@ def check_emits(emits, lesson: str = "output-modes", against: str = "spark") -> 
         lesson: the output-modes lesson (tumbling windows, a count and a spread).
         against: ``"spark"`` or ``"ministream"``.
     """
-    from ministream.lessons import get_lesson
 
     oracle = get_oracle(against)
     cases = emits_cases()
@@ -346,7 +345,6 @@ def check_fires_after(fires_after, lesson: str = "microbatch-vs-continuous") -> 
         fires_after: the learner's function.
         lesson: a tumbling-window lesson that runs in the continuous model.
     """
-    from ministream.lessons import get_lesson
 
     cases = fire_cases()
     check_cases(

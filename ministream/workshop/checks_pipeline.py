@@ -14,10 +14,12 @@ the lesson's tests compare with Spark under the same parameters).
 
 from __future__ import annotations
 
-from ministream.compare import compare_batches
-from ministream.dataflow import Dataflow
-from ministream.operators import PipelineError
-from ministream.results import format_row
+from ministream.core.compare import compare_batches
+from ministream.core.plan import Dataflow
+from ministream.core.results import format_row
+from ministream.errors import PipelineError
+from ministream.lessons import get_lesson
+from ministream.models.microbatch import run_microbatch
 from ministream.workshop.checks_windows import show_time, show_window
 from ministream.workshop.feedback import ExerciseFailed, Passed, call, fail
 from ministream.workshop.oracle import get_oracle
@@ -45,7 +47,6 @@ COLUMNS = "a window row has the key, window_start, window_end and one column per
 
 def _run(pipeline, lesson, params: dict):
     """The learner's dataflow run in ministream, as ``Lesson.run`` runs the lesson's own."""
-    from ministream.microbatch import run_microbatch
 
     flow = call("pipeline", pipeline, lesson.default_script, params)
     if not isinstance(flow, Dataflow):
@@ -165,7 +166,6 @@ def check_pipeline(
         against: ``"spark"`` or ``"ministream"``.
         variations: parameter changes under which the learner's output must equal the lesson's own pipeline's.
     """
-    from ministream.lessons import get_lesson
 
     oracle = get_oracle(against)
     the_lesson = get_lesson(lesson)

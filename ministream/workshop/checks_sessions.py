@@ -6,7 +6,7 @@ then replays the session-window lesson with it, batch by batch, with Spark's wat
 ``ts + gap <= WM_{k-1}``, sessions emitted and removed when ``end <= WM_k``), and compares the sessions with the
 ones Spark emitted.
 
->>> from ministream.session_windows import merge_sessions
+>>> from ministream.time.windows import merge_sessions
 >>> check_add_event(lambda sessions, ts, gap: merge_sessions(sessions + [(ts, ts + gap)]), against="ministream")
 ✓ add_event: 8 cases, then the 5 sessions session-window emits in ministream, each in the same batch
 >>> def strict(sessions, ts, gap):  # merges only overlapping sessions, not touching ones
@@ -26,9 +26,10 @@ Rule missed: sessions merge when the next one starts at or before the current on
 
 from __future__ import annotations
 
+from ministream.lessons import get_lesson
 from ministream.lessons.lesson import BASE_TIME
-from ministream.session_windows import merge_sessions
-from ministream.times import format_duration
+from ministream.time.units import format_duration
+from ministream.time.windows import merge_sessions
 from ministream.workshop.checks_windows import show_time, show_window, show_windows
 from ministream.workshop.feedback import Case, Passed, call, check_cases, fail
 from ministream.workshop.oracle import get_oracle
@@ -133,7 +134,6 @@ def check_add_event(add_event, lesson: str = "session-window", against: str = "s
         lesson: the session-window lesson (a fixed gap, append mode).
         against: ``"spark"`` or ``"ministream"``.
     """
-    from ministream.lessons import get_lesson
 
     oracle = get_oracle(against)
     cases = session_cases()
@@ -177,7 +177,6 @@ def check_is_late(is_late, lesson: str = "session-window", against: str = "spark
         lesson: the session-window lesson (fixed gap, append mode).
         against: ``"spark"`` or ``"ministream"``.
     """
-    from ministream.lessons import get_lesson
 
     oracle = get_oracle(against)
     gap = 10 * SECOND

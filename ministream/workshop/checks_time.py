@@ -24,9 +24,10 @@ Rule missed: the watermark starts at 0 and never goes down: max - delay below th
 
 from __future__ import annotations
 
+from ministream.lessons import get_lesson
 from ministream.lessons.lesson import BASE_TIME
-from ministream.time_range import TimeRange
-from ministream.times import format_duration
+from ministream.time.ranges import TimeRange
+from ministream.time.units import format_duration
 from ministream.workshop.checks_windows import show_time
 from ministream.workshop.feedback import Case, Passed, call, check_cases, fail
 from ministream.workshop.oracle import get_oracle
@@ -99,7 +100,6 @@ def check_next_watermark(next_watermark, lesson: str = "tumbling-window", agains
         lesson: a lesson with one watermarked input of ``ts`` and a ``delay`` parameter.
         against: ``"spark"`` (the watermarks Spark's twin reported) or ``"ministream"``.
     """
-    from ministream.lessons import get_lesson
 
     oracle = get_oracle(against)
     cases = next_watermark_cases()
@@ -188,7 +188,6 @@ def check_global_watermark(global_watermark, lesson: str = "idle-input", against
             ``policy`` parameter.
         against: ``"spark"`` or ``"ministream"``.
     """
-    from ministream.lessons import get_lesson
 
     oracle = get_oracle(against)
     cases = global_watermark_cases()
@@ -276,7 +275,6 @@ def check_state_watermark(state_watermark, lesson: str = "outer-join", against: 
         lesson: a left outer join of impressions with clicks, ``click <= impression + within`` (inclusive).
         against: ``"spark"`` or ``"ministream"``.
     """
-    from ministream.lessons import get_lesson
 
     oracle = get_oracle(against)
     cases = state_watermark_cases()
@@ -357,7 +355,6 @@ def check_forget(forget, lesson: str = "deduplication", against: str = "spark") 
         lesson: the deduplication lesson, run with ``key=within``.
         against: ``"spark"`` or ``"ministream"``.
     """
-    from ministream.lessons import get_lesson
 
     oracle = get_oracle(against)
     delay = 10 * SECOND

@@ -19,8 +19,10 @@ Rule missed: Spark's startTime (the offset) shifts every window start: starts ar
 
 from __future__ import annotations
 
+from ministream.lessons import get_lesson
 from ministream.lessons.lesson import BASE_TIME
-from ministream.times import format_clock, format_duration, format_ts
+from ministream.time.units import format_clock, format_duration, format_ts
+from ministream.time.windows import sliding
 from ministream.workshop.feedback import Case, Passed, call, check_cases, fail
 from ministream.workshop.oracle import get_oracle
 
@@ -107,7 +109,6 @@ def _where(ts: int, size: int, slide: int, offset: int, *, sliding: bool) -> str
 
 
 def _lesson_times(name: str) -> list[int]:
-    from ministream.lessons import get_lesson
 
     return sorted({row["ts"] for batch in get_lesson(name).default_script for row in batch})
 
@@ -216,7 +217,7 @@ def check_windows_of(windows_of, against: str = "spark") -> Passed:
     """Exercise: ``windows_of(ts, size, slide, offset=0)`` returns every sliding window ``(start, end)`` that
     contains an event, as Spark's ``window(ts, size, slide, startTime=offset)`` does (in any order).
 
-    >>> from ministream.windows import sliding
+    >>> from ministream.time.windows import sliding
     >>> check_windows_of(sliding, against="ministream")
     ✓ windows_of: 18 events get the same windows as from ministream's window()
 
@@ -300,7 +301,6 @@ def check_counts(counts, lesson: str = "late-data", against: str = "spark") -> P
         lesson: a windowed lesson with ``size`` (and ``slide``, ``offset``), ``key`` and ``value``.
         against: ``"spark"`` or ``"ministream"``.
     """
-    from ministream.lessons import get_lesson
 
     oracle = get_oracle(against)
     cases = late_filter_cases()
@@ -394,7 +394,6 @@ def spark_counting_windows(ts: int, batch_id: int, watermarks: list, size: int, 
     >>> spark_counting_windows(8_000, 1, [10_000, 10_000], 10_000, 5_000)
     [(5000, 15000)]
     """
-    from ministream.windows import sliding
 
     return [window for window in sliding(ts, size, slide) if still_counts(window[1], batch_id, watermarks)]
 
@@ -412,7 +411,6 @@ def check_counting_windows(counting_windows, lesson: str = "sliding-window", aga
         lesson: a sliding-window lesson (``size``, ``slide``, no offset) with ``count`` and ``avg`` of ``value``.
         against: ``"spark"`` or ``"ministream"``.
     """
-    from ministream.lessons import get_lesson
 
     oracle = get_oracle(against)
     cases = counting_windows_cases()

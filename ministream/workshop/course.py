@@ -22,6 +22,9 @@ from pathlib import Path
 import attrs
 import nbformat
 
+from ministream.lessons import LESSON_MODULES, all_lessons
+from ministream.workshop.exercises import exercises_of
+
 NOTEBOOKS = Path(__file__).resolve().parent.parent.parent / "notebooks"
 """The notebooks folder of the repository."""
 
@@ -65,7 +68,6 @@ def read_step(path: Path) -> Step:
 
 
 def _teaching_index(lessons: tuple[str, ...]) -> int:
-    from ministream.lessons import LESSON_MODULES, all_lessons
 
     order = {lesson.name: i for i, lesson in enumerate(all_lessons())}
     return min((order[name] for name in lessons if name in order), default=len(LESSON_MODULES))
@@ -97,7 +99,6 @@ def course_table(steps: list[Step] | None = None) -> str:
     | --- | --- | --- | --- |
     | 1 | `01-running-aggregation.ipynb`...
     """
-    from ministream.workshop.exercises import exercises_of
 
     steps = course() if steps is None else steps
     rows = ["| # | notebook | at the end you will be able to | exercises |", "| --- | --- | --- | --- |"]

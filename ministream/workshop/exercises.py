@@ -169,7 +169,7 @@ the lesson's rows with your rule and Spark's watermarks; the counts and sums mus
         """\
 With sliding windows an old row can be late for one of its windows and count in another. Write
 `counting_windows(ts, batch_id, watermarks, size, slide)`: the windows `(start, end)` that a row of batch
-`batch_id` with event time `ts` counts in. Use `ministream.windows.sliding(ts, size, slide)` for its windows (you
+`batch_id` with event time `ts` counts in. Use `ministream.time.windows.sliding(ts, size, slide)` for its windows (you
 wrote the same in notebook 3) and your rule from the exercise above. The check replays the sliding-window lesson:
 every window's count and average must be Spark's.""",
         _starter("counting_windows(ts, batch_id, watermarks, size, slide)", "The sliding windows the row counts in."),

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import json
 
-from ministream.results import BatchResult, normalize_value
-from ministream.windows import sliding
+from ministream.core.results import BatchResult, normalize_value
+from ministream.lessons import get_lesson
+from ministream.time.windows import sliding
 
 ORACLES = ("spark", "ministream")
 
@@ -38,7 +39,6 @@ class MinistreamOracle:
 
     def twin_output(self, lesson_name: str, params: dict | None = None) -> list[BatchResult]:
         """The lesson's output on its default events, batch by batch (ministream's run)."""
-        from ministream.lessons import get_lesson
 
         return get_lesson(lesson_name).run(params=params).output()
 
@@ -65,7 +65,6 @@ class SparkOracle:
 
     def twin_output(self, lesson_name: str, params: dict | None = None) -> list[BatchResult]:
         """The lesson's PySpark twin run on the lesson's default events: Spark's batches, rows and watermarks."""
-        from ministream.lessons import get_lesson
 
         place = ("twin", json.dumps([lesson_name, sorted((params or {}).items())]))
         if place not in self.cache:

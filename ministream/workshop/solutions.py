@@ -55,9 +55,7 @@ def emit_batch(window_end, watermarks):
 
 def pipeline(script, params):
     """Notebook 02: the tumbling-window lesson's pipeline."""
-    from ministream import CollectingSink, Count, Dataflow, ScriptedSource
-    from ministream.aggregation import Max, Sum
-    from ministream.windows import Tumbling
+    from ministream import CollectingSink, Count, Dataflow, Max, ScriptedSource, Sum, Tumbling
 
     flow = Dataflow("my-tumbling-window")
     events = flow.source("events", ScriptedSource(script)).with_watermark("watermark", "ts", params["delay"])
@@ -102,7 +100,7 @@ def counts(window_end, batch_id, watermarks):
 
 def counting_windows(ts, batch_id, watermarks, size, slide):
     """Notebook 05: the sliding windows a row of batch ``batch_id`` still counts in."""
-    from ministream.windows import sliding
+    from ministream.time.windows import sliding
 
     late_watermark = watermarks[batch_id - 1] if batch_id > 0 else 0
     return [(start, end) for start, end in sliding(ts, size, slide) if end > late_watermark]

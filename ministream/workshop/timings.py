@@ -26,6 +26,8 @@ from pathlib import Path
 import attrs
 import nbformat
 
+from ministream.workshop.build import with_solutions
+
 GUIDE = Path(__file__).resolve().parent.parent.parent / "tutorials" / "instructor-guide.md"
 TABLE = re.compile(r"(<!-- timings -->\n)(?P<body>.*?)(<!-- /timings -->)", re.S)
 
@@ -49,8 +51,6 @@ def execute(path: Path, solutions: bool = True, timeout: int = 1800, kernel: str
     A cell that raises stops the run with nbclient's ``CellExecutionError``, which names the cell.
     """
     from nbclient import NotebookClient
-
-    from ministream.workshop.build import with_solutions
 
     notebook = nbformat.read(path, as_version=4)
     if solutions:

@@ -1,0 +1,1 @@
+"""Checkpoints: barriers, the coordinator, storage, incremental checkpoints, serialization, exactly-once sinks and recovery."""

@@ -1,0 +1,264 @@
+"""Events files: a lesson's input script, written by hand as JSON Lines.
+
+A stream arrives in micro-batches, so a *script* is a list of batches and batch ``k`` is a list of rows. A user
+writes one as a text file with one JSON object per line: ``batch`` says which micro-batch the event arrives in
+(0, 1, 2, ... in file order; a number that is skipped is an empty batch), ``ts`` is its event time as an
+ISO-8601 UTC timestamp, and the lesson's own fields follow. Arrival (``batch``) and event time (``ts``) are
+separate on purpose: an event can arrive late, in a batch long after its time.
+
+>>> script = parse_events(['{"batch": 0, "ts": "2024-01-01T10:00:05Z", "key": "a", "value": 1}',
+...                        '{"batch": 2, "ts": "2024-01-01T10:00:01Z", "key": "a", "value": 2.5}'],
+...                       [Field("key", str), Field("value", float)])
+>>> script
+[[{'ts': 1704103205000, 'key': 'a', 'value': 1.0}], [], [{'ts': 1704103201000, 'key': 'a', 'value': 2.5}]]
+
+Every mistake is reported with the file, the line, the field and a hint, because a reader of this file is
+learning, not debugging a parser.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Iterable
+
+import attrs
+
+from ministream.time.units import TimeFormatError, format_ts, parse_timestamp
+
+_EXAMPLE = {str: "a", float: 1.0, int: 1}
+_JSON_TYPE = {list: "an array", str: "a string", bool: "true/false", type(None): "null"}
+
+
+@attrs.frozen
+class Field:
+    """One of a lesson's own columns: its name and kind (``str``, ``float`` or ``int``)."""
+
+    name: str
+    kind: type = attrs.field(validator=attrs.validators.in_((str, float, int)))
+
+
+@attrs.frozen
+class DeadLetter:
+    """A line that could not be read, set aside instead of stopping the whole file."""
+
+    path: str
+    line: int
+    text: str
+    reason: str
+
+
+class EventsFileError(ValueError):
+    """A mistake in an events file, located by file, line (1-based) and field.
+
+    >>> str(EventsFileError("events.jsonl", 3, "ts", "'2024-13-01' is not an ISO-8601 timestamp"))
+    "events.jsonl line 3, field 'ts': '2024-13-01' is not an ISO-8601 timestamp"
+    """
+
+    def __init__(self, path, line: int | None, field: str | None, problem: str):
+        self.path, self.line, self.field, self.problem = str(path), line, field, problem
+        where = self.path + (f" line {line}" if line else "")
+        super().__init__(f"{where}{', ' if field else ': '}{self.detail}")
+
+    @property
+    def detail(self) -> str:
+        """The field and the problem, without the place in the file."""
+        return f"field {self.field!r}: {self.problem}" if self.field else self.problem
+
+
+def _shown(value) -> str:
+    """A value the way it reads in the file: ``true``, ``null``, ``NaN``, ``'2'`` for a string."""
+    return repr(value) if isinstance(value, str) else json.dumps(value)
+
+
+def _names(names: list[str], last: str = "and") -> str:
+    """``'a', 'b' and 'c'``: names listed the way a sentence lists them."""
+    quoted = [repr(name) for name in names]
+    return f"{', '.join(quoted[:-1])} {last} {quoted[-1]}" if len(quoted) > 1 else quoted[0]
+
+
+def _check_batch(value) -> int:
+    """A batch number is a whole number from 0."""
+    if isinstance(value, str):
+        raise ValueError(f"{value!r} is a string: write the batch number without quotes, like 2")
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{_shown(value)} is not a whole number: batches are numbered 0, 1, 2, ...")
+    if value < 0:
+        raise ValueError(f"{value} is negative: batches are numbered from 0")
+    return value
+
+
+def _check_ts(value) -> int:
+    """Event time comes as an ISO-8601 string; a bare number is refused, since its unit would be a guess."""
+    if not isinstance(value, str):
+        raise ValueError(f'{_shown(value)} is not a timestamp string: write it in quotes, like "2024-01-01T10:00:05Z"')
+    try:
+        return parse_timestamp(value)
+    except TimeFormatError as err:
+        hint = ": keep at most 3 digits after the second, like '2024-01-01T10:00:05.250Z'"
+        raise ValueError(str(err) + (hint if "finer than a millisecond" in str(err) else "")) from None
+
+
+def _check_value(value, kind: type):
+    """A lesson field holds text (``str``) or a finite number (``float``, ``int``); true/false is no number."""
+    if kind is str:
+        if not isinstance(value, str):
+            raise ValueError(f'{_shown(value)} is not a string: write it in quotes, like "{value}"')
+        return value
+    like = "3" if kind is int else "1.5"
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{_shown(value)} is not a finite number: give a number like {like}")
+    if isinstance(value, str) and value.strip().lstrip("-").replace(".", "", 1).isdigit():
+        raise ValueError(f"{value!r} is a string, not a number: write it without quotes, like {value.strip()}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{_shown(value)} is not a number: give a number like {like}")
+    if kind is int and not isinstance(value, int):
+        raise ValueError(f"{_shown(value)} is not a whole number: write it like {like}")
+    return kind(value)
+
+
+class _Bad(Exception):
+    """One line's problem as ``(field, problem)``, before the file and line number are added."""
+
+
+def _checked(name: str, check, value, *args):
+    try:
+        return check(value, *args)
+    except ValueError as err:
+        raise _Bad(name, str(err)) from None
+
+
+def _read_batch(text: str, example: str) -> tuple[dict, int]:
+    """First step of a line: it is a JSON object with a batch number."""
+    try:
+        event = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise _Bad(
+            None,
+            f"this is not valid JSON ({err.msg} at column {err.colno}): "
+            f"write each event as one JSON object on its own line, like {example}",
+        ) from None
+    if not isinstance(event, dict):
+        raise _Bad(
+            None, f"this is {_JSON_TYPE.get(type(event), 'a number')}, not an object: write each event like {example}"
+        )
+    if event.get("batch") is None:
+        raise _Bad(
+            "batch", f"{'null' if 'batch' in event else 'missing'}: every event needs a batch number, like {example}"
+        )
+    return event, _checked("batch", _check_batch, event["batch"])
+
+
+def _read_row(event: dict, fields: list[Field], streams: list[str] | None, example: str):
+    """Second step: the stream it belongs to and its row ``{"ts": ms, <fields>...}``."""
+    allowed = ["batch", "ts"] + (["stream"] if streams else []) + [f.name for f in fields]
+    for name in event:
+        if name not in allowed:
+            raise _Bad(name, f"this lesson has no such field: the allowed fields are {_names(allowed)}")
+    for name in allowed:
+        if event.get(name) is None:
+            raise _Bad(
+                name, f"{'null' if name in event else 'missing'}: every event needs {_names(allowed)}, like {example}"
+            )
+    if streams and event["stream"] not in streams:
+        raise _Bad("stream", f"{_shown(event['stream'])} is not an input of this lesson: use {_names(streams, 'or')}")
+    row = {"ts": _checked("ts", _check_ts, event["ts"])}
+    row.update({f.name: _checked(f.name, _check_value, event[f.name], f.kind) for f in fields})
+    return event.get("stream"), row
+
+
+def parse_events(
+    lines: Iterable[str],
+    fields: list[Field],
+    streams: list[str] | None = None,
+    source_name: str = "<events>",
+    dead_letters: list | None = None,
+):
+    """Read events from lines of JSON: a list of batches, or ``{stream: batches}`` when ``streams`` is given.
+
+    With a ``dead_letters`` list, a bad line is appended to it as a :class:`DeadLetter` instead of raising.
+    A batch number that goes backwards still raises, since it breaks the order of the whole script; a line
+    set aside after its batch number was read still makes that batch exist (empty if nothing else is in it).
+
+    >>> parse_events(['{"batch": 1, "ts": "2024-01-01T10:00:00Z", "stream": "payments", "amount": 5}'],
+    ...              [Field("amount", float)], streams=["orders", "payments"])
+    {'orders': [[], []], 'payments': [[], [{'ts': 1704103200000, 'amount': 5.0}]]}
+    >>> parse_events(['{"batch": 0, "ts": "2024-13-01", "key": "a"}'], [Field("key", str)], source_name="e.jsonl")
+    Traceback (most recent call last):
+    ...
+    ministream.core.events.EventsFileError: e.jsonl line 1, field 'ts': '2024-13-01' is not an ISO-8601 timestamp: write it like '2024-01-01T10:00:05Z'
+    """
+    example = {"batch": 0, "ts": "2024-01-01T10:00:05Z"} | ({"stream": streams[0]} if streams else {})
+    example = json.dumps(example | {f.name: _EXAMPLE[f.kind] for f in fields})
+    scripts = {name: [] for name in (streams or [None])}
+    last_batch, last_line = -1, None
+
+    def set_aside(number: int, text: str, bad: _Bad) -> None:
+        error = EventsFileError(source_name, number, *bad.args)
+        if dead_letters is None:
+            raise error from None
+        dead_letters.append(DeadLetter(error.path, number, text, error.detail))
+
+    for number, text in enumerate(lines, start=1):
+        text = text.strip()
+        if not text:
+            continue
+        try:
+            event, batch = _read_batch(text, example)
+        except _Bad as bad:
+            set_aside(number, text, bad)
+            continue
+        if batch < last_batch:
+            raise EventsFileError(
+                source_name,
+                number,
+                "batch",
+                f"batch {batch} comes after batch {last_batch} on line {last_line}: batches "
+                f"must not go backwards, so sort the lines by batch",
+            )
+        last_batch, last_line = batch, number
+        for batches in scripts.values():
+            batches.extend([] for _ in range(batch + 1 - len(batches)))
+        try:
+            stream, row = _read_row(event, fields, streams, example)
+        except _Bad as bad:
+            set_aside(number, text, bad)
+            continue
+        scripts[stream][batch].append(row)
+    if last_batch < 0:
+        count = len(dead_letters or [])
+        aside = f" ({count} bad line{'s' if count > 1 else ''} set aside)" if count else ""
+        raise EventsFileError(
+            source_name, None, None, f"the file has no events{aside}: write one JSON object per line, like {example}"
+        )
+    return scripts if streams else scripts[None]
+
+
+def read_events(path, fields: list[Field], streams: list[str] | None = None, dead_letters: list | None = None):
+    """Read an events file (JSON Lines, UTF-8); see :func:`parse_events` for what it returns."""
+    with open(path, encoding="utf-8-sig") as lines:
+        return parse_events(lines, fields, streams, source_name=str(path), dead_letters=dead_letters)
+
+
+def write_events(path, script, fields: list[Field], streams: list[str] | None = None) -> None:
+    """Write a script as an events file that :func:`read_events` reads back to the same script.
+
+    Empty batches are written as skipped batch numbers, so a script cannot end with an empty batch.
+    """
+    if streams is None and isinstance(script, dict):
+        streams = list(script)
+    scripts = script if streams else {None: script}
+    length = max(len(batches) for batches in scripts.values()) if scripts else 0
+    if not any(len(batches) == length and batches[-1] for batches in scripts.values()):
+        raise ValueError(
+            "an events file cannot hold a script that is empty or ends with an empty batch: "
+            "a batch exists in the file only through the events in it"
+        )
+    with open(path, "w", encoding="utf-8") as out:
+        for batch in range(length):
+            for name in streams or [None]:
+                for row in scripts[name][batch] if batch < len(scripts[name]) else []:
+                    event = {"batch": batch, "ts": format_ts(row["ts"])}
+                    event.update({"stream": name} if streams else {})
+                    event.update({f.name: row[f.name] for f in fields})
+                    out.write(json.dumps(event, allow_nan=False) + "\n")

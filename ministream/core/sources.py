@@ -1,0 +1,69 @@
+"""Scripted sources: deterministic input, batch by batch.
+
+A :class:`ScriptedSource` delivers a list of batches: batch ``k`` of the script is micro-batch ``k`` of the
+run, exactly as ministream's Spark source replays the same script to the PySpark twin. Tests, lessons and
+notebooks read their input from it (and write their output to a ``exactly_once.CollectingSink``), so every run can
+be repeated exactly.
+
+>>> from ministream.core.plan import Dataflow
+>>> from ministream.core.sinks import CollectingSink
+>>> from ministream.models.microbatch import run_microbatch
+>>> flow = Dataflow("evens")
+>>> output = CollectingSink()
+>>> flow.source("numbers", ScriptedSource([[{"n": 1}, {"n": 2}], [], [{"n": 4}]])).filter(
+...     "even", lambda row: row["n"] % 2 == 0).sink("output", output)
+>>> for batch in run_microbatch(flow).output("output"):
+...     print(batch.batch_id, batch.rows)
+0 [{'n': 2}]
+1 []
+2 [{'n': 4}]
+"""
+
+from __future__ import annotations
+
+from ministream.core.faults import SimulatedCrash, rows_before_crash
+
+
+class ScriptedSource:
+    """A source that replays a script: a list of batches, each a list of rows (dicts).
+
+    In the micro-batch model batch ``k`` is micro-batch ``k``; in the continuous model the batches are read
+    one after the other, row by row. Empty batches are batches with no rows (Spark runs them too).
+
+    A source can be told to crash (``core/faults.py``): ``crash_after=N`` delivers N rows, then raises
+    ``SimulatedCrash`` when it is asked for more; a ``faults.Crash()`` entry in the script does the same where
+    it stands. It crashes once: a recovering run reads past the crash point.
+    """
+
+    def __init__(self, batches: list[list[dict]], crash_after: int | None = None):
+
+        self.batches, marked = rows_before_crash(batches)
+        self.crash_after = crash_after if crash_after is not None else marked
+        self.crashed = False
+
+    def __len__(self):
+        return len(self.batches)
+
+    def batch(self, batch_id: int) -> list[dict]:
+        """The rows of batch ``batch_id`` (none past the end of the script)."""
+        return self.batches[batch_id] if batch_id < len(self.batches) else []
+
+    def read(self, batch_id: int) -> list[dict]:
+        """The rows of batch ``batch_id`` as a running query reads them: like :meth:`batch`, but a source told
+        to crash raises ``SimulatedCrash`` when it reads the batch that holds its crash point."""
+        delivered = sum(len(batch) for batch in self.batches[:batch_id])
+        rows = self.batch(batch_id)
+        self.crash_if_due(delivered, len(rows))
+        return rows
+
+    def crash_if_due(self, delivered: int, wanted: int = 1) -> None:
+        """Raise ``SimulatedCrash`` (once) if, having delivered ``delivered`` rows, the source is asked for
+        ``wanted`` more and its crash point is among them."""
+        if self.crash_after is not None and not self.crashed and delivered <= self.crash_after < delivered + wanted:
+            self.crashed = True
+            raise SimulatedCrash(
+                f"source crashed after delivering {self.crash_after} of its records (crash_after={self.crash_after})"
+            )
+
+    def __repr__(self):
+        return f"ScriptedSource({len(self.batches)} batches, {sum(map(len, self.batches))} rows)"

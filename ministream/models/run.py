@@ -1,0 +1,52 @@
+"""A run: what a pipeline produced when it ran, in either model.
+
+``run_microbatch`` and ``run_continuous`` both return a :class:`Run`: each sink's batches, the watermark of
+every batch, the trace when one was kept, the physical graph (to look at the state the operators hold after
+the run), the rows that the watermark kept out (:meth:`Run.late_rows`) and the account of every row
+(:meth:`Run.accounting`).
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from ministream.core.accounting import RowCounts, account
+from ministream.core.physical import PhysicalGraph
+from ministream.core.results import BatchResult
+from ministream.core.trace import Trace
+
+
+@attrs.define
+class Run:
+    """What a run produced: each sink's batches, the watermark of every batch, the trace if one was kept,
+    the physical graph (to look at state after the run), and the rows each step received and emitted."""
+
+    outputs: dict[str, list[BatchResult]]
+    watermarks: list[int | None]
+    trace: Trace | None
+    graph: PhysicalGraph
+    row_counts: RowCounts | None = None
+
+    def output(self, sink: str = "output") -> list[BatchResult]:
+        """The batches one sink received."""
+        return self.outputs[sink]
+
+    def late_rows(self, step: str | None = None) -> list:
+        """The rows the watermark kept out, batch by batch: every entry an operator keeps in its ``late_rows``
+        list (``lateness.LateRow``: batch, step, row, window, watermark and the rule), for one step
+        or all."""
+        found = [
+            late
+            for name, subtasks in self.graph.by_step.items()
+            if step in (None, name)
+            for subtask in subtasks
+            for late in getattr(subtask.operator, "late_rows", ())
+        ]
+        return sorted(found, key=lambda late: -1 if late.batch_id is None else late.batch_id)
+
+    def accounting(self, events_file=None, dead_letters=None):
+        """Where every row went, step by step, with a check that nothing is unexplained (``core/accounting.py``);
+        give the events file and its dead letters to account for the file's lines too."""
+        if self.row_counts is None:
+            raise ValueError("this run did not count its rows (only run_microbatch and run_continuous do)")
+        return account(self, events_file, dead_letters)

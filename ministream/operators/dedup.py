@@ -1,0 +1,163 @@
+"""Deduplication: keep the first row of each key, forget the key when the watermark says no copy can come.
+
+A source that retries delivers some events twice; ``dropDuplicates(["event_id"])`` keeps the first copy.
+To know that a row is a copy, the engine must remember every key it has seen, so the question, as with
+every stateful operator, is when it may forget one. Spark's answers (``StreamingDeduplicateExec``):
+
+``dropDuplicates(cols)``, in micro-batch k:
+
+1. with a watermark, **late rows are dropped first**: event time ``<= WM_{k-1}``, whatever their key;
+2. a row whose key is not in state is emitted and its key stored; a row whose key is there is dropped;
+3. a key is evicted when ``key's event time <= WM_k``, **only if the key includes the event-time column**.
+   Otherwise keys are kept forever: the watermark says nothing about when a copy of ``event_id`` may come.
+
+``dropDuplicatesWithinWatermark(cols)`` (Spark 3.5+): the copies of an event are assumed to arrive within the
+watermark delay of the first one. The first row of a key stores ``expires = its event time + delay``; the key
+is evicted when ``WM_k >= expires`` (then a later copy counts as new). Late rows are dropped first too.
+
+A no-data batch runs after the script whenever the watermark moved (Spark's dedup asks for one every time).
+
+>>> from ministream.core.operator import StepContext, BatchInfo
+>>> dedup = Deduplicate(("id",), event_time="ts", key_has_event_time=False)
+>>> ctx = StepContext.for_testing(); dedup.open(ctx)
+>>> dedup.on_batch_start(BatchInfo(1, watermark=50, late_watermark=10))
+>>> dedup.process([("e1", {"id": "e1", "ts": 20}), ("e1", {"id": "e1", "ts": 30}),
+...                ("e2", {"id": "e2", "ts": 5})], 0)
+>>> dedup.on_batch_end(BatchInfo(1, watermark=50, late_watermark=10)); ctx.emitted   # e2 is late
+[{'id': 'e1', 'ts': 20}]
+"""
+
+from __future__ import annotations
+
+from ministream.core.operator import Operator
+from ministream.errors import PipelineError
+from ministream.state.keygroups import key_group_of
+from ministream.time.lateness import LateRow
+from ministream.time.units import format_ts
+
+
+class Deduplicate(Operator):
+    """The first row per key, in the micro-batch model (Spark's ``dropDuplicates`` and
+    ``dropDuplicatesWithinWatermark``).
+
+    State: ``{key_group: {key: expires}}`` (the keyed state table ``"seen"``): ``expires`` is the event
+    time at which the key may be forgotten, or ``None`` for never. ``self.changed``: the keys stored or
+    forgotten since the last checkpoint, for an incremental checkpoint (``state/changes.py``). The table is
+    copy on write, trivially: its values are numbers, never changed in place, so a snapshot shares them.
+
+    Args:
+        columns: the columns that make the key (the rows arrive keyed by them).
+        event_time: the column the upstream watermark tracks (``None`` without a watermark).
+        key_has_event_time: whether ``event_time`` is one of ``columns``.
+        within_delay: the watermark delay, for ``dropDuplicatesWithinWatermark``; ``None`` otherwise.
+    """
+
+    keyed = True
+    output_modes = ("append", "update")
+
+    def __init__(
+        self,
+        columns: tuple[str, ...],
+        event_time: str | None,
+        key_has_event_time: bool,
+        within_delay: int | None = None,
+    ):
+        self.columns = columns
+        self.event_time = event_time
+        self.key_has_event_time = key_has_event_time
+        self.within_delay = within_delay
+
+    @staticmethod
+    def check_output_mode(step_name: str, output_mode: str, has_watermark: bool) -> None:
+        """Deduplication emits each first row once: append (or update, which is the same here)."""
+        if output_mode == "complete":
+            raise PipelineError(
+                f"step {step_name!r}: deduplication has no result table to re-emit: use append output mode"
+            )
+
+    def open(self, ctx):
+        super().open(ctx)
+        self.seen = ctx.state.table("seen")  # {key_group: {key: expires (ms) or None}}
+        self.changed = ctx.state.track_changes("seen", copy_on_write=True)  # {key: None}
+        self.arrived = []
+        self.batch = None
+        self.late_rows = []  # every LateRow: what Run.late_rows() reports
+
+    def on_batch_start(self, batch):
+        self.batch = batch
+
+    def process(self, pairs, input_index):
+        if self.ctx.model == "continuous":
+            self._keep_first(pairs)  # no batches: decide row by row (eviction needs the watermark)
+            return
+        self.arrived.extend(pairs)
+
+    def on_batch_end(self, batch):
+        pairs, self.arrived = self.arrived, []
+        if self.event_time is not None and batch.late_watermark is not None:  # rule 1
+            kept = []
+            for key, row in pairs:
+                if row[self.event_time] <= batch.late_watermark:
+                    rule = (
+                        f"row dropped: {self.event_time} {format_ts(row[self.event_time])} <= watermark "
+                        f"{format_ts(batch.late_watermark)} of the previous batch"
+                    )
+                    self.late_rows.append(
+                        LateRow(batch.batch_id, self.ctx.step_name, row, None, batch.late_watermark, rule)
+                    )
+                    self.ctx.explain("late", rule, row)
+                else:
+                    kept.append((key, row))
+            pairs = kept
+        self._keep_first(pairs)  # rule 2
+        if batch.watermark is not None:  # rule 3
+            self._evict(batch.watermark)
+        if self.ctx.tracing:
+            self.ctx.explain("state", f"keys in state: {self.state_size()}", {"keys": self.state_size()})
+
+    def _keep_first(self, pairs) -> None:
+        out = []
+        for key, row in pairs:
+            group = self.seen.setdefault(key_group_of(key), {})
+            if key in group:
+                self.ctx.drop("duplicate", row, text=f"duplicate of key {key!r}: dropped")
+                continue
+            group[key] = self._expires(row)
+            self.changed[key] = None
+            out.append(row)
+            self.ctx.explain("emit", f"first row of key {key!r}", row)
+        self.ctx.emit(out)
+
+    def _expires(self, row: dict) -> int | None:
+        """When a key may be forgotten: never, its event time, or its event time + delay (within)."""
+        if self.within_delay is not None:
+            return row[self.event_time] + self.within_delay
+        if self.key_has_event_time:
+            return row[self.event_time]
+        return None
+
+    def _evict(self, watermark: int) -> None:
+        for group in list(self.seen):
+            keys = self.seen[group]
+            for key in [k for k, expires in keys.items() if expires is not None and self._expired(expires, watermark)]:
+                del keys[key]
+                self.changed[key] = None
+                self.ctx.explain("evict", f"key {key!r} forgotten: watermark {format_ts(watermark)}")
+            if not keys:
+                del self.seen[group]
+
+    def _expired(self, expires: int, watermark: int) -> bool:
+        # dropDuplicates: event time <= WM (as every eviction); within the watermark: WM >= event time + delay.
+        return expires <= watermark
+
+    def on_watermark(self, watermark):
+        """Continuous model: forget the keys the watermark has passed (rule 3), then pass it on."""
+        self._evict(watermark)
+        self.ctx.emit_watermark(watermark)
+
+    def should_run_another_batch(self, watermark):
+        """Spark's dedup asks for a no-data batch whenever the watermark moved, even with nothing to evict."""
+        return self.event_time is not None
+
+    def state_size(self):
+        return sum(len(keys) for keys in self.seen.values())

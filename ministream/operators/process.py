@@ -1,0 +1,323 @@
+"""Keyed process functions: your own code per key, with its own state and timers (Spark's
+``transformWithState``, Flink's ``KeyedProcessFunction``).
+
+Aggregations, windows and joins are special cases of one general tool: a function that sees a key's rows,
+keeps whatever it wants in keyed state, and asks to be called back at a time. You write it as a
+:class:`Processor` with four methods, as in Spark's ``StatefulProcessor``:
+
+==============================================================  ==============================================
+``init(handle)``                                                 get your state variables from the handle
+``handle_input_rows(key, rows, timer_values)``                   once per key that has rows in a batch
+``handle_expired_timer(key, timer_values, expired_timer_info)``  once per timer that expired
+``close()``                                                      when the batch is over
+==============================================================  ==============================================
+
+The handlers return (or ``yield``) output rows. The :class:`ProcessorHandle` (``ministream.operators.processor_handle``) gives value, list and map
+state scoped to the current key, each with an optional time-to-live (``ministream.state.ttl``: processing time, so
+only in processing-time mode, as in Spark), and timers for
+the current key in the processor's *time mode*: ``"event_time"`` (a timer fires when the watermark reaches
+it), ``"processing_time"`` (when the batch timestamp reaches it) or ``"none"`` (no timers).
+
+**A micro-batch, as Spark's ``transformWithState`` runs it** (measured on PySpark 4.3, see
+``tests/test_process_rules.py`` and the tutorials for each rule):
+
+1. in event-time mode, rows with event time ``<= WM_{k-1}`` are late and dropped (in the other modes none);
+2. ``handle_input_rows`` runs once for each key that has rows, with all of them;
+3. then the expired timers fire in expiry order: event-time timers with ``expiry <= WM_k``,
+   processing-time timers with ``expiry <= batch timestamp``; a fired timer is deleted after its handler
+   ran; a timer that a timer handler registers waits for the next batch, even if it is due already;
+4. then the state entries whose time-to-live ran out are removed;
+5. ``init`` runs at the start of every batch and ``close`` at its end, on a fresh copy of the processor,
+   as on a Spark cluster: anything kept in the processor's own attributes is gone by the next batch. Keep it
+   in the handle's state.
+
+``TimerValues`` gives the batch's watermark ``WM_k`` and its processing time (the batch timestamp); both
+are ``None`` in time mode ``"none"`` (Spark gives -1), and the watermark is ``None`` in a query without one
+(Spark gives 0). After the script, when the watermark has gone up, one
+more *no-data batch* runs in event-time and ``"none"`` modes, so that timers can fire. In processing-time
+mode Spark asks for another batch after every batch, for ever; ministream runs the script's batches only, as
+Spark does with ``spark.sql.streaming.noDataMicroBatches.enabled=false``: give the script empty batches to
+let processing time pass.
+
+>>> from ministream import Dataflow, ScriptedSource, CollectingSink, run_microbatch
+>>> class Alarm(Processor):
+...     def init(self, handle):
+...         self.handle = handle
+...     def handle_input_rows(self, key, rows, timer_values):
+...         for row in rows:
+...             self.handle.register_timer(row["ts"] + 5_000)   # 5 s of event time later
+...         return []
+...     def handle_expired_timer(self, key, timer_values, expired_timer_info):
+...         yield {"key": key, "alarm_at": expired_timer_info.expiry_time}
+>>> flow = Dataflow("alarms")
+>>> flow.source("events", ScriptedSource([[{"key": "a", "ts": 1_000}], [{"key": "b", "ts": 20_000}]])
+...     ).with_watermark("wm", "ts", "0 seconds").key_by("key").process(
+...     "alarm", Alarm(), time_mode="event_time").sink("output", CollectingSink())
+>>> for batch in run_microbatch(flow, output_mode="update").output():
+...     print(batch.batch_id, batch.watermark, batch.rows)
+0 0 []
+1 1000 []
+2 20000 [{'key': 'a', 'alarm_at': 6000}]
+"""
+
+from __future__ import annotations
+
+import copy
+
+import attrs
+
+from ministream.core.operator import Operator
+from ministream.errors import PipelineError
+from ministream.operators.processor_handle import EVENT_TIME, NO_TIME, PROCESSING_TIME, ProcessorHandle
+from ministream.time.lateness import LateRow
+from ministream.time.timers import TimerService
+from ministream.time.units import format_ts
+
+
+@attrs.frozen
+class TimerValues:
+    """What time it is for the batch being processed: its processing time (the batch timestamp) and its
+    watermark ``WM_k``, in ms; ``None`` in time mode ``"none"``."""
+
+    processing_time: int | None
+    watermark: int | None
+
+
+@attrs.frozen
+class ExpiredTimerInfo:
+    """Which timer fired: its expiry time in ms."""
+
+    expiry_time: int
+
+
+class Processor:
+    """Base class of a keyed process function: override the methods you need.
+
+    >>> class Counter(Processor):
+    ...     def init(self, handle):
+    ...         self.count = handle.get_value_state("count", default=0)
+    ...     def handle_input_rows(self, key, rows, timer_values):
+    ...         self.count.update(self.count.value() + len(rows))
+    ...         return [{"key": key, "count": self.count.value()}]
+    >>> from ministream import Dataflow, ScriptedSource, CollectingSink, run_microbatch
+    >>> flow = Dataflow("counter")
+    >>> flow.source("events", ScriptedSource([[{"key": "a"}, {"key": "a"}], [{"key": "a"}]])).key_by(
+    ...     "key").process("count", Counter()).sink("output", CollectingSink())
+    >>> [batch.rows for batch in run_microbatch(flow, output_mode="update").output()]
+    [[{'key': 'a', 'count': 2}], [{'key': 'a', 'count': 3}]]
+    """
+
+    def init(self, handle: ProcessorHandle) -> None:
+        """Create the state variables from ``handle`` (called at the start of every batch)."""
+
+    def handle_input_rows(self, key, rows: list[dict], timer_values: TimerValues):
+        """A key's rows of this batch (all of them, in arrival order); return or yield output rows."""
+        return ()
+
+    def handle_expired_timer(self, key, timer_values: TimerValues, expired_timer_info: ExpiredTimerInfo):
+        """One of the key's timers expired; return or yield output rows."""
+        return ()
+
+    def close(self) -> None:
+        """The batch is over (called at the end of every batch)."""
+
+
+def _rows(result) -> list[dict]:
+    """A handler's output as a list: it may return a list, a generator, or ``None``."""
+    return list(result) if result is not None else []
+
+
+class ProcessOperator(Operator):
+    """The operator of a ``process`` step: runs a :class:`Processor` for the keys of one subtask.
+
+    State: the keyed state of the processor's variables (in ``ctx.state``), ``self.timers`` (a
+    ``TimerService``), and ``self.rows_by_key``: ``{key: [row, ...]}``, the running batch's rows by key.
+    Rows dropped as late are kept in ``self.late_rows`` (what ``Run.late_rows()`` reports).
+    """
+
+    keyed = True
+    counts_rows = True  # each row that is not late is "handed to the processor" (what it does is its business)
+
+    def __init__(
+        self, processor: Processor, time_mode: str, event_time_column: str | None = None, output_mode: str | None = None
+    ):
+        self.template = processor
+        self.time_mode = time_mode
+        self.column = event_time_column
+        self.output_mode = output_mode
+
+    @staticmethod
+    def check_output_mode(step_name: str, output_mode: str, has_watermark: bool) -> None:
+        """Spark's ``transformWithState`` runs in append or update mode: the processor says what to emit."""
+        if output_mode == "complete":
+            raise PipelineError(
+                f"step {step_name!r}: a process step emits the rows its processor returns, "
+                "so it runs in append or update mode, not complete (Spark refuses "
+                "transformWithState in complete mode too)"
+            )
+
+    def open(self, ctx):
+        super().open(ctx)
+        self.timers = TimerService()
+        self.rows_by_key: dict = {}  # {key: [row, ...]}, the running batch's rows
+        self.batch = None
+        self.processing_time = None
+        self.watermark = None  # continuous model: the step's watermark
+        self.late_rows: list[LateRow] = []
+        self.handle = ProcessorHandle(ctx.state, self.timers, self.time_mode, now=lambda: self.processing_time)
+        self.processor = None
+        if ctx.model == "continuous":
+            self._start_processor()
+
+    def _start_processor(self) -> None:
+        """A fresh copy of the user's processor, initialized with the handle (Spark: a task per batch)."""
+        self.handle.states = {}
+        self.processor = copy.deepcopy(self.template)
+        self.processor.init(self.handle)
+
+    def timer_values(self, watermark: int | None) -> TimerValues:
+        if self.time_mode == NO_TIME:
+            return TimerValues(None, None)
+        return TimerValues(self.processing_time, watermark)
+
+    # --- the micro-batch model ----------------------------------------------------------------------------
+
+    def on_batch_start(self, batch):
+        if self.output_mode is not None and self.ctx.output_mode != self.output_mode:
+            raise PipelineError(
+                f"step {self.ctx.step_name!r} was declared with output mode {self.output_mode!r} "
+                f"but the query runs in {self.ctx.output_mode!r}: use the same mode for both"
+            )
+        self.batch = batch
+        self.processing_time = batch.processing_time
+        if self.time_mode == PROCESSING_TIME and self.processing_time is None:
+            raise PipelineError(
+                "processing-time mode needs processing time: give the run batch timestamps "
+                "(run_microbatch(..., batch_timestamps=[...]))"
+            )
+        self.rows_by_key = {}
+        self._start_processor()
+
+    def process(self, pairs, input_index):
+        if self.ctx.model == "continuous":
+            return self._process_continuous(pairs)
+        late = self.batch.late_watermark if self.time_mode == EVENT_TIME else None
+        for key, row in pairs:
+            if late is not None and row[self.column] <= late:
+                rule = (
+                    f"dropped: {self.column} {format_ts(row[self.column])} is at or before {format_ts(late)}, "
+                    "the previous batch's watermark"
+                )
+                self.late_rows.append(LateRow(self.batch.batch_id, self.ctx.step_name, row, None, late, rule))
+                self.ctx.explain("late", rule, row)
+                continue
+            self.rows_by_key.setdefault(key, []).append(row)
+
+    def on_batch_end(self, batch):
+        values = self.timer_values(batch.watermark)
+        for key, rows in self.rows_by_key.items():
+            self.ctx.count("handed to the processor", len(rows))
+            self._call(
+                key,
+                "input",
+                lambda: self.processor.handle_input_rows(key, rows, values),
+                f"{len(rows)} row{'s' if len(rows) != 1 else ''} of this batch",
+            )
+        self.rows_by_key = {}
+        for expiry, key in self._expired_timers(batch.watermark):
+            self._fire(key, expiry, values)
+        if self.processing_time is not None:
+            self._clean_up(self.processing_time)
+        self.processor.close()
+
+    def _expired_timers(self, watermark) -> list[tuple[int, object]]:
+        """Rule 3: the timers due now, in expiry order, taken before any handler runs (so a timer that a
+        handler registers waits for the next batch)."""
+        if self.time_mode == EVENT_TIME:
+            return self.timers.pop_expired_event_time(watermark)
+        if self.time_mode == PROCESSING_TIME:
+            return self.timers.pop_expired_processing_time(self.processing_time)
+        return []
+
+    def _fire(self, key, expiry: int, values: TimerValues) -> None:
+        now = values.watermark if self.time_mode == EVENT_TIME else values.processing_time
+        clock = "watermark" if self.time_mode == EVENT_TIME else "processing time"
+        self._call(
+            key,
+            "timer",
+            lambda: self.processor.handle_expired_timer(key, values, ExpiredTimerInfo(expiry)),
+            f"timer at {format_ts(expiry)} fired: it is at or before the {clock}, {format_ts(now)}",
+        )
+        self.handle.delete_timer(expiry)  # Spark deletes a fired timer after its handler, even if re-registered
+
+    def _call(self, key, kind: str, handler, why: str) -> None:
+        self.ctx.state.set_current_key(key)
+        rows = _rows(handler())
+        if self.ctx.tracing:
+            self.ctx.explain(kind, f"key {key!r}: {why}")
+            for row in rows:
+                self.ctx.explain("emit", f"key {key!r}: returned by the {kind} handler", row)
+        self.ctx.emit(rows)
+
+    def _clean_up(self, now: int) -> None:
+        for name, key in self.handle.remove_expired_state(now):
+            if self.ctx.tracing:
+                self.ctx.explain(
+                    "ttl",
+                    f"key {key!r}: expired entries of state {name!r} removed "
+                    f"(their time-to-live ran out by processing time {format_ts(now)})",
+                )
+
+    def should_run_another_batch(self, watermark):
+        """A no-data batch runs when the watermark went up, in event-time and ``"none"`` modes (Spark's
+        ``TransformWithStateExec.shouldRunAnotherBatch``), whether or not a timer is due."""
+        if self.time_mode == PROCESSING_TIME or self.batch is None or self.batch.watermark is None:
+            return False
+        return watermark > self.batch.watermark
+
+    # --- the continuous model -----------------------------------------------------------------------------
+
+    def _process_continuous(self, pairs) -> None:
+        """Continuous model: the same processor, one record at a time; nothing is dropped as late (as in a
+        Flink ``KeyedProcessFunction``: lateness is the function's business)."""
+        self.processing_time = self.ctx.clock.now() if self.ctx.clock is not None else None
+        for key, row in pairs:
+            values = self.timer_values(self.watermark)
+            self.ctx.count("handed to the processor")
+            self._call(key, "input", lambda: self.processor.handle_input_rows(key, [row], values), "one record")
+
+    def on_watermark(self, watermark):
+        """Continuous model: fire the event-time timers the watermark reached, then pass it on."""
+        self.watermark = watermark
+        if self.time_mode == EVENT_TIME:
+            self._fire_all(lambda: self.timers.pop_expired_event_time(watermark))
+        self.ctx.emit_watermark(watermark)
+
+    def on_processing_time(self, now: int) -> None:
+        """Continuous model: the clock moved to ``now``: fire the processing-time timers it reached, then
+        remove the state whose time-to-live ran out."""
+        self.processing_time = now
+        if self.time_mode == PROCESSING_TIME:
+            self._fire_all(lambda: self.timers.pop_expired_processing_time(now))
+        self._clean_up(now)
+
+    def _fire_all(self, pop) -> None:
+        # Continuous model: timers that a handler registers and that are due already fire in the same advance.
+        while due := pop():
+            for expiry, key in due:
+                self._fire(key, expiry, self.timer_values(self.watermark))
+
+    # --- checkpoints --------------------------------------------------------------------------------------
+
+    def state_size(self) -> int:
+        """State entries plus registered timers."""
+        return self.ctx.state.size() + self.timers.size()
+
+    def snapshot(self) -> dict:
+        """Keyed state, timers, and the watermark the processor sees (continuous model) for a checkpoint."""
+        return {"keyed": self.ctx.state.snapshot(), "timers": self.timers.snapshot(), "watermark": self.watermark}
+
+    def restore(self, snapshot, key_groups=None) -> None:
+        super().restore(snapshot, key_groups)
+        self.timers.restore(snapshot.get("timers", {}), key_groups)
+        self.watermark = snapshot.get("watermark")

@@ -1,0 +1,309 @@
+"""Stream-stream joins in the micro-batch model, exactly as Spark runs them.
+
+Two streams are joined on a key: an ad impression with the clicks on the same ad, an order with its payment.
+Either side's row may arrive first, so **each side keeps its rows in state** until no future row of the other
+side can match them. Without a bound that moment never comes and the state grows forever; with watermarks and
+a **time range** (``click_time`` between ``impression_time`` and ``impression_time + 1 minute``) the engine
+can compute, batch by batch, which stored rows can no longer match: each side's *state watermark*.
+
+What happens in micro-batch k (Spark's ``StreamingSymmetricHashJoinExec``):
+
+1. **late rows are dropped**: a row whose watermarked event time is ``<= WM_{k-1}`` (the previous batch's
+   watermark) is not joined and not stored; the trace counts it;
+2. **the left rows** join the right state, then are stored (a left-semi row that matched is emitted once and
+   not stored);
+3. **the right rows** join the left state, which already holds this batch's left rows, then are stored;
+4. **state is evicted** with WM_k: a row leaves when its event time ``<=`` its side's state watermark. An
+   outer join emits an evicted row padded with nulls if it never matched: never earlier, because until then
+   a match could still come.
+
+The state watermarks come from the range ``left + lower <= right <= left + upper`` and WM_k
+(``time/ranges.py`` says why; an inclusive bound costs one more millisecond):
+
+- left rows leave when ``left_time <= WM_k - upper`` (``- 1 ms`` if the upper bound is inclusive);
+- right rows leave when ``right_time <= WM_k + lower`` (``- 1 ms`` if the lower bound is inclusive).
+
+With an event-time column in the join key (a window), both sides leave when that column ``<= WM_k``.
+
+>>> within = TimeRange("imp_time", "click_time", lower=0, upper=60_000)   # a click within a minute
+>>> within.left_state_watermark(100_000), within.right_state_watermark(100_000)
+(39999, 99999)
+>>> within.holds({"imp_time": 0}, {"click_time": 60_000}), within.holds({"imp_time": 0}, {"click_time": 60_001})
+(True, False)
+
+The operator is :class:`StreamJoin`; ``KeyedStream.join`` adds the step (``core/plan.py``, which refuses
+what Spark refuses), the planner picks this operator for it in the micro-batch model, and
+``operators/interval_join.py`` has the continuous (Flink) model's joins. ``TimeRange`` lives in ``time/ranges.py``.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from ministream.core.operator import Operator
+from ministream.errors import PipelineError
+from ministream.state.keygroups import key_group_of
+from ministream.time.lateness import LateRow
+from ministream.time.ranges import TimeRange
+from ministream.time.units import format_ts
+
+
+@attrs.frozen
+class JoinSide:
+    """What the join knows of one input: a name for traces, the column its watermark tracks (``None``
+    without a watermark), and its columns when the pipeline declares them (``select``), for null padding.
+
+    >>> JoinSide("clicks", watermark_column="click_time", columns=("click_ad", "click_time")).columns
+    ('click_ad', 'click_time')
+    """
+
+    name: str
+    watermark_column: str | None = None
+    columns: tuple[str, ...] | None = None
+
+
+class StreamJoin(Operator):
+    """A stream-stream join of two keyed inputs (input 0 is the left side, input 1 the right).
+
+    State, one table per side, laid out by key group so that checkpoints can split it:
+    ``{key_group: {key: [[row, matched], ...]}}`` where ``matched`` says whether the row has joined yet (an
+    outer join pads only the rows that never did). During a batch the new rows wait in ``self.arrived``
+    (``[left rows, right rows]`` of ``(key, row)``), because Spark joins all left rows before any right row.
+    ``self.changed``, ``{key: None}`` per side: the keys stored, matched or evicted since the last checkpoint.
+
+    >>> from ministream.core.operator import StepContext, BatchInfo
+    >>> join = StreamJoin("inner", TimeRange("t", "u", lower=0, upper=10),
+    ...                   JoinSide("orders", "t"), JoinSide("payments", "u"))
+    >>> ctx = StepContext.for_testing(); join.open(ctx)
+    >>> join.on_batch_start(BatchInfo(0, watermark=0, late_watermark=0))
+    >>> join.process([("o1", {"id": "o1", "t": 100})], 0)
+    >>> join.process([("o1", {"pid": "o1", "u": 105}), ("o1", {"pid": "o1", "u": 111})], 1)
+    >>> join.on_batch_end(BatchInfo(0, watermark=0, late_watermark=0)); ctx.emitted
+    [{'id': 'o1', 't': 100, 'pid': 'o1', 'u': 105}]
+    >>> join.state_sizes()
+    {'orders': 1, 'payments': 2}
+    """
+
+    keyed = True
+    output_modes = ("append",)
+    counts_rows = True  # each row that is not late is "stored in state", or "matched once, not stored" (semi)
+
+    def __init__(
+        self,
+        how: str,
+        time_range: TimeRange | None,
+        left: JoinSide,
+        right: JoinSide,
+        key_time: tuple[str, str] | None = None,
+    ):
+        self.how = how
+        self.time_range = time_range
+        self.sides = (left, right)
+        self.key_time = key_time  # (left column, right column): event time inside the join key
+
+    @staticmethod
+    def check_output_mode(step_name: str, output_mode: str, has_watermark: bool) -> None:
+        """Refuse update and complete mode, as Spark does: a joined row, once emitted, is final."""
+        if output_mode != "append":
+            raise PipelineError(
+                f"step {step_name!r}: a stream-stream join runs only in append output mode: it emits each "
+                f"joined row once, and never updates it. (Spark: 'Join between two streaming DataFrames/"
+                f"Datasets is not supported in {output_mode.capitalize()} output mode, only in Append output "
+                "mode'.)"
+            )
+
+    def open(self, ctx):
+        super().open(ctx)
+        # {key_group: {key: [[row, matched], ...]}}, one per side
+        self.state = (ctx.state.table("left"), ctx.state.table("right"))
+        self.arrived = ([], [])
+        self.late_rows = []  # every LateRow (time/lateness.py): what Run.late_rows() reports
+        # marked for incremental checkpoints; not copy on write: a snapshot copies the lists
+        self.changed = (ctx.state.track_changes("left"), ctx.state.track_changes("right"))
+
+    def process(self, pairs, input_index):
+        self.arrived[input_index].extend(pairs)
+
+    def on_batch_end(self, batch):
+        left_rows, right_rows = (self._drop_late(side, rows, batch) for side, rows in enumerate(self.arrived))
+        self.arrived = ([], [])
+        out = []
+        for key, row in left_rows:  # rule 2: left rows meet the right state first
+            out += self._join_new_row(0, key, row)
+        for key, row in right_rows:  # rule 3: then right rows meet the left state
+            out += self._join_new_row(1, key, row)
+        if batch.watermark is not None:  # rule 4: eviction, and the outer rows it releases
+            for side in (0, 1):
+                out += self._evict(side, batch.watermark)
+        self.ctx.emit(out)
+        if self.ctx.tracing:
+            sizes = self.state_sizes()
+            self.ctx.explain(
+                "state",
+                f"subtask {self.ctx.subtask} keeps " + ", ".join(f"{n} {side} rows" for side, n in sizes.items()),
+                sizes,
+            )
+
+    def should_run_another_batch(self, watermark):
+        """Spark runs a no-data batch for a join whenever the watermark moved and some state can be evicted
+        by it (a state watermark exists for either side)."""
+        return any(self._state_watermark(side, watermark) is not None for side in (0, 1))
+
+    # -- the rules ----------------------------------------------------------------------------------------
+
+    def _drop_late(self, side: int, pairs: list, batch) -> list:
+        """Rule 1: rows at or before the previous batch's watermark are late: not joined, not stored. The
+        column tested is the side's event time: its watermarked column, or the event-time column of the key
+        (a window's end) when the key has one."""
+        column = self.key_time[side] if self.key_time else self.sides[side].watermark_column
+        if column is None or batch.late_watermark is None:
+            return pairs
+        kept = []
+        for key, row in pairs:
+            if row[column] <= batch.late_watermark:
+                rule = (
+                    f"{self.sides[side].name} row dropped: {column} {format_ts(row[column])} <= watermark "
+                    f"{format_ts(batch.late_watermark)} of the previous batch"
+                )
+                self.late_rows.append(
+                    LateRow(batch.batch_id, self.ctx.step_name, row, None, batch.late_watermark, rule)
+                )
+                self.ctx.explain("late", rule, row)
+            else:
+                kept.append((key, row))
+        return kept
+
+    def _join_new_row(self, side: int, key, row: dict) -> list[dict]:
+        """A new row meets the other side's stored rows of its key; then it is stored (rules 2 and 3)."""
+        other = self.state[1 - side].get(key_group_of(key), {}).get(key, [])
+        semi = self.how == "left_semi"
+        out = []
+        for entry in other:
+            left, right = (row, entry[0]) if side == 0 else (entry[0], row)
+            if semi and side == 1 and entry[1]:
+                continue  # left semi: a left row is emitted at its first match only
+            if self.time_range is not None and not self.time_range.holds(left, right):
+                continue
+            if not entry[1]:
+                entry[1] = True
+                self.changed[1 - side][key] = None  # the stored row changed in place: it matched
+            if semi:
+                out.append(dict(left))
+                if side == 0:
+                    break  # one output row per left row, however many right rows match
+            else:
+                out.append(joined_row(left, right))
+        if semi and side == 0 and out:
+            self.ctx.count("matched once, not stored (left semi)")
+            self._explain_emit(out, "left semi: the left row matched, emitted once and not stored")
+            return out
+        self.state[side].setdefault(key_group_of(key), {}).setdefault(key, []).append([row, bool(out)])
+        self.changed[side][key] = None
+        self.ctx.count("stored in state")
+        if out:
+            self._explain_emit(
+                out, f"a new {self.sides[side].name} row matched a stored {self.sides[1 - side].name} row"
+            )
+        return out
+
+    def _state_watermark(self, side: int, watermark: int) -> int | None:
+        """Rows of ``side`` whose event time is ``<=`` this can no longer match (``None``: keep them all)."""
+        if self.key_time is not None:
+            return watermark
+        if self.time_range is None or self.sides[side].watermark_column is None:
+            return None
+        if self.sides[1 - side].watermark_column != (self.time_range.right, self.time_range.left)[side]:
+            return None  # the other side's time is not watermarked: it bounds nothing
+        return (self.time_range.left_state_watermark, self.time_range.right_state_watermark)[side](watermark)
+
+    def _evict(self, side: int, watermark: int) -> list[dict]:
+        """Rule 4: remove the rows that can no longer match; an outer side pads its unmatched ones."""
+        limit = self._state_watermark(side, watermark)
+        if limit is None:
+            return []
+        column = self.key_time[side] if self.key_time else self.sides[side].watermark_column
+        pads = self.how == "full_outer" or self.how == ("left_outer", "right_outer")[side]
+        out = []
+        table, changed = self.state[side], self.changed[side]
+        for group in list(table):
+            for key, entries in list(table[group].items()):
+                kept = [entry for entry in entries if entry[0][column] > limit]
+                if len(kept) == len(entries):
+                    continue  # nothing evicted: the key is unchanged
+                changed[key] = None  # shrunk or removed
+                for row, matched in entries:
+                    if pads and not matched and row[column] <= limit:
+                        padded = self._pad(side, row)
+                        out.append(padded)
+                        self._explain_emit(
+                            [padded],
+                            f"{self.sides[side].name} row evicted unmatched "
+                            f"({column} {format_ts(row[column])} <= {format_ts(limit)}): "
+                            "padded with nulls",
+                        )
+                if kept:
+                    table[group][key] = kept
+                else:
+                    del table[group][key]
+            if not table[group]:
+                del table[group]
+        return out
+
+    def _pad(self, side: int, row: dict) -> dict:
+        """An outer row: this side's columns, and nulls for the other side's."""
+        columns = self.sides[1 - side].columns
+        if columns is None:
+            raise PipelineError(
+                f"an outer join pads {self.sides[side].name} rows with nulls for the "
+                f"{self.sides[1 - side].name} columns, so it must know them: select them "
+                "before the join (stream.select(...)), as Spark knows them from the schema"
+            )
+        nulls = dict.fromkeys(columns)
+        return joined_row(row, nulls) if side == 0 else joined_row(nulls, row)
+
+    def _explain_emit(self, rows: list[dict], why: str) -> None:
+        if self.ctx.tracing:
+            for row in rows:
+                self.ctx.explain("emit", why, row)
+
+    def state_sizes(self) -> dict[str, int]:
+        """How many rows each side keeps in state: ``{side name: rows}``."""
+        return {
+            side.name: sum(len(rows) for group in table.values() for rows in group.values())
+            for side, table in zip(self.sides, self.state)
+        }
+
+    def state_size(self):
+        return sum(self.state_sizes().values())
+
+
+def joined_row(left: dict, right: dict) -> dict:
+    """A joined row: the left columns, then the right ones. Spark keeps both when names clash, and then a
+    column name means nothing: rename one side first."""
+    clash = left.keys() & right.keys()
+    if clash:
+        raise PipelineError(
+            f"both sides of the join have columns {sorted(clash)}: rename them on one side "
+            "first (stream.select(...)), as Spark needs too"
+        )
+    return {**left, **right}
+
+
+def state_sizes_by_side(trace, step: str) -> dict[str, list[int]]:
+    """From a run's trace, the rows each side of join ``step`` kept after every batch (all subtasks added).
+
+    >>> from ministream.core.trace import Trace
+    >>> trace = Trace()
+    >>> trace.begin_batch(0, 0); trace.record("join", 0, "state", "", {"a": 1, "b": 0})
+    >>> trace.record("join", 1, "state", "", {"a": 2, "b": 3})
+    >>> state_sizes_by_side(trace, "join")
+    {'a': [3], 'b': [3]}
+    """
+    per_batch: dict[int, dict[str, int]] = {}
+    for line in trace.lines:
+        if line.step == step and line.kind == "state":
+            sizes = per_batch.setdefault(line.batch_id, {})
+            for side, size in line.row.items():
+                sizes[side] = sizes.get(side, 0) + size
+    sides = list(next(iter(per_batch.values()), {}))
+    return {side: [per_batch[batch].get(side, 0) for batch in sorted(per_batch)] for side in sides}

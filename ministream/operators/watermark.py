@@ -1,0 +1,79 @@
+"""The ``with_watermark`` step: rows pass through unchanged while it tracks how far their event time has got.
+
+The rules of watermarks (how a watermark is computed from event times, how several combine, how a subtask
+makes one from its channels) are in ``time/watermarks.py``; this operator applies them to a stream.
+"""
+
+from __future__ import annotations
+
+from ministream.core.operator import Operator
+from ministream.time.units import format_duration, format_ts
+from ministream.time.watermarks import MAX_WATERMARK
+
+
+class WatermarkOperator(Operator):
+    """The ``with_watermark`` step: rows pass through unchanged while it tracks their event time.
+
+    In the micro-batch model it reports the batch's largest event time to the driver. In the continuous
+    model it emits a :class:`~ministream.core.physical.Watermark` marker each time ``max - delay - 1`` goes up.
+    """
+
+    def __init__(self, column: str, delay: int):
+        self.column = column
+        self.delay = delay
+
+    def open(self, ctx):
+        super().open(ctx)
+        self.batch_max = None  # micro-batch: the largest event time of the running batch
+        self.max_seen = None  # continuous: the largest event time so far
+        self.emitted = None  # continuous: the last watermark sent downstream
+
+    def process(self, rows, input_index):
+        column = self.column
+        if self.ctx.model == "microbatch":
+            times = [row.get(column) for row in rows]
+            if None in times:  # rows without event time do not move the watermark
+                times = [time for time in times if time is not None]
+            if times:
+                top = max(times)
+                self.batch_max = top if self.batch_max is None else max(self.batch_max, top)
+            self.ctx.emit(rows)
+            return
+        pending = []
+        for row in rows:
+            pending.append(row)
+            event_time = row.get(column)
+            if event_time is None or (self.max_seen is not None and event_time <= self.max_seen):
+                continue
+            self.max_seen = event_time
+            watermark = event_time - self.delay - 1
+            if self.emitted is None or watermark > self.emitted:
+                self.ctx.emit(pending)
+                pending = []
+                self.emitted = watermark
+                if self.ctx.tracing:
+                    self.ctx.explain(
+                        "watermark",
+                        f"emits watermark {format_ts(watermark)}: max event time "
+                        f"{format_ts(event_time)} - delay {format_duration(self.delay)} - 1 ms",
+                    )
+                self.ctx.emit_watermark(watermark)
+        self.ctx.emit(pending)
+
+    def on_batch_end(self, batch):
+        if self.batch_max is not None:
+            self.ctx.report_event_time(self.batch_max)
+        self.batch_max = None
+
+    def on_watermark(self, watermark):
+        # A watermark step makes its own watermarks and drops its input's, except the end of input (as
+        # Flink's TimestampsAndWatermarksOperator does): that one must reach every window downstream.
+        if watermark >= MAX_WATERMARK and (self.emitted is None or self.emitted < MAX_WATERMARK):
+            self.emitted = MAX_WATERMARK
+            self.ctx.emit_watermark(MAX_WATERMARK)
+
+    def snapshot(self):
+        return {"max_seen": self.max_seen, "emitted": self.emitted}
+
+    def restore(self, snapshot, key_groups=None):
+        self.max_seen, self.emitted = snapshot["max_seen"], snapshot["emitted"]

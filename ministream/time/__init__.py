@@ -1,0 +1,1 @@
+"""Time: units, the processing-time clock, watermarks, windows, time ranges, timers and lateness."""

@@ -1,0 +1,277 @@
+"""Timers: a keyed step's requests to be called back at a time, in event time or in processing time.
+
+A keyed step (a process function, a window) often needs to act when *time* passes rather than when a row
+arrives: close a session 30 seconds after its last event, send a heartbeat every minute. It registers a
+*timer* for the current key at a timestamp, and the engine calls it back when time reaches the timestamp:
+
+- an **event-time timer** fires when the watermark reaches it: ``timestamp <= watermark``, inclusive, as in
+  Flink (``InternalTimerServiceImpl.advanceWatermark``) and in Spark's ``transformWithState``;
+- a **processing-time timer** fires when the processing-time clock reaches it: ``timestamp <= now`` (the
+  clock is a ``ministream.time.clock.ManualClock``, moved by the test or the script).
+
+Rules, each pinned by a test in ``tests/test_timers.py``:
+
+1. at most one timer per (key, timestamp) in each time domain: registering it again changes nothing;
+2. timers fire in timestamp order; timers with the same timestamp fire in key order (Flink leaves ties in
+   any order; ministream sorts them so that every run is the same);
+3. a fired timer is removed; deleting a timer that does not exist does nothing;
+4. timers belong to their key's key group, like keyed state, so a snapshot can be split by key group and
+   restored into a different number of subtasks.
+
+Keys must be comparable with each other (strings, numbers, tuples of them), because ties are broken by key.
+
+>>> timers = TimerService()
+>>> timers.register_event_time_timer("b", 10_000)
+>>> timers.register_event_time_timer("a", 10_000)
+>>> timers.register_event_time_timer("a", 10_000)   # the same (key, timestamp): still one timer
+>>> timers.register_event_time_timer("a", 30_000)
+>>> timers.pop_expired_event_time(watermark=10_000)
+[(10000, 'a'), (10000, 'b')]
+>>> timers.event_time_timers("a"), timers.size()
+([30000], 1)
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from sortedcontainers import SortedSet
+
+from ministream.state.keygroups import MAX_PARALLELISM, key_group_of
+
+EVENT_TIME = "event_time"
+PROCESSING_TIME = "processing_time"
+DOMAINS = (EVENT_TIME, PROCESSING_TIME)
+
+
+class TimerQueue:
+    """The timers of one time domain, kept in firing order and findable by key.
+
+    State: ``self.queue``, a ``SortedSet`` of ``(timestamp, key)``, every timer in firing order; and
+    ``self.by_key``, ``{key: SortedSet of timestamps}``, the same timers looked up by key.
+
+    >>> queue = TimerQueue()
+    >>> queue.add("a", 5); queue.add("a", 3); queue.add("b", 3)
+    >>> list(queue.queue), queue.timestamps("a")
+    ([(3, 'a'), (3, 'b'), (5, 'a')], [3, 5])
+    >>> queue.pop_until(3), queue.next_timestamp()
+    ([(3, 'a'), (3, 'b')], 5)
+    """
+
+    def __init__(self):
+        self.queue: SortedSet = SortedSet()  # {(timestamp, key)}, in firing order
+        self.by_key: dict = {}  # {key: SortedSet of timestamps}
+
+    def add(self, key, timestamp: int) -> None:
+        """Add the timer (key, timestamp) unless it is already there. Cost: O(log n)."""
+        self.queue.add((timestamp, key))
+        self.by_key.setdefault(key, SortedSet()).add(timestamp)
+
+    def discard(self, key, timestamp: int) -> None:
+        """Remove the timer (key, timestamp) if it is there. Cost: O(log n)."""
+        self.queue.discard((timestamp, key))
+        stamps = self.by_key.get(key)
+        if stamps is not None:
+            stamps.discard(timestamp)
+            if not stamps:
+                del self.by_key[key]
+
+    def timestamps(self, key) -> list[int]:
+        """The timestamps of ``key``'s timers, earliest first."""
+        return list(self.by_key.get(key, ()))
+
+    def pop_until(self, time: int) -> list[tuple[int, object]]:
+        """Remove and return, in firing order, every timer with ``timestamp <= time``. Cost: O(k log n)."""
+        fired = []
+        while self.queue and self.queue[0][0] <= time:
+            timestamp, key = self.queue.pop(0)
+            self.discard(key, timestamp)
+            fired.append((timestamp, key))
+        return fired
+
+    def next_timestamp(self) -> int | None:
+        """The earliest timestamp of any timer, or ``None`` when there is none."""
+        return self.queue[0][0] if self.queue else None
+
+    def __len__(self):
+        return len(self.queue)
+
+
+class TimerService:
+    """The event-time and processing-time timers of one subtask of a keyed step.
+
+    State: one :class:`TimerQueue` per time domain, ``self.queues = {"event_time": ..., "processing_time": ...}``.
+    The firing methods only *return* the due timers; the operator that owns the service calls its user's
+    ``on_timer`` for each, with the key set. A callback may register new timers that are due already: call
+    ``pop_expired_*`` again until it returns nothing to fire those too (Flink fires them in the same
+    watermark advance).
+
+    >>> timers = TimerService()
+    >>> timers.register_processing_time_timer("device-1", 60_000)
+    >>> timers.pop_expired_processing_time(now=59_999), timers.next_processing_time()
+    ([], 60000)
+    >>> timers.pop_expired_processing_time(now=60_000)
+    [(60000, 'device-1')]
+
+    Args:
+        max_parallelism: the number of key groups (the engine's ``MAX_PARALLELISM`` by default).
+    """
+
+    def __init__(self, max_parallelism: int = MAX_PARALLELISM):
+        self.max_parallelism = max_parallelism
+        self.queues = {EVENT_TIME: TimerQueue(), PROCESSING_TIME: TimerQueue()}
+
+    # --- event time ---------------------------------------------------------------------------------------
+
+    def register_event_time_timer(self, key, ts: int) -> None:
+        """Ask for a call back for ``key`` when the watermark reaches ``ts`` (once per key and timestamp).
+
+        >>> timers = TimerService(); timers.register_event_time_timer("a", 5_000); timers.event_time_timers("a")
+        [5000]
+        """
+        self.queues[EVENT_TIME].add(key, _whole_ms(ts))
+
+    def delete_event_time_timer(self, key, ts: int) -> None:
+        """Cancel ``key``'s event-time timer at ``ts``; nothing happens if there is none.
+
+        >>> timers = TimerService(); timers.register_event_time_timer("a", 5_000)
+        >>> timers.delete_event_time_timer("a", 5_000); timers.delete_event_time_timer("a", 7_000)
+        >>> timers.event_time_timers("a")
+        []
+        """
+        self.queues[EVENT_TIME].discard(key, ts)
+
+    def event_time_timers(self, key) -> list[int]:
+        """The timestamps of ``key``'s event-time timers, earliest first.
+
+        >>> timers = TimerService()
+        >>> for ts in (9_000, 2_000): timers.register_event_time_timer("a", ts)
+        >>> timers.event_time_timers("a"), timers.event_time_timers("b")
+        ([2000, 9000], [])
+        """
+        return self.queues[EVENT_TIME].timestamps(key)
+
+    def pop_expired_event_time(self, watermark: int) -> list[tuple[int, object]]:
+        """Remove and return the event-time timers with ``ts <= watermark``, as ``(ts, key)`` in firing order.
+
+        >>> timers = TimerService()
+        >>> for key, ts in (("b", 7), ("a", 7), ("a", 3), ("c", 8)): timers.register_event_time_timer(key, ts)
+        >>> timers.pop_expired_event_time(7)
+        [(3, 'a'), (7, 'a'), (7, 'b')]
+        """
+        return self.queues[EVENT_TIME].pop_until(watermark)
+
+    def next_event_time(self) -> int | None:
+        """The earliest event-time timer's timestamp, or ``None``.
+
+        >>> timers = TimerService(); timers.register_event_time_timer("a", 4); timers.next_event_time()
+        4
+        """
+        return self.queues[EVENT_TIME].next_timestamp()
+
+    # --- processing time ----------------------------------------------------------------------------------
+
+    def register_processing_time_timer(self, key, ts: int) -> None:
+        """Ask for a call back for ``key`` when the processing-time clock reaches ``ts`` (once per key and
+        timestamp).
+
+        >>> timers = TimerService(); timers.register_processing_time_timer("a", 1_000)
+        >>> timers.processing_time_timers("a")
+        [1000]
+        """
+        self.queues[PROCESSING_TIME].add(key, _whole_ms(ts))
+
+    def delete_processing_time_timer(self, key, ts: int) -> None:
+        """Cancel ``key``'s processing-time timer at ``ts``; nothing happens if there is none.
+
+        >>> timers = TimerService(); timers.register_processing_time_timer("a", 1_000)
+        >>> timers.delete_processing_time_timer("a", 1_000); timers.size()
+        0
+        """
+        self.queues[PROCESSING_TIME].discard(key, ts)
+
+    def processing_time_timers(self, key) -> list[int]:
+        """The timestamps of ``key``'s processing-time timers, earliest first.
+
+        >>> timers = TimerService(); timers.register_processing_time_timer("a", 1_000)
+        >>> timers.processing_time_timers("a"), timers.event_time_timers("a")
+        ([1000], [])
+        """
+        return self.queues[PROCESSING_TIME].timestamps(key)
+
+    def pop_expired_processing_time(self, now: int) -> list[tuple[int, object]]:
+        """Remove and return the processing-time timers with ``ts <= now``, as ``(ts, key)`` in firing order.
+
+        >>> timers = TimerService(); timers.register_processing_time_timer("a", 1_000)
+        >>> timers.pop_expired_processing_time(999), timers.pop_expired_processing_time(1_000)
+        ([], [(1000, 'a')])
+        """
+        return self.queues[PROCESSING_TIME].pop_until(now)
+
+    def next_processing_time(self) -> int | None:
+        """The earliest processing-time timer's timestamp, or ``None``.
+
+        >>> TimerService().next_processing_time() is None
+        True
+        """
+        return self.queues[PROCESSING_TIME].next_timestamp()
+
+    # --- size, snapshot, restore --------------------------------------------------------------------------
+
+    def size(self) -> int:
+        """How many timers are registered, both domains together.
+
+        >>> timers = TimerService(); timers.register_event_time_timer("a", 1)
+        >>> timers.register_processing_time_timer("a", 1); timers.size()
+        2
+        """
+        return sum(len(queue) for queue in self.queues.values())
+
+    def snapshot(self) -> dict[int, dict[str, dict]]:
+        """The timers as plain data, by key group: ``{key_group: {domain: {key: [timestamps]}}}``.
+
+        Laid out like ``KeyedStateBackend.snapshot`` so that a checkpoint hands each key group's timers to
+        the subtask that owns the group after a restore, with its state.
+
+        >>> timers = TimerService()
+        >>> timers.register_event_time_timer("alice", 5_000); timers.register_processing_time_timer("bob", 9)
+        >>> timers.snapshot()
+        {38: {'event_time': {'alice': [5000]}}, 82: {'processing_time': {'bob': [9]}}}
+        """
+        out: dict[int, dict[str, dict]] = {}  # {key_group: {domain: {key: [timestamps]}}}
+        for domain in DOMAINS:
+            by_key = self.queues[domain].by_key
+            for key in sorted(by_key):
+                group = key_group_of(key, self.max_parallelism)
+                out.setdefault(group, {}).setdefault(domain, {})[key] = list(by_key[key])
+        return dict(sorted(out.items()))
+
+    def restore(self, snapshot: dict[int, dict[str, dict]], key_groups: Iterable[int] | None = None) -> None:
+        """Add the timers of the key groups in ``key_groups`` (every group when ``None``) from a snapshot.
+
+        >>> old = TimerService(); old.register_event_time_timer("alice", 5_000)
+        >>> old.register_event_time_timer("bob", 6_000)
+        >>> new = TimerService(); new.restore(old.snapshot(), key_groups=range(0, 64))  # alice is in 38
+        >>> new.pop_expired_event_time(10_000)
+        [(5000, 'alice')]
+        """
+        wanted = None if key_groups is None else set(key_groups)
+        for group, domains in snapshot.items():
+            if wanted is not None and group not in wanted:
+                continue
+            for domain, timers in domains.items():
+                for key, stamps in timers.items():
+                    for ts in stamps:
+                        self.queues[domain].add(key, ts)
+
+    def __repr__(self):
+        return (
+            f"TimerService({len(self.queues[EVENT_TIME])} event-time, "
+            f"{len(self.queues[PROCESSING_TIME])} processing-time timers)"
+        )
+
+
+def _whole_ms(ts) -> int:
+    if isinstance(ts, bool) or not isinstance(ts, int):
+        raise ValueError(f"a timer's timestamp is whole milliseconds (an int), got {ts!r}")
+    return ts

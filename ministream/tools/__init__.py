@@ -1,0 +1,1 @@
+"""Tools: the command line, benchmarks, fuzzing, diagrams, plots, docs and the local Spark cluster."""

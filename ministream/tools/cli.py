@@ -1,0 +1,398 @@
+"""The ``ministream`` command: list lessons, run them, compare them with Spark, draw them.
+
+    ministream lessons                         one line per lesson
+    ministream run LESSON [--trace]            ministream's output, batch by batch
+    ministream run LESSON --accounting         the same, then where every input row went (core/accounting.py)
+    ministream run LESSON --crash-at N         crash after N rows, recover from the last checkpoint
+        [--incremental K]                      (K delta checkpoints after each full one)
+    ministream compare LESSON | --all          ministream against the PySpark twin, batch by batch
+    ministream fuzz LESSON | --all [--runs N]  ministream against Spark on random events, failures shrunk
+    ministream diagrams                        render every lesson's dataflow into diagrams/
+    ministream cluster start|stop|status       a Spark standalone master and worker on 127.0.0.1
+
+``run`` and ``compare`` take ``--events FILE`` (the lesson on your own events, JSON Lines) and
+``--param NAME=VALUE`` (change a window, a delay, a mode...). Exit status: 0 when all is well, 1 when a
+comparison differs, 2 for a mistake in the command, the events or the pipeline (the message says which).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ministream.checkpoints.crash_checks import check_recovery
+from ministream.checkpoints.storage import DirectoryStorage, MemoryStorage
+from ministream.core.events import EventsFileError
+from ministream.core.results import format_row
+from ministream.errors import PipelineError
+from ministream.lessons import all_lessons, compare_lesson, get_lesson
+from ministream.time.units import TimeFormatError, format_ts
+from ministream.tools import cluster
+from ministream.tools.bench.report import main as bench_main
+from ministream.tools.diagram import render_lessons
+from ministream.tools.fuzz import fuzz_lesson
+
+EXIT_OK, EXIT_DIFFERS, EXIT_ERROR = 0, 1, 2
+
+
+def _params(pairs: list[str]) -> dict:
+    params = {}
+    for pair in pairs or []:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise PipelineError(f"--param takes NAME=VALUE (for example --param delay='5 seconds'), not {pair!r}")
+        params[name.strip()] = value.strip()
+    return params
+
+
+def _script(lesson, args, out, dead_letters: list | None = None):
+    """The script of ``--events FILE`` (``None``: the lesson's own), with bad lines written to
+    ``--dead-letters FILE`` when it is given instead of stopping the run (and kept in ``dead_letters``)."""
+    if args.events is None:
+        return None
+    if not args.dead_letters:
+        return lesson.read_script(args.events)
+    dead_letters = [] if dead_letters is None else dead_letters
+    script = lesson.read_script(args.events, dead_letters)
+    with open(args.dead_letters, "w", encoding="utf-8") as out_file:
+        for letter in dead_letters:
+            out_file.write(
+                json.dumps({"file": letter.path, "line": letter.line, "reason": letter.reason, "text": letter.text})
+                + "\n"
+            )
+    count = len(dead_letters)
+    print(f"{count} bad line{'s' if count != 1 else ''} of {args.events} set aside in {args.dead_letters}", file=out)
+    return script
+
+
+def cmd_lessons(args, out) -> int:
+
+    lessons = all_lessons()
+    width = max(len(lesson.name) for lesson in lessons)
+    for lesson in lessons:
+        print(f"{lesson.name.ljust(width)}  {lesson.title}", file=out)
+    return EXIT_OK
+
+
+def print_batches(batches, out) -> None:
+    """ministream's output as text: one block per batch, one line per row (rows sorted for reading)."""
+    for batch in batches:
+        mark = f"watermark {format_ts(batch.watermark)}" if batch.watermark is not None else "no watermark"
+        print(f"batch {batch.batch_id} ({mark}): {len(batch.rows)} row{'s' if len(batch.rows) != 1 else ''}", file=out)
+        for row in sorted(batch.rows, key=lambda row: [repr(value) for value in row.values()]):
+            print(f"  {format_row(row)}", file=out)
+
+
+def print_arrivals(run, out, sink: str = "output") -> None:
+    """A continuous run's output as text: no batches, so every row in the order it reached the sink, with
+    the sink's watermark at that moment, then the final watermark."""
+    arrivals = run.arrivals_at(sink)
+    print(
+        f"continuous model (no batches): {len(arrivals)} row{'s' if len(arrivals) != 1 else ''} in arrival "
+        "order, each with the watermark at the sink when it arrived",
+        file=out,
+    )
+    width = max((len(format_ts(arrival.watermark)) for arrival in arrivals), default=0)
+    for arrival in arrivals:
+        print(f"  watermark {format_ts(arrival.watermark).ljust(width)}  {format_row(arrival.row)}", file=out)
+    print(f"final watermark: {format_ts(run.output(sink)[0].watermark)}", file=out)
+
+
+def cmd_run(args, out) -> int:
+
+    lesson = get_lesson(args.lesson)
+    params = _params(args.param)
+    if args.crash_at is not None:
+        return _run_with_crash(lesson, args, params, out)
+    alone = [
+        flag
+        for flag, value in (
+            ("--restore-parallelism", args.restore_parallelism),
+            ("--checkpoint-dir", args.checkpoint_dir),
+            ("--incremental", args.incremental),
+        )
+        if value is not None
+    ]
+    if alone:
+        raise PipelineError(f"{alone[0]} only applies to a run that crashes and recovers: add --crash-at N")
+    dead_letters = []
+    run = lesson.run(
+        _script(lesson, args, out, dead_letters),
+        params,
+        parallelism=args.parallelism,
+        seed=args.seed,
+        trace=args.trace,
+        model=args.model,
+    )
+    values = lesson.resolve_params(params)
+    print(f"{lesson.name}: {lesson.title}", file=out)
+    shown = ", ".join(f"{p.name}={p.show(values[p.name])}" for p in lesson.params)
+    if shown:
+        print(f"parameters: {shown}", file=out)
+    if args.trace:
+        print(run.trace.format(), file=out)
+        print("output:", file=out)
+    if args.model == "continuous":
+        print_arrivals(run, out)
+    else:
+        print_batches(run.output(), out)
+    if args.accounting:
+        print_accounting(run, args.events, dead_letters, out)
+    return EXIT_OK
+
+
+def print_accounting(run, events_file, dead_letters: list, out) -> None:
+    """Where every input row went (``core/accounting.py``): read, dead-lettered, and step by step."""
+    if not hasattr(run, "accounting"):  # a recovered run: its attempts read some rows twice
+        print(
+            "accounting: not available for a run that crashes and recovers (each attempt reads the rows "
+            "after its checkpoint again)",
+            file=out,
+        )
+        return
+    print(f"accounting: {run.accounting(events_file, dead_letters).format()}", file=out)
+
+
+def _run_with_crash(lesson, args, params, out) -> int:
+    """``run --crash-at N``: crash after N rows, recover from the last complete checkpoint (``checkpoints/crash_checks.py``),
+    print the recovered output and say whether it equals the output of the run without a crash."""
+
+    storage = DirectoryStorage(args.checkpoint_dir) if args.checkpoint_dir else MemoryStorage()
+    if storage.checkpoint_ids():
+        raise PipelineError(
+            f"--checkpoint-dir {args.checkpoint_dir} holds checkpoints of an earlier run: give an empty or new folder"
+        )
+    run, _, same = check_recovery(
+        lesson,
+        _script(lesson, args, out),
+        params,
+        crash_after_rows=args.crash_at,
+        model=args.model,
+        parallelism=args.parallelism,
+        seed=args.seed,
+        restore_parallelism=args.restore_parallelism,
+        storage=storage,
+        trace=args.trace,
+        incremental=args.incremental,
+    )
+    print(f"{lesson.name}: {lesson.title}", file=out)
+    for attempt in run.attempts:
+        start = "from the beginning" if attempt.restored_from is None else f"from checkpoint {attempt.restored_from}"
+        end = f"crashed: {attempt.crash}" if attempt.crash else "ran to the end"
+        print(f"attempt at parallelism {attempt.parallelism}, {start}: {end}", file=out)
+    for problem in run.problems:
+        print(problem, file=out)
+    if args.trace:
+        print(run.trace.format(), file=out)
+    print("recovered output:", file=out)
+    print_batches(run.output(), out)
+    print(
+        f"{lesson.name}: the recovered output {'equals' if same else 'DIFFERS FROM'} the output of the run "
+        "without a crash",
+        file=out,
+    )
+    return EXIT_OK if same else EXIT_DIFFERS
+
+
+def cmd_compare(args, out) -> int:
+
+    if args.all == bool(args.lesson):
+        raise PipelineError("give a lesson name or --all")
+    params = _params(args.param)
+    if args.lesson:
+        lesson = get_lesson(args.lesson)
+        result = compare_lesson(
+            lesson, _script(lesson, args, out), params, parallelism=args.parallelism, master=args.master
+        )
+        print(f"{lesson.name}: ministream against Spark, batch by batch", file=out)
+        print(result.table(), file=out)
+        print(f"{lesson.name}: {result.summary()}", file=out)
+        return EXIT_OK if result.matches else EXIT_DIFFERS
+    rows = [("lesson", "batches matched", "rows matched", "result")]
+    failures = 0
+    for lesson in all_lessons():
+        result = compare_lesson(lesson, None, params, parallelism=args.parallelism, master=args.master)
+        failures += not result.matches
+        rows.append(
+            (
+                lesson.name,
+                f"{result.batches_matched}/{len(result.batches)}",
+                f"{result.rows_matched}/{result.rows_total}",
+                "match" if result.matches else "DIFFERS",
+            )
+        )
+        if not result.matches:
+            print(f"{lesson.name} differs:\n{result.table()}", file=out)
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip(), file=out)
+    count = len(rows) - 1
+    print(f"{count - failures} of {count} lessons match Spark batch for batch", file=out)
+    return EXIT_DIFFERS if failures else EXIT_OK
+
+
+def cmd_fuzz(args, out) -> int:
+
+    if args.all == bool(args.lesson):
+        raise PipelineError("give a lesson name or --all")
+    if args.all and args.param:
+        raise PipelineError("--param changes one lesson's parameters: give a lesson name, not --all")
+    lessons = all_lessons() if args.all else [get_lesson(args.lesson)]
+    params = _params(args.param)
+    failures = 0
+    for lesson in lessons:
+        if lesson.twin is None:
+            print(f"{lesson.name}: no Spark twin, nothing to compare", file=out)
+            continue
+        report = fuzz_lesson(
+            lesson,
+            args.runs,
+            args.seed,
+            params if not args.all else None,
+            out_dir=args.out,
+            shrink_budget=args.shrink_budget,
+            parallelism=args.parallelism,
+            log=lambda line: print(f"{lesson.name} {line}", file=out, flush=True),
+        )
+        failures += not report.matches
+        print(report.summary(), file=out, flush=True)
+    return EXIT_DIFFERS if failures else EXIT_OK
+
+
+def cmd_diagrams(args, out) -> int:
+
+    for path in render_lessons(args.out):
+        print(f"wrote {path}", file=out)
+    return EXIT_OK
+
+
+def cmd_cluster(args, out) -> int:
+    import time
+
+    if args.action == "start":
+        began = time.monotonic()
+        started = cluster.start_cluster(
+            args.run_dir,
+            port=args.port,
+            web_ui_port=args.web_ui_port,
+            worker_web_ui_port=args.worker_web_ui_port,
+            timeout=args.timeout,
+        )
+        print(
+            f"master {started.master_url} (web UI {started.web_ui_url}), 1 worker registered, "
+            f"in {time.monotonic() - began:.1f} s; logs in {args.run_dir}",
+            file=out,
+        )
+        print(f"next: ministream compare --all --master {started.master_url}", file=out)
+    elif args.action == "stop":
+        stopped = cluster.stop_cluster(args.run_dir)
+        print(f"stopped pids {', '.join(map(str, stopped))}" if stopped else "no cluster was running", file=out)
+    else:
+        print(cluster.cluster_status(args.run_dir).describe(), file=out)
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ministream", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("lessons", help="list the lessons").set_defaults(handler=cmd_lessons)
+
+    def lesson_options(command, lesson_required=True):
+        command.add_argument("lesson", nargs=None if lesson_required else "?", help="a lesson name")
+        command.add_argument("--events", metavar="FILE", help="run on your own events (JSON Lines)")
+        command.add_argument(
+            "--dead-letters",
+            metavar="FILE",
+            help="set bad lines of --events aside in FILE (JSON Lines) instead of stopping",
+        )
+        command.add_argument("--param", action="append", metavar="NAME=VALUE", help="change a parameter")
+        command.add_argument("--parallelism", type=int, default=1, help="subtasks per keyed step")
+
+    run = commands.add_parser("run", help="run a lesson in ministream and print its batches")
+    lesson_options(run)
+    run.add_argument("--seed", type=int, default=0, help="the scheduler's seed")
+    run.add_argument("--trace", action="store_true", help="explain every row emitted or dropped")
+    run.add_argument(
+        "--accounting",
+        action="store_true",
+        help="then say where every input row went: dead-lettered, and per step kept, late or dropped",
+    )
+    run.add_argument("--model", choices=("microbatch", "continuous"), default="microbatch")
+    run.add_argument(
+        "--crash-at",
+        type=int,
+        metavar="N",
+        help="crash after N rows of the script, recover from "
+        "the last complete checkpoint, and check the output against a run without a crash",
+    )
+    run.add_argument("--restore-parallelism", type=int, help="with --crash-at: the parallelism to recover with")
+    run.add_argument(
+        "--checkpoint-dir", metavar="DIR", help="with --crash-at: keep checkpoints in DIR (default: in memory)"
+    )
+    run.add_argument(
+        "--incremental",
+        type=int,
+        metavar="K",
+        help="with --crash-at: after each full checkpoint, "
+        "up to K incremental ones (the keys changed since the previous checkpoint)",
+    )
+    run.set_defaults(handler=cmd_run)
+
+    compare = commands.add_parser("compare", help="run a lesson in ministream and in Spark, and compare")
+    lesson_options(compare, lesson_required=False)
+    compare.add_argument("--all", action="store_true", help="every lesson, with a summary table")
+    compare.add_argument("--master", help="a Spark master URL (default: a local session)")
+    compare.set_defaults(handler=cmd_compare)
+
+    fuzz = commands.add_parser("fuzz", help="compare ministream with Spark on random events; shrink what differs")
+    fuzz.add_argument("lesson", nargs="?", help="a lesson name")
+    fuzz.add_argument("--param", action="append", metavar="NAME=VALUE", help="change a parameter")
+    fuzz.add_argument("--parallelism", type=int, default=1, help="subtasks per keyed step")
+    fuzz.add_argument("--all", action="store_true", help="every lesson that has a twin")
+    fuzz.add_argument("--runs", type=int, default=10, help="random scripts per lesson")
+    fuzz.add_argument("--seed", type=int, default=0, help="which random scripts")
+    fuzz.add_argument("--out", default="fuzz-failures", help="where failing scripts are written as events files")
+    fuzz.add_argument("--shrink-budget", type=int, default=20, help="runs of both engines to shrink a failure")
+    fuzz.set_defaults(handler=cmd_fuzz)
+
+    bench = commands.add_parser(
+        "bench", help="benchmarks: events/s against a plain loop and Spark (ministream.tools.bench)", add_help=False
+    )
+
+    diagrams = commands.add_parser("diagrams", help="render every lesson's dataflow to SVG")
+    diagrams.add_argument("--out", default="diagrams", help="the folder to write to")
+    diagrams.set_defaults(handler=cmd_diagrams)
+
+    cluster = commands.add_parser("cluster", help="start, stop or show a Spark standalone cluster on 127.0.0.1")
+    cluster.add_argument("action", choices=("start", "stop", "status"))
+    cluster.add_argument("--run-dir", default=".cluster", help="logs and pid files (default .cluster)")
+    cluster.add_argument("--port", type=int, default=7077, help="the master's port (0: any free port)")
+    cluster.add_argument("--web-ui-port", type=int, default=8080, help="the master's web UI (0: any free port)")
+    cluster.add_argument("--worker-web-ui-port", type=int, default=8081, help="the worker's web UI (0: any)")
+    cluster.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the worker")
+    cluster.set_defaults(handler=cmd_cluster)
+    return parser
+
+
+def main(argv: list[str] | None = None, out=None) -> int:
+    """Run the command line; returns the exit status (the console script exits with it)."""
+    out = out or sys.stdout
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["bench"]:  # its options are its own (ministream.tools.bench.main)
+        return bench_main(argv[1:], out)
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args, out)
+    except (PipelineError, EventsFileError, TimeFormatError) as error:
+        print(f"ministream: error: {error}", file=sys.stderr)
+        return EXIT_ERROR
+    except Exception as error:  # Spark's failures, in the user's terms
+        if type(error).__name__ in ("SparkQueryError", "SparkUnavailableError", "ClusterError"):
+            print(f"ministream: Spark error: {error}", file=sys.stderr)
+            return EXIT_ERROR
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())
