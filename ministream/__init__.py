@@ -19,17 +19,17 @@ from ministream.models.microbatch import run_microbatch
 from ministream.time.windows import Sliding, Tumbling
 
 __all__ = [
-    "Dataflow",
-    "Count",
-    "Sum",
-    "Min",
-    "Max",
     "Avg",
-    "Custom",
-    "ScriptedSource",
     "CollectingSink",
-    "run_microbatch",
+    "Count",
+    "Custom",
+    "Dataflow",
+    "Max",
+    "Min",
     "PipelineError",
-    "Tumbling",
+    "ScriptedSource",
     "Sliding",
+    "Sum",
+    "Tumbling",
+    "run_microbatch",
 ]

@@ -22,7 +22,7 @@ def code(text):
 
 
 CELLS = [
-    md("""# 11–13. Keyed process functions: state, timers and time-to-live
+    md("""# 11-13. Keyed process functions: state, timers and time-to-live
 
 **At the end of this notebook you will be able to** write a processor that keeps map state per key and sets
 event-time timers, say in which micro-batch a timer fires and which rows are dropped as late, see state expire

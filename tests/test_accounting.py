@@ -87,8 +87,10 @@ def test_a_hand_made_run_counts_each_outcome_exactly():
     assert len(run.late_rows()) == 1
     assert accounting.format().splitlines()[4:] == [
         "  watermark: 7 rows in: 7 passed on",
-        "  per_window: 7 rows in: 5 aggregated, 1 late (end <= watermark of the previous batch), "
-        "1 dropped (no event time in column 'ts'); 4 rows out",
+        (
+            "  per_window: 7 rows in: 5 aggregated, 1 late (end <= watermark of the previous batch), "
+            "1 dropped (no event time in column 'ts'); 4 rows out"
+        ),
         "  output: 4 rows in: 4 written to the sink",
         "every row is accounted for",
     ]
@@ -195,8 +197,10 @@ def test_the_command_prints_the_accounting_with_dead_letters(tmp_path, capsys):
     assert main(["run", "late-data", "--events", str(path), "--dead-letters", str(dead), "--accounting"]) == 0
     printed = capsys.readouterr().out
     assert printed[printed.index("accounting:") :].splitlines() == [
-        "accounting: read 6 lines of events.jsonl: 3 entered the pipeline, 3 dead-lettered "
-        "(1 bad field 'ts', 1 not valid JSON, 1 bad field 'value')",
+        (
+            "accounting: read 6 lines of events.jsonl: 3 entered the pipeline, 3 dead-lettered "
+            "(1 bad field 'ts', 1 not valid JSON, 1 bad field 'value')"
+        ),
         "  events: 3 rows delivered by the source",
         "  watermark: 3 rows in: 3 passed on",
         "  per_window: 3 rows in: 3 aggregated; 2 rows out",

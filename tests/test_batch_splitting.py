@@ -237,7 +237,7 @@ def test_the_engine_follows_the_model_on_the_unsplit_script(split, window, delay
 def test_splitting_a_batch_inserts_one_watermark(split, window, delay):
     """Split batch j: the watermarks are WM_0..WM_j, max(WM_j, max(L) - delay), WM_{j+1}..: one more entry,
     the others unchanged."""
-    script, j, first, second = split
+    script, j, first, _second = split
     (size, slide), watermarks = window, model_watermarks(script, delay)
     inserted = max([watermarks[j]] + [row["ts"] - delay for row in first])
     expected = watermarks[: j + 1] + [inserted] + watermarks[j + 1 : len(script)]

@@ -53,7 +53,7 @@ def test_keys_with_event_time_leave_when_it_is_at_or_before_the_watermark():
 
 def test_within_watermark_keys_expire_delay_after_their_first_row():
     """dropDuplicatesWithinWatermark: a key leaves once WM >= first ts + delay; a copy stamped later is then new."""
-    out, trace = dedup([[E(10 * S)], [E(30 * S, "x")], [E(40 * S)]], within=True, delay=5 * S)
+    out, _trace = dedup([[E(10 * S)], [E(30 * S, "x")], [E(40 * S)]], within=True, delay=5 * S)
     # WM_2 = 25 s >= 10 s + 5 s, but eviction comes at the end of batch 2, after the copy was checked
     assert out[2] == (2, 25000, [])
     out, _ = dedup([[E(10 * S)], [E(30 * S, "x")], [], [E(40 * S)]], within=True, delay=5 * S)

@@ -7,11 +7,11 @@ import random
 import attrs
 import pytest
 
-import ministream.tools.fuzz as fuzz
 from ministream.core.compare import compare_batches
 from ministream.core.events import Field, read_events
 from ministream.core.results import BatchResult
 from ministream.lessons import get_lesson
+from ministream.tools import fuzz
 from ministream.tools.cli import main
 from ministream.tools.fuzz import (
     Outcome,

@@ -8,6 +8,7 @@ from ministream.errors import PipelineError
 from ministream.operators.stream_join import TimeRange, state_sizes_by_side
 
 S = 1000  # one second, in ms
+TEN_SECONDS = TimeRange("l_time", "r_time", 0, 10 * S)
 
 
 def L(t, key="k"):
@@ -24,7 +25,7 @@ def join_flow(
     left,
     right,
     how="inner",
-    between=TimeRange("l_time", "r_time", 0, 10 * S),
+    between=TEN_SECONDS,
     delay=0,
     watermarks=(True, True),
     key_time=None,

@@ -21,7 +21,10 @@ def e(second: float, key: str = "a", value: float = 1.0) -> dict:
     return {"ts": round(second * 1000), "key": key, "value": float(value)}
 
 
-def run(script, mode="append", delay=5_000, windows=Tumbling(10_000), watermark_on="ts"):
+TEN_SECOND_WINDOWS = Tumbling(10_000)
+
+
+def run(script, mode="append", delay=5_000, windows=TEN_SECOND_WINDOWS, watermark_on="ts"):
     """A windowed count and sum per key, watermarked on ``ts`` with ``delay``; late rows to a side output."""
     flow = Dataflow("rules")
     events = flow.source("events", ScriptedSource(script)).with_watermark("watermark", watermark_on, delay)

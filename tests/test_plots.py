@@ -7,15 +7,15 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
+import matplotlib.pyplot as plt
+import pytest
 
-from ministream.core.plan import Dataflow  # noqa: E402
+from ministream.core.plan import Dataflow
 from ministream.core.sinks import CollectingSink
-from ministream.core.sources import ScriptedSource  # noqa: E402
-from ministream.models.continuous import run_continuous  # noqa: E402
-from ministream.models.microbatch import run_microbatch  # noqa: E402
-from ministream.tools.plots import event_time_plot, late_flags, watermarks_at_arrival  # noqa: E402
+from ministream.core.sources import ScriptedSource
+from ministream.models.continuous import run_continuous
+from ministream.models.microbatch import run_microbatch
+from ministream.tools.plots import event_time_plot, late_flags, watermarks_at_arrival
 
 BASE = 1_704_103_200_000  # 2024-01-01T10:00:00Z
 SCRIPT = [

@@ -55,11 +55,11 @@ CASES = [
     for rows in crash_points(lesson, model)
 ]
 SETTINGS = [
-    dict(parallelism=1),
-    dict(parallelism=2, restore_parallelism=4),
-    dict(parallelism=4, restore_parallelism=1),
-    dict(parallelism=2, mode="unaligned", interval=1),
-    dict(parallelism=1, interval=3, seed=5),
+    {"parallelism": 1},
+    {"parallelism": 2, "restore_parallelism": 4},
+    {"parallelism": 4, "restore_parallelism": 1},
+    {"parallelism": 2, "mode": "unaligned", "interval": 1},
+    {"parallelism": 1, "interval": 3, "seed": 5},
 ]
 
 
@@ -227,8 +227,8 @@ def test_a_checkpoint_holds_offsets_keyed_state_timers_and_watermarks():
 
 def test_too_many_crash_rows_is_refused_with_the_range():
     """A crash point past the script's rows is refused, with the rows it may be."""
+    lesson = get_lesson("running-aggregation")
     with pytest.raises(PipelineError, match=r"--crash-at 7: the script has 7 rows, so a crash can come after 0 to 6"):
-        lesson = get_lesson("running-aggregation")
         crash_at(lesson.pipeline(lesson.default_script, {}), 7)
 
 

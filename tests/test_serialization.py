@@ -63,4 +63,7 @@ def test_long_lines_are_written_compact_and_come_back_equal_whatever_they_hold()
         back = decode_json(encode_json({"keyed": {7: {"aggregate": table}}}))["keyed"][7]["aggregate"]
         assert back.keys() == table.keys() and back["key-499"] == [499, 249.5]
         value = back["odd"][0]
-        assert math.isnan(value) if special != special else value == special, (special, value)
+        assert math.isnan(value) if isinstance(special, float) and math.isnan(special) else value == special, (
+            special,
+            value,
+        )

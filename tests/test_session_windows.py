@@ -1,6 +1,7 @@
 """Session windows (ministream/operators/sessions.py): each rule of the micro-batch model (Spark) and of the
 continuous model (Flink), one test per rule, and properties checked with Hypothesis."""
 
+import itertools
 import random
 
 import pytest
@@ -199,7 +200,7 @@ def test_update_mode_is_refused_with_sparks_reason():
     """A session window in update mode is refused before running, with Spark's message."""
     with pytest.raises(
         PipelineError,
-        match="cannot run in update output mode.*This output mode is not "
+        match=r"cannot run in update output mode.*This output mode is not "
         "supported for session window streaming aggregations",
     ):
         run([[ev(0)]], mode="update")
@@ -317,7 +318,7 @@ def test_continuous_a_row_whose_merged_session_is_past_the_lateness_goes_to_the_
 
 def test_continuous_a_session_is_dropped_at_end_minus_one_plus_the_allowed_lateness():
     """A fired session stays for allowed lateness, then its state is dropped and later rows are late."""
-    sessions, ctx = continuous(lateness=5_000)
+    sessions, _ctx = continuous(lateness=5_000)
     sessions.process([("a", ev(0))], 0)
     sessions.on_watermark(14_998)
     assert sessions.state_size() == 1
@@ -341,7 +342,7 @@ def test_property_every_event_is_in_exactly_one_session_of_its_key(events):
         mine = sorted((r["window_start"], r["window_end"], r["count"]) for r in batch.rows if r["key"] == key)
         times = [t * S for t, k, _ in events if k == key]
         assert sum(count for _, _, count in mine) == len(times)
-        assert all(b[0] > a[1] for a, b in zip(mine, mine[1:]))  # neither overlapping nor touching
+        assert all(b[0] > a[1] for a, b in itertools.pairwise(mine))  # neither overlapping nor touching
         assert all(sum(start <= t < end for start, end, _ in mine) == 1 for t in times)
         assert all(end == max(t for t in times if start <= t < end) + 10 * S for start, end, _ in mine)
 

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from ministream import Avg, CollectingSink, Count, Custom, Dataflow, Max, Min, ScriptedSource, Sum, run_microbatch
 from ministream.checkpoints.incremental import snapshot_operator
 from ministream.core.operator import BatchInfo, StepContext
+from ministream.core.plan import Stream
 from ministream.errors import PipelineError
 from ministream.models.continuous import run_continuous
 from ministream.operators.window import WindowAggregate
@@ -20,7 +21,10 @@ def e(second: float, key: str = "a", value: float = 1.0) -> dict:
     return {"ts": round(second * 1000), "key": key, "value": float(value)}
 
 
-def flow_of(script, windows=Tumbling(10_000), delay=5_000, lateness=0, **aggregates):
+TEN_SECOND_WINDOWS = Tumbling(10_000)
+
+
+def flow_of(script, windows=TEN_SECOND_WINDOWS, delay=5_000, lateness=0, **aggregates):
     flow = Dataflow("windows")
     events = flow.source("events", ScriptedSource(script)).with_watermark("watermark", "ts", delay)
     per_window = events.key_by("key").window(
@@ -171,11 +175,9 @@ def test_a_window_step_needs_an_aggregate_and_a_non_negative_lateness():
 def test_only_a_declared_side_output_can_be_read():
     """side_output("x") of a step that has no side output x is refused, naming the ones it has."""
     flow = flow_of([])
+    window_step = next(step for step in flow.steps if step.name == "w")
     with pytest.raises(PipelineError, match="has no side output 'lost'; it has: late"):
-        flow_stream = next(step for step in flow.steps if step.name == "w")
-        from ministream.core.plan import Stream
-
-        Stream(flow, flow_stream).side_output("lost")
+        Stream(flow, window_step).side_output("lost")
 
 
 # -- state ----------------------------------------------------------------------------------------------------

@@ -110,7 +110,7 @@ def test_assigners_match_spark_window_function(spark):
     assigners give (a batch query: no streaming needed to check the arithmetic)."""
     from pyspark.sql import functions as F
 
-    epoch = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+    epoch = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
     df = spark.createDataFrame([(epoch + _dt.timedelta(milliseconds=t),) for t in SPARK_TIMESTAMPS], "ts TIMESTAMP")
     for size, slide, offset in SPARK_SHAPES:
         w = F.window("ts", f"{size} milliseconds", f"{slide} milliseconds", f"{offset} milliseconds")

@@ -42,7 +42,7 @@ from ministream.workshop.feedback import ExerciseFailed, NotWrittenYet
 from ministream.workshop.oracle import get_oracle
 
 CHECKS = {
-    "key_group": lambda fn: check_key_group(fn),
+    "key_group": check_key_group,
     "update_batch": lambda fn: check_update_batch(fn, against="ministream"),
     "window_of": lambda fn: check_window_of(fn, against="ministream"),
     "next_watermark": lambda fn: check_next_watermark(fn, against="ministream"),
@@ -58,11 +58,11 @@ CHECKS = {
     "global_watermark": lambda fn: check_global_watermark(fn, against="ministream"),
     "forget": lambda fn: check_forget(fn, against="ministream"),
     "emit_batch": lambda fn: check_emit_batch(fn, against="ministream"),
-    "fires_after": lambda fn: check_fires_after(fn),
-    "due_timers": lambda fn: check_due_timers(fn),
-    "ttl_expired": lambda fn: check_ttl_expired(fn),
-    "barrier_arrives": lambda fn: check_barrier_arrives(fn),
-    "restart_at": lambda fn: check_restart_at(fn),
+    "fires_after": check_fires_after,
+    "due_timers": check_due_timers,
+    "ttl_expired": check_ttl_expired,
+    "barrier_arrives": check_barrier_arrives,
+    "restart_at": check_restart_at,
 }
 """Each exercise's check, against ministream's rules (the notebooks run them against Spark)."""
 

@@ -70,7 +70,7 @@ def snapshot(into: Path) -> str:
 def run(command: str) -> tuple[str, float]:
     """Run a shell command in the snapshot; return '$ command' and its output, and its duration."""
     began = time.monotonic()
-    done = subprocess.run(command, shell=True, cwd=HERE, env=ENV, capture_output=True, text=True)
+    done = subprocess.run(command, shell=True, cwd=HERE, env=ENV, capture_output=True, check=False, text=True)
     seconds = time.monotonic() - began
     if done.returncode != 0:
         sys.exit(f"`{command}` failed with status {done.returncode}:\n{done.stdout}{done.stderr}")
@@ -79,7 +79,7 @@ def run(command: str) -> tuple[str, float]:
 
 def probe(master: str) -> dict:
     done = subprocess.run(
-        [sys.executable, "-c", TIMING_PROBE, master], cwd=HERE, env=ENV, capture_output=True, text=True
+        [sys.executable, "-c", TIMING_PROBE, master], cwd=HERE, env=ENV, capture_output=True, check=False, text=True
     )
     if done.returncode != 0:
         sys.exit(f"timing probe on {master} failed:\n{done.stderr[-3000:]}")
@@ -126,7 +126,7 @@ def main() -> None:
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     table = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
-    when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d")
+    when = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d")
     table.append(f"(recorded {when} at commit {commit}, on {os.cpu_count()} cores; load average {load:.1f} at the end)")
     blocks["timings"] = "\n".join(table)
     text = PAGE.read_text()

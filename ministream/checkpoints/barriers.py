@@ -369,7 +369,7 @@ def barriers_dot(graph: PhysicalGraph, title: str = "") -> str:
       "events[0]" -> "totals[0]" [label="1 row | B1"];
     """
     lines = [
-        f'digraph "barriers" {{',
+        'digraph "barriers" {',
         "  rankdir=LR;",
         f'  label="{title}"; labelloc=t;',
         '  node [shape=box, style="rounded", fontname="Helvetica"]; edge [fontname="Helvetica"];',

@@ -120,7 +120,7 @@ class Checkpoint:
         return files
 
     @classmethod
-    def from_files(cls, files: dict[str, bytes]) -> "Checkpoint":
+    def from_files(cls, files: dict[str, bytes]) -> Checkpoint:
         """The checkpoint that :meth:`files` wrote."""
         checkpoint = cls(**decode_json(files["checkpoint.json"]))
         for path, data in sorted(files.items()):
@@ -287,10 +287,10 @@ class CheckpointCoordinator:
             checkpoint.operators.setdefault(subtask.step.name, {})[subtask.index] = snapshot["operator"]
             if self.model == "continuous":
                 checkpoint.subtasks[name] = {part: snapshot[part] for part in ("watermark", "valve", "inputs")}
-        for name, (subtask, snapshot) in sorted(pending["acks"].items()):  # in-flight data, in channel order:
+        for _, (_, snapshot) in sorted(pending["acks"].items()):  # in-flight data, in channel order:
             for channel, messages in snapshot.get("in_flight_inputs", {}).items():  # what the receiver took
                 checkpoint.channels.setdefault(channel, []).extend(messages)  # after its snapshot,
-        for name, (subtask, snapshot) in sorted(pending["acks"].items()):
+        for _, (_, snapshot) in sorted(pending["acks"].items()):
             for channel, messages in snapshot.get("in_flight_outputs", {}).items():  # then what the barrier
                 checkpoint.channels.setdefault(channel, []).extend(messages)  # overtook at the sender
         self.storage.save_files(n, checkpoint.files(), base=checkpoint.base)

@@ -124,7 +124,11 @@ def _restore_watermarks(step: str, subtasks: list, saved_subtasks: dict) -> None
         elif saved:
             shared = shared or _shared_state(list(saved.values()))
             first, by_input = shared
-            _set_valve(subtask, first, lambda position, valve, subtask=subtask: by_input[subtask.inputs[position][0]])
+            _set_valve(
+                subtask,
+                first,
+                lambda position, valve, subtask=subtask, by_input=by_input: by_input[subtask.inputs[position][0]],
+            )
 
 
 def _shared_state(saved: list[dict]) -> tuple[dict, dict]:

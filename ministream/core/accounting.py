@@ -329,8 +329,8 @@ def dead_letter_reason(reason: str) -> str:
     'not valid JSON'
     """
     if reason.startswith("field "):
-        return "bad " + reason.split(":")[0]
-    return reason.split(":")[0].split(" (")[0].removeprefix("this is ")
+        return "bad " + reason.split(":", maxsplit=1)[0]
+    return reason.split(":", maxsplit=1)[0].split(" (", maxsplit=1)[0].removeprefix("this is ")
 
 
 def _rows(n: int) -> str:

@@ -15,7 +15,8 @@ The same functions compile to Spark's ``count("*")``, ``sum("value")``... in the
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import attrs
 
@@ -134,10 +135,7 @@ def add_rows(accumulators: list, functions: list[AggregateFunction], rows: list[
             for row in rows:
                 add_row_to(accumulators, i, function, row)
             continue
-        if column is None:
-            values = rows
-        else:
-            values = [row[column] for row in rows if row.get(column) is not None]
+        values = rows if column is None else [row[column] for row in rows if row.get(column) is not None]
         accumulators[i] = function.add_all(accumulators[i], values)
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Iterable
+from collections.abc import Iterable
 
 import attrs
 

@@ -36,7 +36,7 @@ operator's ``late_rows`` list (``time/lateness.py``).
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 import attrs
 
@@ -85,7 +85,7 @@ class StepContext:
     for the run's accounting (``core/accounting.py``)."""
 
     @classmethod
-    def for_testing(cls, step_name: str = "step", **settings) -> "StepContext":
+    def for_testing(cls, step_name: str = "step", **settings) -> StepContext:
         """A context whose ``emit`` collects into ``ctx.emitted``: for trying an operator on its own."""
         ctx = cls(step_name, state=KeyedStateBackend(), **settings)
         ctx.emit = ctx.emitted.extend

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import random
 from collections import deque
-from typing import Callable
+from collections.abc import Callable
 
 import attrs
 

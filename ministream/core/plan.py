@@ -30,7 +30,8 @@ AggregateSpec(key_columns=('key',), aggregates={'count': AggregateFunction(...)}
 from __future__ import annotations
 
 import operator
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import attrs
 

@@ -22,7 +22,8 @@ step".
 
 from __future__ import annotations
 
-from typing import Any, Callable, ClassVar, Literal
+from collections.abc import Callable
+from typing import Any, ClassVar, Literal
 
 import attrs
 

@@ -73,4 +73,4 @@ def compare_lesson(
     return compare_batches(ours, theirs)
 
 
-__all__ = ["Lesson", "Param", "all_lessons", "get_lesson", "compare_lesson"]
+__all__ = ["Lesson", "Param", "all_lessons", "compare_lesson", "get_lesson"]

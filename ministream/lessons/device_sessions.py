@@ -103,7 +103,7 @@ def session_rows(
     for session, figures in sessions.items():
         closes_at = figures["last_event"] + timeout
 
-        def row(kind: str, time: int) -> dict:
+        def row(kind: str, time: int, session=session, figures=figures) -> dict:
             return {
                 "device": device,
                 "session": session,
@@ -213,7 +213,7 @@ def twin(inputs, params):
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])  # executors need no ministream
     heartbeat, timeout = params["heartbeat"], params["timeout"]
-    utc = datetime.timezone.utc
+    utc = datetime.UTC
 
     def to_ms(moment):
         return round(moment.timestamp() * 1000)

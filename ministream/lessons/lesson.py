@@ -14,7 +14,8 @@ A lesson module defines four things and hands them to :class:`Lesson`:
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import attrs
 

@@ -124,7 +124,7 @@ def twin(inputs, params):
     timeout = params["timeout"]
 
     def moment(ms):
-        return datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.timezone.utc)
+        return datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
 
     class WatchdogTwin(StatefulProcessor):
         def init(self, handle):

@@ -162,7 +162,7 @@ def twin(inputs, params):
                 remembered=remembered,
                 visits=remembered + len(rows),
                 recent=[item[0] for item in self.recent.get()],
-                processing_time=datetime.datetime.fromtimestamp(now / 1000, tz=datetime.timezone.utc),
+                processing_time=datetime.datetime.fromtimestamp(now / 1000, tz=datetime.UTC),
             )
 
         def close(self):

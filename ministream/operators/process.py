@@ -63,6 +63,7 @@ let processing time pass.
 from __future__ import annotations
 
 import copy
+from functools import partial
 
 import attrs
 
@@ -212,6 +213,7 @@ class ProcessOperator(Operator):
                 self.ctx.explain("late", rule, row)
                 continue
             self.rows_by_key.setdefault(key, []).append(row)
+        return None
 
     def on_batch_end(self, batch):
         values = self.timer_values(batch.watermark)
@@ -220,7 +222,7 @@ class ProcessOperator(Operator):
             self._call(
                 key,
                 "input",
-                lambda: self.processor.handle_input_rows(key, rows, values),
+                partial(self.processor.handle_input_rows, key, rows, values),
                 f"{len(rows)} row{'s' if len(rows) != 1 else ''} of this batch",
             )
         self.rows_by_key = {}
@@ -284,7 +286,7 @@ class ProcessOperator(Operator):
         for key, row in pairs:
             values = self.timer_values(self.watermark)
             self.ctx.count("handed to the processor")
-            self._call(key, "input", lambda: self.processor.handle_input_rows(key, [row], values), "one record")
+            self._call(key, "input", partial(self.processor.handle_input_rows, key, [row], values), "one record")
 
     def on_watermark(self, watermark):
         """Continuous model: fire the event-time timers the watermark reached, then pass it on."""

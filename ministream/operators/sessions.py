@@ -190,7 +190,7 @@ class SessionWindowAggregate(WindowAggregate):
             if self.late_output is not None:
                 self.ctx.emit_side(self.late_output, [row])
             return
-        session, accumulators = self._merge(key, window, self._touching(key, window))
+        _session, accumulators = self._merge(key, window, self._touching(key, window))
         add_row(accumulators, self.functions, row)
         self.ctx.count("aggregated")
 

@@ -22,12 +22,12 @@ from ministream.spark.session import (
 from ministream.spark.source import scripted_stream
 
 __all__ = [
-    "spark_session",
-    "stop_session",
-    "session_conf",
-    "scripted_stream",
-    "run_query",
+    "ROCKSDB_STATE_STORE",
     "SparkQueryError",
     "SparkUnavailableError",
-    "ROCKSDB_STATE_STORE",
+    "run_query",
+    "scripted_stream",
+    "session_conf",
+    "spark_session",
+    "stop_session",
 ]

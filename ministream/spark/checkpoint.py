@@ -135,8 +135,7 @@ def run_query_with_crash(
                     raise _query_error(failure, "failed while running the query") from None
                 error = f"{type(failure).__name__}: foreachBatch raised SimulatedSparkCrash"
             finally:
-                for batch_id, watermark in _watermarks(query).items():
-                    watermarks[batch_id] = watermark  # the second run's report of a rerun batch is the one kept
+                watermarks.update(_watermarks(query))  # the second run's report of a rerun batch is the one kept
                 query.stop()
             if attempt == 1 and not error:
                 raise SparkQueryError(f"the query never reached batch {crash_batch}: nothing crashed")

@@ -41,7 +41,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.types import DoubleType, FloatType, StructType, TimestampNTZType, TimestampType
 
 SOURCE_NAME = "ministream_script"
-_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 _EPOCH_NAIVE = _dt.datetime(1970, 1, 1)
 _registered = weakref.WeakSet()
 

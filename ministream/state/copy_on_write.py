@@ -39,7 +39,7 @@ def is_frozen(value) -> bool:
 
     >>> is_frozen((1, "a", None)), is_frozen((1, [2]))
     (True, False)"""
-    return type(value) in _ATOMS or type(value) is tuple and all(map(is_frozen, value))
+    return type(value) in _ATOMS or (type(value) is tuple and all(map(is_frozen, value)))
 
 
 def copy_value(value):

@@ -34,7 +34,8 @@ an operator that writes a table directly marks what it writes (:meth:`KeyedState
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import attrs
 

@@ -35,7 +35,7 @@ the current processing time from ``now``, a function the processor's handle pass
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from ministream.state.keyed import KeyedStateBackend, ListState, MapState, ValueState
 

@@ -33,7 +33,7 @@ Keys must be comparable with each other (strings, numbers, tuples of them), beca
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from sortedcontainers import SortedSet
 

@@ -40,7 +40,7 @@ _UNIT_ALIASES = {
     "d": "day",
 }
 _PART = re.compile(r"\s*(-?\d+)\s*([a-zA-Z]+)\s*")
-EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 
 MAX_TIME = 2**63 - 1
 """The end of time: Flink's ``Long.MAX_VALUE``, the watermark a source sends when its input is over (shown
@@ -144,7 +144,7 @@ def from_datetime(moment: _dt.datetime, original: object = None) -> int:
     2000
     """
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=_dt.timezone.utc)
+        moment = moment.replace(tzinfo=_dt.UTC)
     if moment.microsecond % 1000:
         shown = original if original is not None else moment.isoformat()
         raise TimeFormatError(

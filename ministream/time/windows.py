@@ -41,7 +41,8 @@ runs each ``kind``. Every assigner has a ``kind`` (``"tumbling"``, ``"sliding"``
 
 from __future__ import annotations
 
-from typing import Callable, Protocol
+from collections.abc import Callable
+from typing import Protocol
 
 import attrs
 

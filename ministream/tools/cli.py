@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from functools import partial
 
 from ministream.checkpoints.crash_checks import check_recovery
 from ministream.checkpoints.storage import DirectoryStorage, MemoryStorage
@@ -232,6 +233,10 @@ def cmd_compare(args, out) -> int:
     return EXIT_DIFFERS if failures else EXIT_OK
 
 
+def _log_line(prefix: str, out, line: str) -> None:
+    print(f"{prefix}{line}", file=out, flush=True)
+
+
 def cmd_fuzz(args, out) -> int:
 
     if args.all == bool(args.lesson):
@@ -253,7 +258,7 @@ def cmd_fuzz(args, out) -> int:
             out_dir=args.out,
             shrink_budget=args.shrink_budget,
             parallelism=args.parallelism,
-            log=lambda line: print(f"{lesson.name} {line}", file=out, flush=True),
+            log=partial(_log_line, f"{lesson.name} ", out),
         )
         failures += not report.matches
         print(report.summary(), file=out, flush=True)
@@ -356,9 +361,8 @@ def build_parser() -> argparse.ArgumentParser:
     fuzz.add_argument("--shrink-budget", type=int, default=20, help="runs of both engines to shrink a failure")
     fuzz.set_defaults(handler=cmd_fuzz)
 
-    bench = commands.add_parser(
-        "bench", help="benchmarks: events/s against a plain loop and Spark (ministream.tools.bench)", add_help=False
-    )
+    # listed for --help only: main() hands `bench` and its own options to tools/bench/report.py before parsing
+    commands.add_parser("bench", help="benchmarks: events/s against a plain loop and Spark (ministream.tools.bench)")
 
     diagrams = commands.add_parser("diagrams", help="render every lesson's dataflow to SVG")
     diagrams.add_argument("--out", default="diagrams", help="the folder to write to")

@@ -25,6 +25,7 @@ Waiting here uses the wall clock (the cluster is outside the engine, whose time 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -306,7 +307,9 @@ def _command_line(pid: int) -> list[str] | None:
         except (FileNotFoundError, ProcessLookupError, IndexError):
             return None
         return None if state == "Z" else [w.decode(errors="replace") for w in words if w]
-    found = subprocess.run(["ps", "-o", "stat=", "-o", "command=", "-p", str(pid)], capture_output=True, text=True)
+    found = subprocess.run(
+        ["ps", "-o", "stat=", "-o", "command=", "-p", str(pid)], capture_output=True, check=False, text=True
+    )
     fields = found.stdout.split()
     return None if not fields or fields[0].startswith("Z") else fields[1:]
 
@@ -376,10 +379,8 @@ def _terminate(pids: list[int], timeout: float) -> None:
     for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
         alive = [pid for pid in pids if not _gone(pid)]
         for pid in alive:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
         deadline = time.monotonic() + wait
         while any(not _gone(pid) for pid in alive) and time.monotonic() < deadline:
             time.sleep(0.1)
@@ -413,7 +414,7 @@ def stop_cluster(run_dir: str | os.PathLike = RUN_DIR, *, timeout: float = 30.0)
     """
     run_dir = Path(run_dir).resolve()
     stopped = []
-    for name, pid in _recorded_daemons(run_dir).items():  # worker first: it stops its executors
+    for pid in _recorded_daemons(run_dir).values():  # worker first: it stops its executors
         _terminate([pid], timeout)
         stopped.append(pid)
     leftovers = _executors(run_dir)

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ministream.core.plan import Dataflow, Step
+from ministream.core.plan import Dataflow
+from ministream.core.steps import Step
 from ministream.lessons import all_lessons
 from ministream.lessons.barrier_alignment import ALIGNMENT_SEED, checkpointed_run
 from ministream.operators.planner import physical_graph
@@ -80,7 +81,7 @@ def to_dot(flow: Dataflow, parallelism: int | None = None) -> str:
                 lines.append(f'    {_quote(str(subtask))} [label="{subtask}"{fill}];')
             lines.append("  }")
         for subtask in graph.subtasks:
-            for partition, channels, edge in subtask.output.routes:
+            for _partition, channels, edge in subtask.output.routes:
                 for channel in channels:
                     receiver = channel.name.split("->")[1]
                     lines.append(f"  {_quote(str(subtask))} -> {_quote(receiver)} [label={_quote(_edge_label(edge))}];")
@@ -114,5 +115,5 @@ def write_barrier_diagram(directory: str | Path = "diagrams") -> Path:
     """Render the first held-back moment of the barrier lesson's ``ALIGNMENT_SEED`` run to
     ``barrier-alignment.barriers.svg``: the physical graph with the rows and barriers waiting in each channel
     (``checkpoints.barriers.barriers_dot``)."""
-    caption, dot = checkpointed_run(seed=ALIGNMENT_SEED, pictures=True).pictures[0]
+    _caption, dot = checkpointed_run(seed=ALIGNMENT_SEED, pictures=True).pictures[0]
     return render_svg(dot, Path(directory) / "barrier-alignment.barriers.svg")

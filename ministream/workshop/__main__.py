@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{ran} of {len(paths)} notebooks ran with their solutions")
         return 1 if failed else 0
     timings = measure(paths)
-    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     table = timings_table(timings, now)
     print(table)
     if not args.notebooks:

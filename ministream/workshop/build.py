@@ -201,7 +201,7 @@ def busy(path: Path, minutes: int = 15) -> str | None:
     import time
 
     def git(*args):
-        done = subprocess.run(["git", *args], cwd=path.parent, capture_output=True, text=True)
+        done = subprocess.run(["git", *args], cwd=path.parent, capture_output=True, check=False, text=True)
         return done.stdout.strip() if done.returncode == 0 else None
 
     status = git("status", "--porcelain", "--", path.name)

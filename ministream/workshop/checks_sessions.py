@@ -122,8 +122,8 @@ def replay_sessions(
                 rule,
                 against,
             )
-        for key in sessions:
-            sessions[key] = [(start, end) for start, end in sessions[key] if end > batch.watermark]
+        for key, kept in sessions.items():
+            sessions[key] = [(start, end) for start, end in kept if end > batch.watermark]
 
 
 def check_add_event(add_event, lesson: str = "session-window", against: str = "spark") -> Passed:

@@ -204,7 +204,7 @@ def check_global_watermark(global_watermark, lesson: str = "idle-input", against
     compared = 0
     for policy in ("min", "max"):
         batches = oracle.twin_output(lesson, {"policy": policy})
-        watermark, latest = 0, {name: None for name in the_lesson.inputs}  # {input: max event time so far}
+        watermark, latest = 0, dict.fromkeys(the_lesson.inputs)  # {input: max event time so far}
         for batch in batches:
             compared += 1
             if watermark != batch.watermark:

@@ -203,7 +203,7 @@ def check_window_of(window_of, against: str = "spark") -> Passed:
 
     check_cases(
         "window_of",
-        lambda ts, size, offset: window_of(ts, size, offset),
+        window_of,
         cases,
         expected,
         against=oracle.name,
@@ -349,7 +349,7 @@ def check_counts(counts, lesson: str = "late-data", against: str = "spark") -> P
                     total = totals.setdefault((row["key"], start), [0, 0])
                     total[0] += 1
                     total[1] += row["value"]
-    for (key, start), (batch_id, row) in emitted.items():  # the rule above is Spark's: so are the totals
+    for (key, start), (_, row) in emitted.items():  # the rule above is Spark's: so are the totals
         count, total = totals.get((key, start), [0, 0])
         assert count == row["count"] and total == row.get("sum", total), (key, start, count, total, row)
     return Passed(

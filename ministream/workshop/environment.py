@@ -18,7 +18,7 @@ def _java() -> str:
     if not java:
         return "missing: PySpark needs Java 17 (sudo apt-get install -y openjdk-17-jre-headless)"
     try:
-        done = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60)
+        done = subprocess.run([java, "-version"], capture_output=True, check=False, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as error:
         return f"found at {java}, but it does not run: {error}"
     first = (done.stderr or done.stdout).strip().splitlines()

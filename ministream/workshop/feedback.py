@@ -21,7 +21,8 @@ Rule missed: floor, not truncate
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import attrs
 

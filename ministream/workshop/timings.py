@@ -78,8 +78,10 @@ def timings_table(timings: list[Timing], when: str) -> str:
     """The Markdown table of the guide, with when it was measured."""
     cores = os.cpu_count()
     lines = [
-        f"Measured {when} on {cores} cores, each notebook in a fresh kernel with its exercises solved (Spark "
-        "start included).",
+        (
+            f"Measured {when} on {cores} cores, each notebook in a fresh kernel with its exercises solved (Spark "
+            "start included)."
+        ),
         "",
         "| notebook | time to run | load average before / after |",
         "| --- | --- | --- |",

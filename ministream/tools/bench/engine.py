@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import resource
+from functools import partial
 
 from ministream.checkpoints.coordinator import MicroBatchCheckpoints
 from ministream.checkpoints.storage import DirectoryStorage
@@ -102,7 +103,7 @@ def bench_engine(figures: dict, events: list[dict], say, repeat: int = 3) -> Non
             say(f"{name} parallelism {parallelism}: {rate(n, seconds):,} events/s")
     for label, incremental in (("", None), ("_incremental", 9)):
         [seconds] = best_cpu_seconds(
-            [(lambda flow: checkpointed_tumbling_count(flow, incremental), lambda: tumbling_count_flow(script))], 1
+            [(partial(checkpointed_tumbling_count, incremental=incremental), partial(tumbling_count_flow, script))], 1
         )
         figures[f"tumbling_count{label}_checkpoint_every_10k_events_per_s"] = rate(n, seconds)
         say(
