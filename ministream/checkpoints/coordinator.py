@@ -46,6 +46,8 @@ one exactly.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import attrs
 
 from ministream.checkpoints.incremental import resolve, snapshot_operator
@@ -327,18 +329,34 @@ class MicroBatchCheckpoints:
         storage: where checkpoints and the offsets log go.
         sinks: ``{sink step: sinks.ExactlyOnceSink or AtLeastOnceSink}`` put in front of the flow's sinks.
         incremental: up to this many delta checkpoints after each full one (``CheckpointCoordinator``).
+        on_restore: called once the restore is done, with the checkpoint restored (``None``: none was) and
+            where the run goes on (``(batch id, watermark, late watermark)``, ``None``: from the start); the
+            recovering run uses it to record the restore in its trace.
     """
 
-    def __init__(self, storage: CheckpointStorage, sinks: dict | None = None, incremental: int | None = None):
+    def __init__(
+        self,
+        storage: CheckpointStorage,
+        sinks: dict | None = None,
+        incremental: int | None = None,
+        on_restore: Callable[[Checkpoint | None, tuple | None], None] | None = None,
+    ):
         self.storage = storage
         self.sinks = sinks or {}
         self.incremental = incremental
+        self.on_restore = on_restore
         self.coordinator = None
         self.restored: Checkpoint | None = None
 
     def restore(self, graph: PhysicalGraph, watermarks) -> tuple[int, int | None, int | None] | None:
         """Before the first batch: restore the last complete checkpoint into ``graph`` and return where to go
         on, ``(batch id, watermark, late watermark)``; ``None`` to start from the beginning."""
+        resume = self._restore(graph, watermarks)
+        if self.on_restore is not None:
+            self.on_restore(self.restored, resume)
+        return resume
+
+    def _restore(self, graph: PhysicalGraph, watermarks) -> tuple[int, int | None, int | None] | None:
         install_sinks(graph, self.sinks)
         self.coordinator = CheckpointCoordinator(
             graph, self.storage, self.sinks, "microbatch", incremental=self.incremental

@@ -212,16 +212,11 @@ def _microbatch_attempt(
     flow, parallelism, seed, output_mode, policy, storage, sinks, tracer, timestamps, restored, incremental
 ):
 
-    hook = MicroBatchCheckpoints(storage, sinks, incremental)
-    original = hook.restore
+    def on_restore(checkpoint, resume) -> None:
+        restored["id"] = None if checkpoint is None else checkpoint.checkpoint_id
+        _explain_restore(tracer, checkpoint, storage, resume and f"batch {resume[0]} runs next")
 
-    def restore(graph, watermarks):
-        resume = original(graph, watermarks)
-        restored["id"] = None if hook.restored is None else hook.restored.checkpoint_id
-        _explain_restore(tracer, hook.restored, storage, resume and f"batch {resume[0]} runs next")
-        return resume
-
-    hook.restore = restore
+    hook = MicroBatchCheckpoints(storage, sinks, incremental, on_restore=on_restore)
     extra = {} if timestamps is None else {"batch_timestamps": timestamps}
     return run_microbatch(
         flow,
