@@ -376,7 +376,7 @@ def barriers_dot(graph: PhysicalGraph, title: str = "") -> str:
     ]
     for subtask in graph.subtasks:
         for position, (_, channel) in enumerate(subtask.inputs):
-            sender = channel.name.split("->")[0]
+            sender = channel.sender
             style = ', color="red", style="dashed", fontcolor="red"' if position in subtask.held_back else ""
             held = " (held back)" if position in subtask.held_back else ""
             lines.append(f'  "{sender}" -> "{subtask}" [label="{_describe(channel.messages)}{held}"{style}];')

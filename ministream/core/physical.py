@@ -110,9 +110,11 @@ class KeyedRows:
 
 
 class Channel:
-    """A FIFO queue of messages from one subtask to another."""
+    """A FIFO queue of messages from one subtask (``sender``, e.g. ``"events[0]"``) to another."""
 
     def __init__(self, sender: str, receiver: str):
+        self.sender = sender
+        self.receiver = receiver
         self.name = f"{sender}->{receiver}"
         self.messages: deque = deque()
 
