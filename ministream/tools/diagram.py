@@ -25,13 +25,14 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import ministream
-
 from ministream.core.plan import Dataflow
 from ministream.core.steps import Step
 from ministream.lessons import all_lessons
 from ministream.lessons.barrier_alignment import ALIGNMENT_SEED, checkpointed_run
 from ministream.operators.planner import physical_graph
+
+PACKAGE = Path(__file__).resolve().parents[1]
+"""The folder of the installed ``ministream`` package, whose modules the architecture diagram reads."""
 
 COLORS = {"source": "#e3f4e1", "sink": "#e3f4e1", "keyed": "#fdf0d5"}
 
@@ -116,7 +117,7 @@ def package_modules() -> dict[str, list[str]]:
     >>> package_modules()["time"]
     ['clock', 'lateness', 'ranges', 'timers', 'units', 'watermarks', 'windows']
     """
-    root = Path(ministream.__file__).parent
+    root = PACKAGE
     found: dict[str, list[str]] = {}
     for layer in LAYERS:
         place = root / layer
@@ -132,7 +133,7 @@ def package_modules() -> dict[str, list[str]]:
 def layer_imports() -> set[tuple[str, str]]:
     """Which layer imports which, ``{(importer, imported)}``, from every import statement of the package
     (those inside functions included)."""
-    root = Path(ministream.__file__).parent
+    root = PACKAGE
     edges: set[tuple[str, str]] = set()
     for path in root.rglob("*.py"):
         parts = path.relative_to(root).parts
