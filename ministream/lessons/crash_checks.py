@@ -8,26 +8,8 @@ This is what ``ministream run LESSON --crash-at N`` and the property test in ``t
 3. compare (:func:`same_output`): micro-batch outputs batch for batch, rows as multisets, watermarks exactly;
    continuous outputs as one multiset of rows.
 
-A lesson (``lessons/lesson.py``) is what these checks take; any object with its parts will do, such as this
-running count:
-
->>> from ministream import CollectingSink, Count, Dataflow, ScriptedSource, run_microbatch
->>> from ministream.models.continuous import run_continuous
->>> class RunningCount:   # a lesson's parts: its script, pipeline, parameters, output mode, watermark policy, run
-...     default_script = [[{"key": "a"}, {"key": "b"}, {"key": "a"}], [{"key": "a"}, {"key": "c"}],
-...                       [{"key": "b"}, {"key": "b"}]]
-...     def pipeline(self, script, params):
-...         flow = Dataflow("counts")
-...         events = flow.source("events", ScriptedSource(script))
-...         events.key_by("key").aggregate("totals", count=Count()).sink("output", CollectingSink())
-...         return flow
-...     def resolve_params(self, params=None): return {}
-...     def mode(self, params): return "update"
-...     def policy(self, params): return "min"
-...     def run(self, script=None, params=None, *, model="microbatch", **settings):
-...         run = run_continuous if model == "continuous" else run_microbatch
-...         return run(self.pipeline(script or self.default_script, {}), output_mode="update", **settings)
->>> run, expected, same = check_recovery(RunningCount(), crash_after_rows=4)
+>>> from ministream.lessons import get_lesson
+>>> run, expected, same = check_recovery(get_lesson("running-aggregation"), crash_after_rows=4)
 >>> same, [attempt.restored_from for attempt in run.attempts]
 (True, [None, 0])
 """
@@ -52,18 +34,8 @@ def run_lesson_with_recovery(
     """A lesson's pipeline, crashed after ``crash_after_rows`` rows of its script (``None``: no crash) and
     recovered: ``ministream run LESSON --crash-at N``. ``settings`` go to :func:`run_with_recovery`.
 
-    >>> from ministream import CollectingSink, Count, Dataflow, ScriptedSource
-    >>> class RunningCount:   # the parts of a lesson (``lessons/lesson.py``) this function uses
-    ...     default_script = [[{"key": "a"}, {"key": "b"}, {"key": "a"}], [{"key": "a"}, {"key": "c"}]]
-    ...     def pipeline(self, script, params):
-    ...         flow = Dataflow("counts")
-    ...         events = flow.source("events", ScriptedSource(script))
-    ...         events.key_by("key").aggregate("totals", count=Count()).sink("output", CollectingSink())
-    ...         return flow
-    ...     def resolve_params(self, params=None): return {}
-    ...     def mode(self, params): return "update"
-    ...     def policy(self, params): return "min"
-    >>> run = run_lesson_with_recovery(RunningCount(), crash_after_rows=3)   # batch 0's 3 rows, then a crash
+    >>> from ministream.lessons import get_lesson
+    >>> run = run_lesson_with_recovery(get_lesson("deduplication"), crash_after_rows=3)
     >>> [attempt.restored_from for attempt in run.attempts]
     [None, 0]"""
     values = lesson.resolve_params(params)
@@ -105,25 +77,9 @@ def failure_free_outputs(
     the output depends on the interleaving (``models/continuous.py``), so then every output of seeds 0 to 7 at
     parallelism 1, 2 and 4 (a recovered run interleaves differently and may give any of them).
 
-    >>> from ministream import CollectingSink, Dataflow, ScriptedSource, Sum, run_microbatch
-    >>> from ministream.models.continuous import run_continuous
-    >>> class TwoInputs:   # the parts of a lesson this function uses; a sum over two inputs
-    ...     default_script = {"web": [[{"key": "a", "value": 1.0}]], "mobile": [[{"key": "a", "value": 2.0}]]}
-    ...     def pipeline(self, script, params):
-    ...         flow = Dataflow("sums")
-    ...         web = flow.source("web", ScriptedSource(script["web"]))
-    ...         mobile = flow.source("mobile", ScriptedSource(script["mobile"]))
-    ...         totals = web.key_by("key").aggregate("totals", mobile.key_by("key"), sum=Sum("value"))
-    ...         totals.sink("output", CollectingSink())
-    ...         return flow
-    ...     def resolve_params(self, params=None): return {}
-    ...     def run(self, script=None, params=None, *, model="microbatch", **settings):
-    ...         run = run_continuous if model == "continuous" else run_microbatch
-    ...         return run(self.pipeline(script or self.default_script, {}), output_mode="update", **settings)
-    >>> [[row["sum"] for row in output[0].rows] for output in failure_free_outputs(TwoInputs(), model="continuous")]
-    [[2.0, 3.0], [1.0, 3.0]]
-
-    Two outcomes: ``mobile``'s row came first (sums 2, then 3) or ``web``'s (1, then 3)."""
+    >>> from ministream.lessons import get_lesson
+    >>> len(failure_free_outputs(get_lesson("stream-join"), model="continuous"))   # two inputs: 2 outcomes
+    2"""
     flow = lesson.pipeline(lesson.default_script if script is None else script, lesson.resolve_params(params))
     runs = [(parallelism, seed)]
     if model == "continuous" and len(flow.sources) > 1:
@@ -151,22 +107,10 @@ def check_recovery(
     recovered run, the failure-free output it equals (or the first one), and whether it equals one
     (:func:`same_output`, :func:`failure_free_outputs`).
 
-    >>> from ministream import CollectingSink, Count, Dataflow, ScriptedSource, run_microbatch
-    >>> from ministream.models.continuous import run_continuous
-    >>> class RunningCount:   # the parts of a lesson (``lessons/lesson.py``) this function uses
-    ...     default_script = [[{"key": "a"}, {"key": "b"}, {"key": "a"}], [{"key": "a"}, {"key": "c"}]]
-    ...     def pipeline(self, script, params):
-    ...         flow = Dataflow("counts")
-    ...         events = flow.source("events", ScriptedSource(script))
-    ...         events.key_by("key").aggregate("totals", count=Count()).sink("output", CollectingSink())
-    ...         return flow
-    ...     def resolve_params(self, params=None): return {}
-    ...     def run(self, script=None, params=None, *, model="microbatch", **settings):
-    ...         run = run_continuous if model == "continuous" else run_microbatch
-    ...         return run(self.pipeline(script or self.default_script, {}), output_mode="update", **settings)
-    >>> run, expected, same = check_recovery(RunningCount(), crash_after_rows=4, model="continuous")
-    >>> run.crashes, run.attempts[-1].restored_from, same   # restored from checkpoint 2, taken after 4 rows
-    (1, 2, True)"""
+    >>> from ministream.lessons import get_lesson
+    >>> run, expected, same = check_recovery(get_lesson("tumbling-window"), crash_after_rows=5, model="continuous")
+    >>> run.crashes, same
+    (1, True)"""
     expected = failure_free_outputs(lesson, script, params, model=model, parallelism=parallelism, seed=seed)
     run = run_lesson_with_recovery(
         lesson,
