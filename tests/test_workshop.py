@@ -1,9 +1,14 @@
 """The workshop: every check passes on its solution, fails on typical wrong answers with the rule that was
-missed, and every notebook is what its module generates, exercises included (the notebooks themselves, with
-the solutions filled in, run in tests/test_notebooks.py)."""
+missed, every notebook is what its module generates, exercises included, and the package installed from a
+wheel runs away from the repository (the notebooks themselves, with the solutions filled in, run in
+tests/test_notebooks.py)."""
 
 import io
+import os
 import re
+import shutil
+import subprocess
+import sys
 import zlib
 from pathlib import Path
 
@@ -532,3 +537,41 @@ def test_build_needs_a_folder(tmp_path, monkeypatch):
     out = io.StringIO()
     assert workshop(["build"], out) == 0
     assert stale_notebooks(tmp_path / "notebooks") == [] and "14 of 14 notebooks updated" in out.getvalue()
+
+
+# -- the package, installed as a user installs it ------------------------------------------------------------
+
+
+def _run(command, cwd, env):
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, check=False, timeout=900)
+    assert done.returncode == 0, f"{command}: exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done.stdout
+
+
+@pytest.mark.spark
+def test_installed_wheel_runs_outside_the_repository(tmp_path):
+    """Built as a wheel and installed (not editable) in a folder away from the repository, ministream lists its
+    lessons, runs one, compares one with Spark, lists the workshop and writes its notebooks, the same as the
+    repository's: nothing it needs at run time lies outside the package."""
+    source, wheels, site, elsewhere = (tmp_path / name for name in ("source", "wheels", "site", "elsewhere"))
+    shutil.copytree(REPOSITORY / "ministream", source / "ministream", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPOSITORY / "pyproject.toml", source)  # a copy: building does not write into the repository
+    elsewhere.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--no-input"]
+    _run([*pip, "wheel", "--no-deps", "--no-build-isolation", "--wheel-dir", str(wheels), str(source)], elsewhere, env)
+    [wheel] = wheels.glob("ministream-*.whl")
+    _run([*pip, "install", "--no-deps", "--no-index", "--target", str(site), str(wheel)], elsewhere, env)
+
+    where = _run([sys.executable, "-c", "import ministream; print(ministream.__file__)"], elsewhere, env)
+    assert Path(where.strip()).is_relative_to(site), where  # not the repository's editable install
+    ministream = [str(site / "bin" / "ministream")]
+    lessons = _run(ministream + ["lessons"], elsewhere, env)
+    assert len(lessons.splitlines()) == 17 and "tumbling-window" in lessons
+    assert "batch 0" in _run(ministream + ["run", "tumbling-window"], elsewhere, env)
+    _run(ministream + ["compare", "running-aggregation"], elsewhere, env)  # exit 0: every batch matches Spark
+    listed = _run(ministream + ["workshop"], elsewhere, env)
+    assert "00-start-here.ipynb" in listed and "15-checkpoints.ipynb" in listed
+    _run(ministream + ["workshop", "copy", "course"], elsewhere, env)
+    for path in sorted((REPOSITORY / "notebooks").glob("*.ipynb")):
+        assert (elsewhere / "course" / path.name).read_text() == path.read_text(), path.name
