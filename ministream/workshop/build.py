@@ -109,7 +109,15 @@ def build(folder: Path, log=print) -> list[Path]:
 
 def copy_notebooks(folder: Path, force: bool = False, log=print) -> list[Path]:
     """Write the notebooks of the course into ``folder`` (created if need be), for a learner to open them;
-    a notebook already there is left alone (it may hold the learner's work) unless ``force``."""
+    a notebook already there is left alone (it may hold the learner's work) unless ``force``.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     first = copy_notebooks(Path(folder), log=lambda line: None)
+    ...     again = copy_notebooks(Path(folder), log=lambda line: None)  # the learner's work is kept
+    >>> len(first), again
+    (14, [])
+    """
     folder.mkdir(parents=True, exist_ok=True)
     written = []
     for source in course_sources():

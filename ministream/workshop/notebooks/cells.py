@@ -167,7 +167,11 @@ def to_notebook(source: NotebookSource):
 
 
 def lesson_events(lesson: str) -> Cell:
-    """The cell that loads a single-input lesson and prints its events, batch by batch."""
+    """The cell that loads a single-input lesson and prints its events, batch by batch.
+
+    >>> print(lesson_events("late-data").source.splitlines()[5])
+    lesson = get_lesson("late-data")
+    """
     return code(f"""import sys
 from ministream.lessons import get_lesson
 from ministream.tools.cli import print_batches
@@ -179,7 +183,11 @@ for batch_id, batch in enumerate(lesson.default_script):
 
 
 def lesson_diagram(params: str = "") -> Cell:
-    """The cell that draws the lesson's dataflow (``params``: the ``resolve_params`` argument, as code)."""
+    """The cell that draws the lesson's dataflow (``params``: the ``resolve_params`` argument, as code).
+
+    >>> print(lesson_diagram('{"mode": "update"}').source.splitlines()[3])
+    flow = lesson.pipeline(lesson.default_script, lesson.resolve_params({"mode": "update"}))
+    """
     return code(f"""import graphviz
 from ministream.tools.diagram import to_dot
 
@@ -189,7 +197,11 @@ graphviz.Source(to_dot(flow))""")
 
 def event_time_plot(title: str) -> Cell:
     """The cell that plots a run's events against their arrival order, with the watermark each one is
-    judged against and the rows dropped as late (after a cell that made ``run``)."""
+    judged against and the rows dropped as late (after a cell that made ``run``).
+
+    >>> print(event_time_plot("late rows").source.splitlines()[0])
+    TITLE = 'late rows'
+    """
     return code(f"""TITLE = {title!r}
 from ministream.tools.plots import event_time_plot, watermarks_at_arrival
 from ministream.operators.window import dropped_flags
