@@ -30,7 +30,7 @@ import tempfile
 from pathlib import Path
 
 from ministream.workshop.build import build, copy_notebooks, course_sources, stale_notebooks
-from ministream.workshop.course import LESSON_NOTEBOOKS, course
+from ministream.workshop.course import course
 from ministream.workshop.exercises import exercises_of
 from ministream.workshop.notebooks.cells import KERNELSPEC, NotebookSource, to_notebook
 from ministream.workshop.timings import GUIDE, execute, last_line, measure, timings_table, write_table
@@ -40,10 +40,9 @@ EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
 
 def cmd_list(args, out) -> int:
     """One line per notebook, in teaching order: its file, its lessons and its exercises."""
-    by_name = {source.name: source for source in LESSON_NOTEBOOKS}
     print(f"{0:>2}  {course_sources()[0].name:<34} how to start, the path through the course", file=out)
     for number, step in enumerate(course(), start=1):
-        exercises = ", ".join(exercise.function for exercise in exercises_of(by_name[step.name].lessons))
+        exercises = ", ".join(exercise.function for exercise in exercises_of(step.lessons))
         print(f"{number:>2}  {step.name:<34} {', '.join(step.lessons)}; exercises {exercises or '-'}", file=out)
     return EXIT_OK
 
