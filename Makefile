@@ -5,7 +5,7 @@
 #   make demo        every lesson run by ministream and by Spark, side by side
 #   make diagrams    regenerate diagrams/*.svg
 #   make notebooks   JupyterLab on notebooks/, opening 00-start-here (extra options with JUPYTER_ARGS)
-#   make workshop-check  every notebook run headless with its exercises solved (as the tests run them)
+#   make workshop-check  notebooks/ checked to be what its modules generate, then every notebook run headless with its exercises solved
 #   make docs        refresh the source code included in tutorials/*.md and the README lessons table
 #   make cluster-start   a Spark standalone master and worker on 127.0.0.1 (spark://127.0.0.1:7077)
 #   make cluster-stop    stop them (see tutorials/cluster.md)
@@ -90,7 +90,7 @@ notebooks: setup
 	cd notebooks && ../$(VENV)/bin/jupyter lab $(JUPYTER_ARGS) 00-start-here.ipynb
 
 workshop-check: setup
-	$(PY) -m ministream.workshop check
+	$(PY) -m ministream.workshop check --folder notebooks
 
 # Refresh the code included in tutorials/*.md and the README's lessons table from the source.
 docs: setup

@@ -9,6 +9,7 @@
     ministream fuzz LESSON | --all [--runs N]  ministream against Spark on random events, failures shrunk
     ministream diagrams                        render every lesson's dataflow into diagrams/
     ministream cluster start|stop|status       a Spark standalone master and worker on 127.0.0.1
+    ministream workshop [list|copy DIR|check|build|timings]   the notebooks: listed, copied, run headless
 
 ``run`` and ``compare`` take ``--events FILE`` (the lesson on your own events, JSON Lines) and
 ``--param NAME=VALUE`` (change a window, a delay, a mode...). Exit status: 0 when all is well, 1 when a
@@ -33,6 +34,7 @@ from ministream.tools import cluster
 from ministream.tools.bench.report import main as bench_main
 from ministream.tools.diagram import render_lessons
 from ministream.tools.fuzz import fuzz_lesson
+from ministream.workshop.commands import main as workshop_main
 
 EXIT_OK, EXIT_DIFFERS, EXIT_ERROR = 0, 1, 2
 
@@ -368,6 +370,11 @@ def build_parser() -> argparse.ArgumentParser:
     diagrams.add_argument("--out", default="diagrams", help="the folder to write to")
     diagrams.set_defaults(handler=cmd_diagrams)
 
+    # listed for --help only: main() hands `workshop` and its arguments to ministream/workshop/commands.py
+    commands.add_parser(
+        "workshop", help="the workshop's notebooks: list, copy DIR, check, build, timings (ministream.workshop)"
+    )
+
     cluster = commands.add_parser("cluster", help="start, stop or show a Spark standalone cluster on 127.0.0.1")
     cluster.add_argument("action", choices=("start", "stop", "status"))
     cluster.add_argument("--run-dir", default=".cluster", help="logs and pid files (default .cluster)")
@@ -385,6 +392,8 @@ def main(argv: list[str] | None = None, out=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["bench"]:  # its options are its own (ministream.tools.bench.main)
         return bench_main(argv[1:], out)
+    if argv[:1] == ["workshop"]:  # its subcommands are its own (ministream.workshop.commands)
+        return workshop_main(argv[1:], out, prog="ministream workshop")
     args = build_parser().parse_args(argv)
     try:
         return args.handler(args, out)

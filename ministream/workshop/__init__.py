@@ -9,10 +9,12 @@ batch or row) and which rule was missed.
 - ``checks_*.py``: the checks (``feedback.py``: how they report; ``oracle.py``: where the right answers come
   from, Spark or ministream);
 - ``solutions.py``: the solutions, kept apart; the test suite runs every notebook with them filled in;
-- ``course.py``, ``build.py``: the notebooks in teaching order, and the step that inserts the exercises;
-- ``timings.py``: how long each notebook takes, for ``tutorials/instructor-guide.md``.
-
-Commands: ``python -m ministream.workshop build | check | timings``.
+- ``notebooks/``: one module per notebook, which generates it (``notebooks/cells.py``: the cells they share,
+  the exercises placed before each recap, the kernel they ask for);
+- ``course.py``, ``build.py``: the notebooks in teaching order, and the step that writes them;
+- ``timings.py``: how long each notebook takes, for ``tutorials/instructor-guide.md``;
+- ``commands.py``: ``ministream workshop list | copy DIR | check | build | timings`` (also
+  ``python -m ministream.workshop``).
 
 >>> from ministream.workshop.solutions import window_of
 >>> from ministream.workshop.checks_windows import check_window_of

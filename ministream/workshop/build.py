@@ -1,87 +1,134 @@
-"""The build step: the exercises inserted into the lesson notebooks, and the start-here notebook written.
+"""The build: every notebook of the course written from its module, exercises included, and the solutions.
 
-``python -m ministream.workshop build`` is idempotent: it removes every cell an earlier build inserted (they
-carry ``"workshop"`` in their metadata) and inserts them again, before each notebook's recap, so a lesson's
-author can regenerate a notebook and the build puts the exercises back. The cells:
-
-- ``## Exercises`` and, per exercise, its task (Markdown);
-- the exercise cell (tag ``exercise``): the function to write, raising ``NotImplementedError``;
-- the check cell (tags ``check`` and ``raises-exception``, so that "Run all" goes on past an exercise not
-  done yet; the test suite removes that tag when it runs the notebooks with the solutions filled in).
+The notebooks are generated, never edited by hand: ``ministream/workshop/notebooks/`` holds one module per
+notebook (:func:`course_sources` lists them in file order) and :func:`notebook_text` renders one, with the
+exercises of its lessons before its recap. :func:`build` writes them into the repository's ``notebooks/``
+(``python -m ministream.workshop build``), :func:`copy_notebooks` into a learner's folder (``ministream
+workshop copy DIR``), and :func:`stale_notebooks` names the files of a folder that differ from what their
+module generates (the tests require none). The package needs no notebook file at run time: it makes them.
 
 :func:`with_solutions` fills the exercise cells with ``solutions.py``: that is what the tests execute.
 
->>> notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("## Recap\\n- windows")])
->>> built = insert_exercises(notebook, ["sliding-window"], number=3)
->>> [(cell.cell_type, cell.metadata.get("tags", [])) for cell in built.cells]
-[('markdown', []), ('markdown', []), ('code', ['exercise']), ('code', ['check', 'raises-exception']), ('markdown', [])]
->>> insert_exercises(built, ["sliding-window"], number=3) == built
-True
+>>> import nbformat
+>>> [source.name for source in course_sources()][:3]
+['00-start-here.ipynb', '01-running-aggregation.ipynb', '02-tumbling-window.ipynb']
+>>> notebook = nbformat.reads(notebook_text(course_sources()[2]), as_version=4)
+>>> [(cell.cell_type, cell.metadata.get("tags", [])) for cell in notebook.cells[-4:]]
+[('markdown', []), ('code', ['exercise']), ('code', ['check', 'raises-exception']), ('markdown', [])]
 """
 
 from __future__ import annotations
 
 import ast
 import copy
+from importlib import resources
 from pathlib import Path
 
-import nbformat
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from ministream.workshop.course import LESSON_NOTEBOOKS, course, number_clashes
+from ministream.workshop.exercises import EXERCISES, exercises_of
+from ministream.workshop.notebooks.cells import NotebookSource, to_notebook
+from ministream.workshop.notebooks.start_here import start_here
 
-from ministream.workshop import solutions
-from ministream.workshop.course import NOTEBOOKS, RECAP, START_HERE, course, course_table, number_clashes
-from ministream.workshop.exercises import EXERCISES, Exercise, exercises_of
-
-HOW_CHECKS_WORK = """\
-## Exercises
-
-Write each function in its cell, run the cell, then run the check below it. The check tries your function on
-cases aimed at one rule each, then on this lesson's events, and compares with Spark's own answer (computed once
-per kernel, so the first check that needs Spark takes a while). When something differs, it says which event,
-batch or row, what you answered, what Spark did, and **the rule that was missed**. The checks do not need the
-cells above them."""
+NOTEBOOK_FILES = "[0-9][0-9]-*.ipynb"
+"""The notebooks of a folder that belong to the course: a two-digit number, a dash, a name."""
 
 
-def _cell(kind: str, source: str, cell_id: str, tags: list[str] | None = None):
-    cell = new_markdown_cell(source) if kind == "markdown" else new_code_cell(source)
-    cell.id = cell_id
-    cell.metadata["workshop"] = True
-    if tags:
-        cell.metadata["tags"] = tags
-    return cell
+def course_sources() -> list[NotebookSource]:
+    """Every notebook of the course, by number: ``00-start-here``, then the lesson notebooks."""
+    return [start_here()] + sorted(LESSON_NOTEBOOKS, key=lambda source: source.number)
 
 
-def exercise_cells(exercise: Exercise, number: str) -> list:
-    """The three cells of one exercise: its task, the cell to write in, and the check."""
-    name = exercise.function
-    return [
-        _cell("markdown", f"### Exercise {number}: {exercise.title}\n\n{exercise.task}", f"workshop-{name}-task"),
-        _cell("code", exercise.starter.rstrip("\n"), f"workshop-{name}", ["exercise"]),
-        _cell("code", exercise.check_code(), f"workshop-{name}-check", ["check", "raises-exception"]),
+def notebook_text(source: NotebookSource) -> str:
+    """The notebook file, as ``build`` writes it (nbformat's JSON and a final newline)."""
+    import nbformat
+
+    return nbformat.writes(to_notebook(source)) + "\n"
+
+
+def stale_notebooks(folder: Path) -> list[str]:
+    """The notebooks of ``folder`` that are not exactly what their module generates, or are missing, and the
+    numbered notebooks that no module generates (nothing is written).
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     _ = (Path(folder) / "12-mine.ipynb").write_text("{}")
+    ...     stale_notebooks(Path(folder))[:2], stale_notebooks(Path(folder))[-1]
+    (['00-start-here.ipynb (missing)', '01-running-aggregation.ipynb (missing)'], '12-mine.ipynb (no module generates it)')
+    """
+    stale = []
+    names = set()
+    for source in course_sources():
+        names.add(source.name)
+        path = folder / source.name
+        if not path.exists():
+            stale.append(f"{source.name} (missing)")
+        elif path.read_text(encoding="utf-8") != notebook_text(source):
+            stale.append(f"{source.name} (differs from its module)")
+    stale += [
+        f"{path.name} (no module generates it)"
+        for path in sorted(folder.glob(NOTEBOOK_FILES))
+        if path.name not in names
     ]
+    return stale
 
 
-def strip_workshop_cells(notebook):
-    """A copy of the notebook without the cells the build inserted."""
-    notebook = copy.deepcopy(notebook)
-    notebook.cells = [cell for cell in notebook.cells if "workshop" not in cell.get("metadata", {})]
-    return notebook
+def _write(source: NotebookSource, path: Path) -> bool:
+    text = notebook_text(source)
+    if path.exists() and path.read_text(encoding="utf-8") == text:
+        return False
+    path.write_text(text, encoding="utf-8")
+    return True
 
 
-def insert_exercises(notebook, lessons, number: int):
-    """A copy of ``notebook`` with the exercises of ``lessons`` (numbered ``number.1``, ``number.2``...) before
-    its recap, or at its end when it has none; without exercises, only the earlier build's cells removed."""
-    notebook = strip_workshop_cells(notebook)
-    exercises = exercises_of(lessons)
-    if not exercises:
-        return notebook
-    cells = [_cell("markdown", HOW_CHECKS_WORK, "workshop-exercises")]
-    for index, exercise in enumerate(exercises, start=1):
-        cells += exercise_cells(exercise, f"{number}.{index}")
-    recap = [i for i, cell in enumerate(notebook.cells) if cell.cell_type == "markdown" and RECAP.search(cell.source)]
-    at = recap[-1] if recap else len(notebook.cells)
-    notebook.cells[at:at] = cells
-    return notebook
+def build(folder: Path, log=print) -> list[Path]:
+    """Write every notebook of the course into ``folder`` from its module; return the ones that changed.
+
+    Problems are logged: a notebook without an opening or a recap, two notebooks with one number, an exercise
+    whose lesson no notebook teaches, and a numbered notebook in ``folder`` that no module generates.
+    """
+    changed = []
+    for step in course():
+        if not step.opening:
+            log(f"{step.name}: no opening 'At the end of this notebook you will be able to ...'")
+        if not step.recap:
+            log(f"{step.name}: does not close with a '## Recap' cell")
+    for clash in number_clashes(LESSON_NOTEBOOKS):
+        log(f"two notebooks share the number {clash} (the course orders them by their lessons)")
+    placed = {exercise.function for source in LESSON_NOTEBOOKS for exercise in exercises_of(source.lessons)}
+    for exercise in EXERCISES:
+        if exercise.function not in placed:
+            log(f"exercise {exercise.function}: no notebook teaches lesson {exercise.lesson!r} yet")
+    for source in course_sources():
+        if _write(source, folder / source.name):
+            changed.append(folder / source.name)
+            log(f"updated {source.name}")
+    for problem in stale_notebooks(folder):
+        log(f"{problem}: write its module in ministream/workshop/notebooks/, or remove it")
+    return changed
+
+
+def copy_notebooks(folder: Path, force: bool = False, log=print) -> list[Path]:
+    """Write the notebooks of the course into ``folder`` (created if need be), for a learner to open them;
+    a notebook already there is left alone (it may hold the learner's work) unless ``force``.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     first = copy_notebooks(Path(folder), log=lambda line: None)
+    ...     again = copy_notebooks(Path(folder), log=lambda line: None)  # the learner's work is kept
+    >>> len(first), again
+    (14, [])
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for source in course_sources():
+        path = folder / source.name
+        if path.exists() and not force:
+            log(f"{path}: already there, left alone (--force overwrites it)")
+            continue
+        path.write_text(notebook_text(source), encoding="utf-8")
+        written.append(path)
+    log(f"wrote {len(written)} notebooks into {folder}")
+    return written
 
 
 def solution_source(name: str) -> str:
@@ -93,8 +140,7 @@ def solution_source(name: str) -> str:
     >>> print(solution_source("window_of").splitlines()[0])
     def window_of(ts, size, offset=0):
     """
-
-    text = Path(solutions.__file__).read_text()
+    text = resources.files("ministream.workshop").joinpath("solutions.py").read_text(encoding="utf-8")
     for node in ast.parse(text).body:
         if isinstance(node, ast.FunctionDef) and node.name == name:
             return "\n".join(text.splitlines()[node.lineno - 1 : node.end_lineno])
@@ -112,157 +158,3 @@ def with_solutions(notebook):
         if "check" in tags:
             cell.metadata["tags"] = [tag for tag in tags if tag != "raises-exception"]
     return notebook
-
-
-def start_here():
-    """The ``00-start-here`` notebook: how to start, the path through the course, how exercises work."""
-    steps = course()
-    cells = [
-        new_markdown_cell(f"""# 0. Start here: the ministream workshop
-
-**At the end of this notebook you will be able to** find your way through the course: which notebook teaches
-what, in which order, how the exercises check themselves, and how to run everything.
-
-ministream is a small stream-processing engine in pure Python; every concept it teaches is paired with a PySpark
-Structured Streaming pipeline (its *twin*) and the two are compared batch for batch, row for row.
-
-## How to start
-
-From a fresh clone, two commands (the first run installs everything: Python packages, a Jupyter kernel,
-graphviz; Java 17 must be there):
-
-```
-git clone <this repository> ministream
-make -C ministream notebooks
-```
-
-JupyterLab opens on `notebooks/`. To run every notebook headless, with the solutions filled in (as CI does):
-`make workshop-check`.
-
-## The path
-
-{course_table(steps)}
-
-Each notebook opens with what you will be able to do at its end and closes with a recap. The first Spark
-comparison in a notebook starts Spark (a few seconds on a quiet laptop, a minute on a busy machine).
-
-## Exercises
-
-Exercise cells are marked *Exercise N.M*: write the function, run its cell, then run the check under it. The
-check answers with ✓ and what it compared, or with ✗, the event, batch or row that differs, and **the rule you
-missed**. Instructors find the solutions in `ministream/workshop/solutions.py` and the plan, timings and common
-misconceptions in `tutorials/instructor-guide.md`."""),
-        new_code_cell("""from ministream.workshop.environment import report
-
-print(report())"""),
-        new_markdown_cell("The course, read from the notebooks themselves (their lessons, in teaching order):"),
-        new_code_cell("""from ministream.workshop.course import course
-
-for number, step in enumerate(course(), start=1):
-    print(number, step.path.name, "-", ", ".join(step.lessons))"""),
-        new_markdown_cell("""## Recap
-
-- Go through the notebooks in the order of the table; each one builds on the ones before.
-- Every exercise has a check that tells you which rule you missed; the solutions are kept apart.
-- `make notebooks` opens JupyterLab; `make workshop-check` runs every notebook headless."""),
-    ]
-    for index, cell in enumerate(cells):
-        cell.id = f"start-here-{index}"
-    notebook = new_notebook(cells=cells)
-    notebook.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
-    return notebook
-
-
-def _write_if_changed(notebook, path: Path) -> bool:
-    if path.exists() and nbformat.reads(path.read_text(), as_version=4) == notebook:
-        return False
-    nbformat.write(notebook, path)
-    return True
-
-
-def stale_notebooks(folder: Path = NOTEBOOKS) -> list[str]:
-    """The notebooks a build would change (nothing is written): lesson notebooks whose exercises are missing
-    or out of date, and ``00-start-here`` when it is not current."""
-    stale = []
-    for step in course(folder):
-        notebook = nbformat.read(step.path, as_version=4)
-        if insert_exercises(notebook, step.lessons, int(step.path.name[:2])) != notebook:
-            stale.append(step.path.name)
-    start = folder / START_HERE
-    if not start.exists() or nbformat.read(start, as_version=4) != start_here():
-        stale.append(START_HERE)
-    return stale
-
-
-def busy(path: Path, minutes: int = 15) -> str | None:
-    """Why a notebook's author may be at work on it (``None``: not as far as git tells): it has uncommitted
-    changes, is not committed yet, or was committed in the last ``minutes``."""
-    import subprocess
-    import time
-
-    def git(*args):
-        done = subprocess.run(["git", *args], cwd=path.parent, capture_output=True, check=False, text=True)
-        return done.stdout.strip() if done.returncode == 0 else None
-
-    status = git("status", "--porcelain", "--", path.name)
-    if status is None:
-        return None  # not a git checkout: nobody else to wait for
-    if status.startswith("??"):
-        return "not committed yet"
-    if status:
-        committed = git("show", f"HEAD:./{path.name}")
-        ours_only = (
-            committed is not None
-            and strip_workshop_cells(nbformat.reads(committed, as_version=4)).cells
-            == strip_workshop_cells(nbformat.read(path, as_version=4)).cells
-        )
-        if not ours_only:  # changes other than the workshop's own cells
-            return "uncommitted changes"
-
-    def authors_cells(commit):
-        text = git("show", f"{commit}:./{path.name}")
-        return None if text is None else strip_workshop_cells(nbformat.reads(text, as_version=4)).cells
-
-    for line in (git("log", "-5", "--format=%H %ct", "--", path.name) or "").splitlines():
-        commit, when = line.split()
-        if authors_cells(commit) == authors_cells(f"{commit}^"):
-            continue  # a commit of the workshop's own cells: not the author's work
-        if time.time() - int(when) < minutes * 60:
-            return f"committed {int((time.time() - int(when)) // 60)} minutes ago"
-        return None
-    return None
-
-
-def build(folder: Path = NOTEBOOKS, log=print, wait_for_authors: bool = False) -> list[Path]:
-    """Insert the exercises into every lesson notebook of ``folder`` and write ``00-start-here``; return the
-    notebooks that changed. Problems (a notebook without an opening or a recap, two notebooks with one number,
-    an exercise whose notebook is missing) are logged, not fixed: the notebooks are their authors'. With
-    ``wait_for_authors``, a notebook its author may be working on (:func:`busy`) is left alone, and said so."""
-    changed = []
-    steps = course(folder)
-    placed = set()
-    for step in steps:
-        reason = busy(step.path) if wait_for_authors else None
-        if reason:
-            log(f"{step.path.name}: left alone, its author may be at work ({reason})")
-            placed |= {exercise.function for exercise in exercises_of(step.lessons)}
-            continue
-        notebook = nbformat.read(step.path, as_version=4)
-        built = insert_exercises(notebook, step.lessons, int(step.path.name[:2]))  # exercise 4.1 is in 04-...
-        placed |= {exercise.function for exercise in exercises_of(step.lessons)}
-        if not step.opening:
-            log(f"{step.path.name}: no opening 'At the end of this notebook you will be able to ...'")
-        if not step.recap:
-            log(f"{step.path.name}: does not close with a '## Recap' cell")
-        if _write_if_changed(built, step.path):
-            changed.append(step.path)
-    for clash in number_clashes(steps):
-        log(f"two notebooks share the number {clash} (the course orders them by their lessons)")
-    for exercise in EXERCISES:
-        if exercise.function not in placed:
-            log(f"exercise {exercise.function}: no notebook teaches lesson {exercise.lesson!r} yet")
-    if folder == NOTEBOOKS and _write_if_changed(start_here(), folder / START_HERE):
-        changed.append(folder / START_HERE)
-    for path in changed:
-        log(f"updated {path.name}")
-    return changed

@@ -3,8 +3,8 @@
 Each notebook runs with its exercises solved (``build.with_solutions``) in a fresh Jupyter kernel, so its time
 includes starting Python, starting Spark and every Spark query the notebook and its checks run: what a learner
 who clicks "Run all" waits. The machine's load average is recorded before and after, because on a shared
-machine it can double the times. ``python -m ministream.workshop timings`` writes the table into
-``tutorials/instructor-guide.md`` between ``<!-- timings -->`` and ``<!-- /timings -->``.
+machine it can double the times. ``python -m ministream.workshop timings``, run from the repository's root,
+writes the table into ``tutorials/instructor-guide.md`` between ``<!-- timings -->`` and ``<!-- /timings -->``.
 
 >>> print(timings_table([Timing("01-running-aggregation.ipynb", 41.5, (3.1, 2.0, 1.5), (3.9, 2.2, 1.6))],
 ...                     when="2024-01-01 10:00 UTC"))
@@ -18,17 +18,19 @@ Measured 2024-01-01 10:00 UTC on 2 cores, each notebook in a fresh kernel with i
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 import time
 from pathlib import Path
 
 import attrs
-import nbformat
 
 from ministream.workshop.build import with_solutions
 
-GUIDE = Path(__file__).resolve().parent.parent.parent / "tutorials" / "instructor-guide.md"
+GUIDE = Path("tutorials") / "instructor-guide.md"
+"""The instructor's guide, from the repository's root (the guide is the repository's, not the package's)."""
+
 TABLE = re.compile(r"(<!-- timings -->\n)(?P<body>.*?)(<!-- /timings -->)", re.S)
 
 
@@ -45,33 +47,44 @@ class Timing:
     """Why the notebook did not run to its end (``None``: it did)."""
 
 
-def execute(path: Path, solutions: bool = True, timeout: int = 1800, kernel: str = "python3"):
-    """Run a notebook top to bottom in a fresh kernel (with the solutions filled in) and return it, executed.
+def execute(notebook, folder: Path, solutions: bool = True, timeout: int = 1800, kernel: str = "python3"):
+    """Run a notebook top to bottom in a fresh kernel started in ``folder`` (with the solutions filled in) and
+    return it, executed.
 
-    A cell that raises stops the run with nbclient's ``CellExecutionError``, which names the cell.
+    The kernel is ``python3``, the Python that runs this function, whichever kernel the notebook asks for: a
+    check runs the ministream it was started from. A cell that raises stops the run with nbclient's
+    ``CellExecutionError``, which names the cell.
     """
     from nbclient import NotebookClient
 
-    notebook = nbformat.read(path, as_version=4)
-    if solutions:
-        notebook = with_solutions(notebook)
+    notebook = with_solutions(notebook) if solutions else copy.deepcopy(notebook)
     NotebookClient(
-        notebook, timeout=timeout, kernel_name=kernel, resources={"metadata": {"path": str(Path(path).parent)}}
+        notebook, timeout=timeout, kernel_name=kernel, resources={"metadata": {"path": str(folder)}}
     ).execute()
     return notebook
 
 
-def time_notebook(path: Path) -> Timing:
-    """Execute one notebook (solutions filled in) and measure it; a failure is recorded, not raised."""
+def time_notebook(name: str, notebook, folder: Path) -> Timing:
+    """Execute one notebook (solutions filled in) in ``folder`` and measure it; a failure is recorded, not
+    raised."""
     before = os.getloadavg()
     start = time.perf_counter()
     error = None
     try:
-        execute(path)
+        execute(notebook, folder)
     except Exception as failure:  # the table says which notebook failed, and the others are still measured
-        lines = [line for line in str(failure).strip().splitlines() if line.strip()]
-        error = lines[-1] if lines else type(failure).__name__
-    return Timing(Path(path).name, time.perf_counter() - start, before, os.getloadavg(), error)
+        error = last_line(failure)
+    return Timing(name, time.perf_counter() - start, before, os.getloadavg(), error)
+
+
+def last_line(failure: Exception) -> str:
+    """The last line of an error's message (nbclient ends with the exception of the cell that failed).
+
+    >>> last_line(ValueError("Traceback...\\n\\nZeroDivisionError: division by zero\\n"))
+    'ZeroDivisionError: division by zero'
+    """
+    lines = [line for line in str(failure).strip().splitlines() if line.strip()]
+    return lines[-1] if lines else type(failure).__name__
 
 
 def timings_table(timings: list[Timing], when: str) -> str:
@@ -105,11 +118,12 @@ def write_table(table: str, guide: Path = GUIDE) -> None:
     guide.write_text(TABLE.sub(lambda m: m.group(1) + table + "\n" + m.group(3), text))
 
 
-def measure(paths: list[Path], log=print) -> list[Timing]:
-    """Time each notebook in turn (a failure is reported in the table)."""
+def measure(notebooks: list, folder: Path, log=print) -> list[Timing]:
+    """Time each notebook in turn, ``(name, notebook)`` pairs run in ``folder`` (a failure is reported in the
+    table)."""
     timings = []
-    for path in paths:
-        timing = time_notebook(path)
+    for name, notebook in notebooks:
+        timing = time_notebook(name, notebook, folder)
         log(
             f"{timing.notebook}: {timing.seconds:.0f} s (load {timing.load_before[0]:.1f} -> "
             f"{timing.load_after[0]:.1f}){' FAILED: ' + timing.error if timing.error else ''}",

@@ -1,28 +1,17 @@
-"""Write notebook 11 (keyed process functions: lessons device-sessions, state-ttl and processing-time) with
-nbformat: ``python notebooks/build_process_notebook.py``.
+"""Notebook 11, keyed process functions: state, timers and time-to-live.
 
-The notebook only calls the package; this script only lays out its cells, so it can be rebuilt after an edit
-here instead of by hand in Jupyter. tests/test_notebooks.py executes it under a real kernel.
+>>> NOTEBOOK.name, NOTEBOOK.lessons
+('11-keyed-process-functions.ipynb', ('device-sessions', 'state-ttl', 'processing-time'))
 """
 
-from pathlib import Path
+from ministream.workshop.notebooks.cells import NotebookSource, code, markdown
 
-import nbformat
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
-
-HERE = Path(__file__).resolve().parent
-
-
-def md(text):
-    return new_markdown_cell(text.strip())
-
-
-def code(text):
-    return new_code_cell(text.strip())
-
-
-CELLS = [
-    md("""# 11-13. Keyed process functions: state, timers and time-to-live
+NOTEBOOK = NotebookSource(
+    11,
+    "keyed-process-functions",
+    ("device-sessions", "state-ttl", "processing-time"),
+    [
+        markdown("""# 11\N{EN DASH}13. Keyed process functions: state, timers and time-to-live
 
 **At the end of this notebook you will be able to** write a processor that keeps map state per key and sets
 event-time timers, say in which micro-batch a timer fires and which rows are dropped as late, see state expire
@@ -32,11 +21,11 @@ by its time-to-live, and test processing-time timers with a manual clock, checki
 The tutorial pages are `tutorials/11-device-sessions.md`, `tutorials/12-state-ttl.md` and
 `tutorials/13-processing-time.md`; the code is `ministream/operators/process.py`, `ministream/operators/processor_handle.py`,
 `ministream/state/ttl.py` and the three lessons in `ministream/lessons/`."""),
-    md("""## 11. Device sessions: map state and event-time timers
+        markdown("""## 11. Device sessions: map state and event-time timers
 
 Devices send game events, each with its game session; per device, a map from session id to the session's
 figures. Every 30 s of event time each open session sends a heartbeat; a session silent for 30 s closes."""),
-    code("""import sys
+        code("""import sys
 from ministream.lessons import get_lesson, compare_lesson
 from ministream.tools.cli import print_batches
 from ministream.core.results import format_row
@@ -44,19 +33,21 @@ from ministream.core.results import format_row
 sessions = get_lesson("device-sessions")
 for batch_id, batch in enumerate(sessions.default_script):
     print(batch_id, [format_row(row) for row in batch])"""),
-    md("""The dataflow: a watermark, a hash edge by device, and the `process` step, here at parallelism 2."""),
-    code("""import graphviz
+        markdown(
+            """The dataflow: a watermark, a hash edge by device, and the `process` step, here at parallelism 2."""
+        ),
+        code("""import graphviz
 from ministream.tools.diagram import to_dot
 
 flow = sessions.pipeline(sessions.default_script, sessions.resolve_params())
 graphviz.Source(to_dot(flow, parallelism=2))"""),
-    md("""The trace: the late row of batch 3, the input handler of every device with rows, every timer that fired
+        markdown("""The trace: the late row of batch 3, the input handler of every device with rows, every timer that fired
 and what it returned. Batch 6 is a no-data batch: the watermark rose after the script ended."""),
-    code("""run = sessions.run(trace=True)
+        code("""run = sessions.run(trace=True)
 print(run.trace.format())"""),
-    md("""A row comes out when the watermark reaches its time, not before: every heartbeat or timeout (dots) is
+        markdown("""A row comes out when the watermark reaches its time, not before: every heartbeat or timeout (dots) is
 at or below the watermark of the batch that emits it (the line)."""),
-    code("""import matplotlib.pyplot as plt
+        code("""import matplotlib.pyplot as plt
 from ministream.lessons.lesson import BASE_TIME
 
 batches = run.output()
@@ -68,36 +59,36 @@ for kind, marker in (("heartbeat", "o"), ("closed", "x")):
     ax.scatter(*zip(*points), marker=marker, label=kind)
 ax.set_xlabel("batch"); ax.set_ylabel("seconds after 10:00:00"); ax.legend()
 assert all(r["time"] <= b.watermark for b in batches for r in b.rows)"""),
-    md("""The PySpark twin, on the same batches (the first Spark run in a kernel takes about 20 seconds):"""),
-    code("""result = compare_lesson(sessions)
+        markdown("""The PySpark twin, on the same batches (the first Spark run in a kernel takes about 20 seconds):"""),
+        code("""result = compare_lesson(sessions)
 print(result.table())
 assert result.matches"""),
-    md("""## 12. State TTL: state that expires
+        markdown("""## 12. State TTL: state that expires
 
 A time-to-live counts processing time: the batch timestamp. ministream's batches run one second apart here;
 a user's visits are forgotten two seconds after the last write."""),
-    code("""ttl = get_lesson("state-ttl")
+        code("""ttl = get_lesson("state-ttl")
 run = ttl.run(trace=True)
 print_batches(run.output(), sys.stdout)
 for line in run.trace.of_kind("ttl"):
     print(line.batch_id, line.text)"""),
-    md("""A read misses an expired entry at once; the cleanup at the end of the batch frees its room. The state
+        markdown("""A read misses an expired entry at once; the cleanup at the end of the batch frees its room. The state
 size shows the cleanups of batches 3 and 4."""),
-    code("""sizes = [summary.state_sizes["visits"] for summary in run.trace.batches]
+        code("""sizes = [summary.state_sizes["visits"] for summary in run.trace.batches]
 fig, ax = plt.subplots(figsize=(4, 2.5))
 ax.step(range(len(sizes)), sizes, where="mid")
 ax.set_xlabel("batch"); ax.set_ylabel("state entries"); ax.set_title("state of step 'visits'")
 assert sizes == [4, 4, 4, 2, 2]"""),
-    md("""Spark's batches read the wall clock, so the comparison runs Spark first and then ministream on the batch
+        markdown("""Spark's batches read the wall clock, so the comparison runs Spark first and then ministream on the batch
 timestamps Spark wrote in its checkpoint:"""),
-    code("""result = compare_lesson(ttl)
+        code("""result = compare_lesson(ttl)
 print(result.table())
 assert result.matches"""),
-    md("""## 13. Processing time: a manual clock
+        markdown("""## 13. Processing time: a manual clock
 
 A watchdog reports a sensor silent for 2.5 s of processing time. Give the batches other timestamps and other
 alerts come out; give them the same and the same do: the clock moves only when told to."""),
-    code("""from ministream.time.units import format_clock
+        code("""from ministream.time.units import format_clock
 
 watchdog = get_lesson("processing-time")
 start = watchdog.batch_timestamps(watchdog.default_script, {})[0]
@@ -107,12 +98,12 @@ for name, timestamps in (("one second apart", None),
     alerts = [(b.batch_id, r["key"], format_clock(r["alert_time"]))
               for b in watchdog.run(batch_timestamps=timestamps).output() for r in b.rows]
     print(f"{name}: {alerts}")"""),
-    md("""Spark, in processing-time mode, would ask for another batch for ever; the twin runs with no-data batches
+        markdown("""Spark, in processing-time mode, would ask for another batch for ever; the twin runs with no-data batches
 off, and ministream replays Spark's batch timestamps:"""),
-    code("""result = compare_lesson(watchdog)
+        code("""result = compare_lesson(watchdog)
 print(result.table())
 assert result.matches"""),
-    md("""## Recap
+        markdown("""## Recap
 
 - A processor keeps value, list and map state per key and sets timers per key; the engine sets the key.
 - Per micro-batch: late rows dropped (`ts <= WM_{k-1}`, event-time mode), input handlers, then timers
@@ -121,14 +112,5 @@ assert result.matches"""),
 - A time-to-live counts processing time: reads hide expired state at once, the cleanup frees it.
 - Processing time is not in the events: ministream's manual clock makes it repeatable, and the comparison
   with Spark replays Spark's batch timestamps."""),
-]
-
-
-def main() -> None:
-    nb = new_notebook(cells=CELLS)
-    nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
-    nbformat.write(nb, HERE / "11-keyed-process-functions.ipynb")
-
-
-if __name__ == "__main__":
-    main()
+    ],
+)

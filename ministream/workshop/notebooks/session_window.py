@@ -1,27 +1,17 @@
-"""Write notebook 04 (session windows) with nbformat: ``python notebooks/build_session_notebook.py``.
+"""Notebook 04, session windows: one window per burst of activity.
 
-The notebook only calls the package; this script only lays out its cells, so it can be rebuilt after an edit
-here instead of by hand in Jupyter. tests/test_notebooks.py executes it under a real kernel.
+>>> NOTEBOOK.name, NOTEBOOK.lessons
+('04-session-window.ipynb', ('session-window',))
 """
 
-from pathlib import Path
+from ministream.workshop.notebooks.cells import NotebookSource, code, lesson_diagram, markdown
 
-import nbformat
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
-
-HERE = Path(__file__).resolve().parent
-
-
-def md(text):
-    return new_markdown_cell(text.strip())
-
-
-def code(text):
-    return new_code_cell(text.strip())
-
-
-CELLS = [
-    md("""# 4. Session windows: one window per burst of activity
+NOTEBOOK = NotebookSource(
+    4,
+    "session-window",
+    ("session-window",),
+    [
+        markdown("""# 4. Session windows: one window per burst of activity
 
 **At the end of this notebook you will be able to** predict how a key's events group into sessions (and when
 one event bridges two of them), say which rows Spark drops as late for a session window and in which batch
@@ -29,7 +19,7 @@ each session is emitted, use a gap that depends on the row, and check all of it 
 
 The tutorial page is `tutorials/04-session-window.md`; the code is `ministream/operators/sessions.py` and
 `ministream/lessons/session_window.py`."""),
-    code("""import sys
+        code("""import sys
 from ministream.lessons import get_lesson
 from ministream.tools.cli import print_batches
 from ministream.core.results import format_row
@@ -38,30 +28,26 @@ from ministream.time.units import format_clock
 lesson = get_lesson("session-window")
 for batch_id, batch in enumerate(lesson.default_script):
     print(batch_id, [f"{format_clock(row['ts'])} {row['key']}" for row in batch])"""),
-    md("""## The dataflow
+        markdown("""## The dataflow
 
 A source, a `with_watermark` step, then a keyed `window` step whose window is a `Session`: the same step as for
 tumbling windows, with windows that merge instead of windows fixed in advance."""),
-    code("""import graphviz
-from ministream.tools.diagram import to_dot
-
-flow = lesson.pipeline(lesson.default_script, lesson.resolve_params())
-graphviz.Source(to_dot(flow))"""),
-    md("""## Batch by batch, with the trace
+        lesson_diagram(),
+        markdown("""## Batch by batch, with the trace
 
 Look for the `merge` lines (batch 2: `a@12` bridges two sessions of `a`), the `late` line (batch 3: `c@4`,
 whose session would end at 10:00:14, at or before the previous batch's watermark 10:00:15) and the `emit`
 lines (each session once, when the watermark passes its end; batch 5 is a no-data batch)."""),
-    code("""run = lesson.run(trace=True)
+        code("""run = lesson.run(trace=True)
 print(run.trace.format())"""),
-    code("""print_batches(run.output(), sys.stdout)"""),
-    md("""## The picture: events, sessions, the watermark
+        code("""print_batches(run.output(), sys.stdout)"""),
+        markdown("""## The picture: events, sessions, the watermark
 
 Each dot is an event (x: its event time, y: its key), each bar a session that was emitted, labelled with the
 batch that emitted it. The cross is the late row. The dashed lines are the watermarks of batches 2, 3 and 5.
 Notice `c`: the session `[10:00:03, 10:00:13)` was emitted in batch 2; `c@6`, not late, then opened a second
 session that overlaps it."""),
-    code("""import matplotlib.pyplot as plt
+        code("""import matplotlib.pyplot as plt
 
 base = lesson.default_script[0][0]["ts"] - 1_000  # 10:00:00
 seconds = lambda ms: (ms - base) / 1000
@@ -86,41 +72,41 @@ for batch_id in (2, 3, 5):
 ax.set_yticks(range(len(keys)), keys)
 ax.set_xlabel("event time (seconds after 10:00:00)")
 assert len(run.late_rows()) == 1"""),
-    md("""## A gap per row
+        markdown("""## A gap per row
 
 `gap_by=key`: key `a` waits 10 s, key `b` 20 s, other keys have no gap (a `when` without `otherwise` in Spark),
 and their rows are dropped: silently in Spark, counted and traced in ministream."""),
-    code("""by_key = lesson.run(params={"gap_by": "key"})
+        code("""by_key = lesson.run(params={"gap_by": "key"})
 print_batches(by_key.output(), sys.stdout)
 [operator] = by_key.graph.operators("sessions")
 for dropped in operator.dropped_rows:
     print(format_row(dropped.row), "--", dropped.rule)
 assert len(operator.dropped_rows) == 4"""),
-    md("""## Complete mode
+        markdown("""## Complete mode
 
 Every session, every batch, none removed; but the late row `c@4` is still dropped: for session windows Spark's
 late filter runs in every output mode."""),
-    code("""print_batches(lesson.run(params={"mode": "complete"}).output()[2:4], sys.stdout)"""),
-    md("""## The PySpark twin, on the same batches
+        code("""print_batches(lesson.run(params={"mode": "complete"}).output()[2:4], sys.stdout)"""),
+        markdown("""## The PySpark twin, on the same batches
 
 `compare_lesson` runs the twin on a local Spark session (the first run in a kernel takes a while: Spark starts)
 and compares batch by batch."""),
-    code("""from ministream.lessons import compare_lesson
+        code("""from ministream.lessons import compare_lesson
 
 for params in ({}, {"mode": "complete"}, {"gap_by": "key"}):
     result = compare_lesson(lesson, params=params)
     print(params or "default", "->", result.summary())
     assert result.matches, result.table()
 print(compare_lesson(lesson).table())"""),
-    md("""## Random events
+        markdown("""## Random events
 
 `fuzz_lesson` draws random scripts aimed at the edges of sessions and compares each one with Spark
 (`ministream fuzz session-window --runs 20` does more)."""),
-    code("""from ministream.tools.fuzz import fuzz_lesson
+        code("""from ministream.tools.fuzz import fuzz_lesson
 
 report = fuzz_lesson(lesson, runs=2, seed=4, log=print)
 assert report.matches"""),
-    md("""## Recap
+        markdown("""## Recap
 
 - An event opens `[ts, ts + gap)`; sessions of a key merge when `next.start <= current.end`; one event can
   bridge two sessions.
@@ -128,10 +114,5 @@ assert report.matches"""),
   append and complete mode.
 - Append emits a session once, when `end <= WM_k`; update mode is refused; rows without a positive gap are
   dropped."""),
-]
-
-
-if __name__ == "__main__":
-    notebook = new_notebook(cells=CELLS)
-    notebook.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
-    nbformat.write(notebook, HERE / "04-session-window.ipynb")
+    ],
+)

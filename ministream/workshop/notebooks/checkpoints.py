@@ -1,28 +1,17 @@
-"""Write notebook 15 (checkpoints: lessons 15 checkpoint-recovery, 16 barrier-alignment, 17 rescale) with
-nbformat: ``python notebooks/build_checkpoint_notebook.py``.
+"""Notebook 15, checkpoints: crash, recover, rescale.
 
-The notebook only calls the package; this script only lays out its cells. tests/test_notebooks.py executes it
-under a real kernel.
+>>> NOTEBOOK.name, NOTEBOOK.lessons
+('15-checkpoints.ipynb', ('checkpoint-recovery', 'barrier-alignment', 'rescale'))
 """
 
-from pathlib import Path
+from ministream.workshop.notebooks.cells import NotebookSource, code, markdown
 
-import nbformat
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
-
-HERE = Path(__file__).resolve().parent
-
-
-def md(text):
-    return new_markdown_cell(text.strip())
-
-
-def code(text):
-    return new_code_cell(text.strip())
-
-
-CELLS = [
-    md("""# 15-17. Checkpoints: crash, recover, rescale
+NOTEBOOK = NotebookSource(
+    15,
+    "checkpoints",
+    ("checkpoint-recovery", "barrier-alignment", "rescale"),
+    [
+        markdown("""# 15-17. Checkpoints: crash, recover, rescale
 
 **At the end of this notebook you will be able to** crash a running query in the middle of a micro-batch and
 say what it does when it restarts, in ministream and in Spark; tell exactly-once from at-least-once output;
@@ -32,12 +21,12 @@ checkpoint with another parallelism, and explain why Spark keeps its number of s
 The tutorial pages are `tutorials/15-checkpoint-recovery.md`, `16-barrier-alignment.md` and `17-rescale.md`;
 the code is `ministream/checkpoints/coordinator.py`, `checkpoints/barriers.py`, `checkpoints/recovery.py`, `checkpoints/exactly_once.py`, `checkpoints/storage.py` and
 `ministream/spark/checkpoint.py`."""),
-    md("""## 15. A crash in the middle of batch 3
+        markdown("""## 15. A crash in the middle of batch 3
 
 A count and a sum per key and per 10-second window. Both engines checkpoint at every batch end: the batch's
 offsets and watermark before it runs, the window state and a commit after. The sink crashes while writing
 batch 3, after one row."""),
-    code("""import sys
+        code("""import sys
 import graphviz
 from ministream.tools.cli import print_batches
 from ministream.tools.diagram import to_dot
@@ -45,7 +34,7 @@ from ministream.lessons import compare_lesson, get_lesson
 
 lesson = get_lesson("checkpoint-recovery")
 graphviz.Source(to_dot(lesson.pipeline(lesson.default_script, lesson.resolve_params())))"""),
-    code("""from ministream.checkpoints.storage import MemoryStorage
+        code("""from ministream.checkpoints.storage import MemoryStorage
 
 storage = MemoryStorage()
 run = lesson.run(storage=storage, trace=True)
@@ -53,9 +42,9 @@ for attempt in run.attempts:
     print(attempt)
 print(storage.offsets(3))
 print(run.trace.format())"""),
-    md("""The state is restored exactly; the sink decides whether the row written before the crash is seen twice.
+        markdown("""The state is restored exactly; the sink decides whether the row written before the crash is seen twice.
 Below, the rows of each batch for both sinks."""),
-    code("""import matplotlib.pyplot as plt
+        code("""import matplotlib.pyplot as plt
 
 exactly = [len(batch.rows) for batch in run.output()]
 at_least = [len(batch.rows) for batch in lesson.run(params={"delivery": "at_least_once"}).output()]
@@ -64,13 +53,13 @@ ax.bar([b - 0.2 for b in range(len(exactly))], exactly, width=0.4, label="exactl
 ax.bar([b + 0.2 for b in range(len(at_least))], at_least, width=0.4, label="at least once (appending)")
 ax.set_xlabel("batch"); ax.set_ylabel("rows"); ax.legend()
 assert (exactly, at_least) == ([0, 0, 0, 3, 1], [0, 0, 0, 4, 1])"""),
-    md("""### Spark, crashed and restarted on its checkpoint
+        markdown("""### Spark, crashed and restarted on its checkpoint
 
 The twin runs with a `checkpointLocation`: `foreachBatch` writes one row of batch 3 and raises, the query
 fails, a second query on the same checkpoint runs batch 3 again under the same id. `checkpoint_folders` runs
 both engines that way, keeps their checkpoints in folders and outlines them (numbered siblings on one line).
 The first run in a kernel takes a while: Spark starts."""),
-    code("""from ministream.core.compare import compare_batches
+        code("""from ministream.core.compare import compare_batches
 from ministream.spark.checkpoint import checkpoint_folders
 
 folders = checkpoint_folders(lesson)
@@ -79,13 +68,13 @@ print("Spark's foreachBatch saw, per start of the query:", folders.spark.batch_i
 result = compare_batches(folders.ministream.output(), folders.spark.batches)
 print(result.table())
 assert folders.spark.batch_ids == [[0, 1, 2, 3], [3, 4]] and result.matches"""),
-    md("""### Incremental checkpoints: only what changed
+        markdown("""### Incremental checkpoints: only what changed
 
 A full checkpoint writes every key; an *incremental* one writes a *delta*: the keys changed since the previous
 checkpoint, and the keys removed. With `incremental=2`, two deltas follow each full checkpoint. A restore
 applies the deltas to the full checkpoint they are built on. Spark's state store does the same with its
 `N.delta` and `N.snapshot` files (tutorial 15). Which checkpoints are deltas, and what does checkpoint 4 write?"""),
-    code("""from ministream.checkpoints.coordinator import Checkpoint
+        code("""from ministream.checkpoints.coordinator import Checkpoint
 
 storage = MemoryStorage()
 run = lesson.run(storage=storage, incremental=2)
@@ -94,38 +83,40 @@ for n in storage.checkpoint_ids():
     print(n, "full" if checkpoint.base is None else f"delta on {checkpoint.base}",
           checkpoint.operators["per_window"][0]["keyed"])
 assert [Checkpoint.from_files(storage.files[n]).base for n in storage.checkpoint_ids()][:3] == [None, 0, 1]"""),
-    md("""Batch 4 closes key `a`'s last window: checkpoint 4 writes nothing but `a`'s removal, whatever the size
+        markdown("""Batch 4 closes key `a`'s last window: checkpoint 4 writes nothing but `a`'s removal, whatever the size
 of the rest of the state. Its cost follows the keys that changed."""),
-    md("""## 16. Barriers: a consistent cut while rows flow
+        markdown("""## 16. Barriers: a consistent cut while rows flow
 
 Two inputs, `web` and `mobile`, counted together. In the continuous model, barriers flow with the rows;
 `totals` holds back the input whose barrier came first."""),
-    code("""from ministream.lessons.barrier_alignment import (ALIGNMENT_SEED, AT_LEAST_ONCE_CRASH, barrier_lines,
+        code("""from ministream.lessons.barrier_alignment import (ALIGNMENT_SEED, AT_LEAST_ONCE_CRASH, barrier_lines,
                                                   checkpointed_run, counts)
 
 barriers = get_lesson("barrier-alignment")
 graphviz.Source(to_dot(barriers.pipeline(barriers.default_script, barriers.resolve_params())))"""),
-    code("""run = checkpointed_run(seed=ALIGNMENT_SEED, pictures=True)
+        code("""run = checkpointed_run(seed=ALIGNMENT_SEED, pictures=True)
 print("\\n".join(barrier_lines(run)[:10]))"""),
-    md("""The channels at the moment `web` was held back (red, dashed); barrier 1 is still on its way on `mobile`:"""),
-    code("""caption, dot = run.pictures[0]
+        markdown(
+            """The channels at the moment `web` was held back (red, dashed); barrier 1 is still on its way on `mobile`:"""
+        ),
+        code("""caption, dot = run.pictures[0]
 print(caption)
 graphviz.Source(dot)"""),
-    md("""Crash the same run in each mode: aligned and unaligned checkpoints restore the failure-free counts;
+        markdown("""Crash the same run in each mode: aligned and unaligned checkpoints restore the failure-free counts;
 at-least-once checkpoints count `web` rows from after the barrier twice."""),
-    code("""results = {}
+        code("""results = {}
 for mode in ("aligned", "unaligned", "at_least_once"):
     results[mode] = counts(checkpointed_run({"mode": mode}, **AT_LEAST_ONCE_CRASH).output())
     print(mode, results[mode])
 assert results == {"aligned": {"a": 6, "b": 4}, "unaligned": {"a": 6, "b": 4}, "at_least_once": {"a": 8, "b": 5}}"""),
-    md("""The micro-batch side, against Spark:"""),
-    code("""result = compare_lesson(barriers)
+        markdown("""The micro-batch side, against Spark:"""),
+        code("""result = compare_lesson(barriers)
 print(result.table())
 assert result.matches"""),
-    md("""## 17. Rescale: 2 subtasks before the crash, 4 after
+        markdown("""## 17. Rescale: 2 subtasks before the crash, 4 after
 
 Keyed state is stored by key group; each new subtask takes the groups of its range."""),
-    code("""from ministream.lessons.rescale import keys_by_subtask, spark_state_partitions
+        code("""from ministream.lessons.rescale import keys_by_subtask, spark_state_partitions
 
 rescale = get_lesson("rescale")
 run = rescale.run()
@@ -133,9 +124,9 @@ for attempt in run.attempts:
     print(attempt)
 print(keys_by_subtask(run.graph, "counts"))
 print_batches(run.output(), sys.stdout)"""),
-    md("""Spark, crashed with 2 shuffle partitions and restarted asking for 4, keeps 2: the number is in every
+        markdown("""Spark, crashed with 2 shuffle partitions and restarted asking for 4, keeps 2: the number is in every
 `offsets/N` of its checkpoint."""),
-    code("""import tempfile
+        code("""import tempfile
 
 with tempfile.TemporaryDirectory() as folder:
     spark_run = rescale.spark_recovery(checkpoint_dir=folder)
@@ -145,7 +136,7 @@ assert partitions["state folders"] == ["0", "1"]
 result = compare_batches(run.output(), spark_run.batches)
 print(result.table())
 assert result.matches"""),
-    md("""## Recap
+        markdown("""## Recap
 
 - A checkpoint is the sources' offsets plus every step's state at one cut; the last complete one is restored.
 - Micro-batches cut at batch ends and rerun a crashed batch as logged; the continuous model cuts with barriers,
@@ -153,11 +144,5 @@ assert result.matches"""),
 - Exactly-once output needs a transactional (or by-batch-id) sink; appending sinks are at least once.
 - Key groups let ministream restore at any parallelism; Spark's shuffle partitions are fixed for a checkpoint's
   life."""),
-]
-
-
-if __name__ == "__main__":
-    notebook = new_notebook(cells=CELLS)
-    notebook.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
-    nbformat.write(notebook, HERE / "15-checkpoints.ipynb")
-    print("wrote notebooks/15-checkpoints.ipynb")
+    ],
+)
