@@ -136,15 +136,24 @@ class Lesson:
         trace: bool = False,
         model: str = "microbatch",
         batch_timestamps: list[int] | None = None,
+        state_backend=None,
     ):
         """Run the ministream pipeline on ``script`` (the default script when ``None``); ``batch_timestamps``
-        (micro-batch model) overrides the lesson's own processing times."""
+        (micro-batch model) overrides the lesson's own processing times; ``state_backend``: where keyed state
+        lives (``"memory"``, ``"rocksdb"``, ``"redis"``: ``state/backends.py``)."""
 
         values = self.resolve_params(params)
         script = self.default_script if script is None else script
         flow = self.pipeline(script, values)
         if model == "continuous":
-            return run_continuous(flow, parallelism=parallelism, seed=seed, trace=trace, output_mode=self.mode(values))
+            return run_continuous(
+                flow,
+                parallelism=parallelism,
+                seed=seed,
+                trace=trace,
+                output_mode=self.mode(values),
+                state_backend=state_backend,
+            )
         if batch_timestamps is None and self.batch_timestamps is not None:
             batch_timestamps = self.batch_timestamps(script, values)
         return run_microbatch(
@@ -155,6 +164,7 @@ class Lesson:
             watermark_policy=self.policy(values),
             trace=trace,
             batch_timestamps=batch_timestamps,
+            state_backend=state_backend,
         )
 
     def run_twin(self, script=None, params: dict | None = None, *, master: str | None = None):

@@ -36,6 +36,7 @@ from ministream.core.trace import Trace
 from ministream.errors import PipelineError
 from ministream.models.run import Run
 from ministream.operators.planner import check_output_mode, physical_graph
+from ministream.state.backends import StateBackends, state_backends
 from ministream.time.clock import ManualClock
 from ministream.time.watermarks import MicroBatchWatermarks
 
@@ -69,6 +70,7 @@ def run_microbatch(
     trace: bool | Trace = False,
     batch_timestamps: list[int] | None = None,
     checkpoints=None,
+    state_backend: str | StateBackends | None = None,
 ) -> Run:
     """Run a dataflow batch by batch, as Spark runs a streaming query, and return what the sinks received.
 
@@ -85,11 +87,21 @@ def run_microbatch(
         batch_timestamps: the processing time of each batch in ms (Spark's batch timestamps, as its checkpoint
             records them in ``offsets/k``): batch k runs at ``batch_timestamps[k]``, later batches at the last
             one (the clock moves only when told to). ``None``: the run has no processing time.
+        state_backend: where keyed state lives: ``"memory"`` (``None``), ``"rocksdb"``, ``"redis"``, or a
+            ``state.backends.StateBackends``; a store-backed state is written back at the end of every batch.
     """
     check_pipeline(flow, output_mode)
     tracer = (trace if isinstance(trace, Trace) else Trace()) if trace else None
     clock = ManualClock(batch_timestamps[0]) if batch_timestamps else None
-    graph = physical_graph(flow, parallelism, output_mode=output_mode, model="microbatch", trace=tracer, clock=clock)
+    graph = physical_graph(
+        flow,
+        parallelism,
+        output_mode=output_mode,
+        model="microbatch",
+        trace=tracer,
+        clock=clock,
+        state_backend=state_backends(state_backend),
+    )
     scheduler = Scheduler(graph, seed)
     delays = event_time_delays(flow)
     watermarks = MicroBatchWatermarks(delays, watermark_policy) if delays else None
@@ -170,4 +182,6 @@ def _end_batch(subtask, batch: BatchInfo) -> None:
     marker on."""
     if subtask.operator is not None:
         subtask.operator.on_batch_end(batch)
+        if subtask.operator.ctx.state is not None:
+            subtask.operator.ctx.state.flush()  # the batch's state changes, committed (state/stored.py)
     subtask.output.broadcast(EndOfBatch(batch.batch_id))
