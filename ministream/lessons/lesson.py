@@ -137,10 +137,12 @@ class Lesson:
         model: str = "microbatch",
         batch_timestamps: list[int] | None = None,
         state_backend=None,
+        after_batch=None,
     ):
         """Run the ministream pipeline on ``script`` (the default script when ``None``); ``batch_timestamps``
         (micro-batch model) overrides the lesson's own processing times; ``state_backend``: where keyed state
-        lives (``"memory"``, ``"rocksdb"``, ``"redis"``: ``state/backends.py``)."""
+        lives (``"memory"``, ``"rocksdb"``, ``"redis"``: ``state/backends.py``); ``after_batch``: called after
+        every micro-batch with the batch and the graph (``models/state_history.StateHistory``)."""
 
         values = self.resolve_params(params)
         script = self.default_script if script is None else script
@@ -165,6 +167,7 @@ class Lesson:
             trace=trace,
             batch_timestamps=batch_timestamps,
             state_backend=state_backend,
+            after_batch=after_batch,
         )
 
     def run_twin(self, script=None, params: dict | None = None, *, master: str | None = None):

@@ -28,8 +28,10 @@ says the new watermark would evict something (Spark's ``shouldRunAnotherBatch``)
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ministream.core.operator import BatchInfo
-from ministream.core.physical import EndOfBatch, Scheduler
+from ministream.core.physical import EndOfBatch, PhysicalGraph, Scheduler
 from ministream.core.plan import Dataflow, event_time_delays
 from ministream.core.steps import AggregateSpec, WatermarkSpec, WindowSpec
 from ministream.core.trace import Trace
@@ -71,6 +73,7 @@ def run_microbatch(
     batch_timestamps: list[int] | None = None,
     checkpoints=None,
     state_backend: str | StateBackends | None = None,
+    after_batch: Callable[[BatchInfo, PhysicalGraph], None] | None = None,
 ) -> Run:
     """Run a dataflow batch by batch, as Spark runs a streaming query, and return what the sinks received.
 
@@ -89,6 +92,8 @@ def run_microbatch(
             one (the clock moves only when told to). ``None``: the run has no processing time.
         state_backend: where keyed state lives: ``"memory"`` (``None``), ``"rocksdb"``, ``"redis"``, or a
             ``state.backends.StateBackends``; a store-backed state is written back at the end of every batch.
+        after_batch: called with each batch and the graph once the batch has ended everywhere (before it is
+            checkpointed): to look at the state after every batch (``models/state_history.py``).
     """
     check_pipeline(flow, output_mode)
     tracer = (trace if isinstance(trace, Trace) else Trace()) if trace else None
@@ -168,6 +173,8 @@ def run_microbatch(
                 }
             )
         history.append(watermark)
+        if after_batch is not None:
+            after_batch(batch, graph)
         if watermarks:
             late_watermark, watermark = watermark, watermarks.advance()
         if checkpoints is not None:

@@ -28,6 +28,8 @@ from ministream.core.events import EventsFileError
 from ministream.core.results import format_row
 from ministream.errors import PipelineError
 from ministream.lessons import all_lessons, compare_lesson, get_lesson
+from ministream.models.state_history import StateHistory
+from ministream.state.backends import BACKENDS
 from ministream.time.units import TimeFormatError, format_ts
 from ministream.tools import cluster
 from ministream.tools.bench.report import main as bench_main
@@ -125,6 +127,7 @@ def cmd_run(args, out) -> int:
         seed=args.seed,
         trace=args.trace,
         model=args.model,
+        state_backend=args.state_backend,
     )
     values = lesson.resolve_params(params)
     print(f"{lesson.name}: {lesson.title}", file=out)
@@ -298,6 +301,27 @@ def cmd_cluster(args, out) -> int:
     return EXIT_OK
 
 
+def cmd_state(args, out) -> int:
+    """``ministream state LESSON [--batch N]``: each stateful step's keyed state, per key, after batch N (every
+    batch when N is not given), with the state on the backend asked for."""
+    lesson = get_lesson(args.lesson)
+    history = StateHistory()
+    lesson.run(
+        _script(lesson, args, out),
+        _params(args.param),
+        parallelism=args.parallelism,
+        state_backend=args.state_backend,
+        after_batch=history,
+    )
+    batches = sorted(history.batches) if args.batch is None else [args.batch]
+    if args.batch is not None and args.batch not in history.batches:
+        raise PipelineError(f"lesson {lesson.name!r} ran batches {sorted(history.batches)}, not batch {args.batch}")
+    print(f"{lesson.name}: keyed state in {args.state_backend}, after each batch", file=out)
+    for batch_id in batches:
+        print(history.describe(batch_id), file=out)
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ministream", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -324,6 +348,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="then say where every input row went: dead-lettered, and per step kept, late or dropped",
     )
     run.add_argument("--model", choices=("microbatch", "continuous"), default="microbatch")
+    run.add_argument("--state-backend", choices=BACKENDS, default="memory", help="where keyed state lives")
     run.add_argument(
         "--crash-at",
         type=int,
@@ -343,6 +368,12 @@ def build_parser() -> argparse.ArgumentParser:
         "up to K incremental ones (the keys changed since the previous checkpoint)",
     )
     run.set_defaults(handler=cmd_run)
+
+    state = commands.add_parser("state", help="print each stateful step's keyed state, per key, after batch N")
+    lesson_options(state)
+    state.add_argument("--batch", type=int, metavar="N", help="the batch after which to show it (default: every one)")
+    state.add_argument("--state-backend", choices=BACKENDS, default="memory", help="where keyed state lives")
+    state.set_defaults(handler=cmd_state)
 
     compare = commands.add_parser("compare", help="run a lesson in ministream and in Spark, and compare")
     lesson_options(compare, lesson_required=False)
