@@ -22,6 +22,7 @@ from __future__ import annotations
 import random
 import sys
 import time
+from functools import partial
 
 from ministream.core.aggregates import Count
 from ministream.core.plan import Dataflow
@@ -146,7 +147,7 @@ def bench_backend(figures: dict, backend: str, repeat: int, say) -> None:
             figures[f"state_{backend}_disk_bytes"] = disk
             figures[f"state_{backend}_server_bytes"] = server
             snapshot = states[0].snapshot()
-            figures[f"state_{backend}_restore_s"] = round(_best(repeat, lambda: _restore(backend, snapshot)), 4)
+            figures[f"state_{backend}_restore_s"] = round(_best(repeat, partial(_restore, backend, snapshot)), 4)
             figures[f"state_{backend}_snapshot_s"] = round(_best(repeat, states[0].snapshot), 4)
         for backends, _ in runs:
             backends.close()
