@@ -84,7 +84,11 @@ class Lesson:
     watermark_policy: Callable[[dict], str] | str = "min"
     """``"min"`` or ``"max"`` (Spark's ``spark.sql.streaming.multipleWatermarkPolicy``), or a function of the
     parameters where the lesson lets a workshop choose."""
-    spark_conf: dict = attrs.field(factory=dict)
+    spark_conf: Callable[[dict], dict] | dict = attrs.field(factory=dict)
+    """Spark settings for the twin's query, or a function of the parameters that gives them."""
+    state_backend: Callable[[dict], str] | None = None
+    """Where the lesson's keyed state lives, as a function of its parameters (``state/backends.py``); ``None``:
+    in memory, unless a run asks for another."""
     doc: str = ""
     random_script: Callable | None = None
     """``random_script(rng, params)``: a random script for this lesson (for ``ministream fuzz``)."""
@@ -147,6 +151,8 @@ class Lesson:
         values = self.resolve_params(params)
         script = self.default_script if script is None else script
         flow = self.pipeline(script, values)
+        if state_backend is None and self.state_backend is not None:
+            state_backend = self.state_backend(values)
         if model == "continuous":
             return run_continuous(
                 flow,
@@ -170,8 +176,11 @@ class Lesson:
             after_batch=after_batch,
         )
 
-    def run_twin(self, script=None, params: dict | None = None, *, master: str | None = None):
-        """Run the PySpark twin on the same script and return its batches."""
+    def run_twin(
+        self, script=None, params: dict | None = None, *, master: str | None = None, checkpoint_dir: str | None = None
+    ):
+        """Run the PySpark twin on the same script and return its batches (``checkpoint_dir``: keep the query's
+        checkpoint there, to read its state afterwards; a temporary one otherwise)."""
         from ministream.spark import run_query, scripted_stream, spark_session
 
         values = self.resolve_params(params)
@@ -182,8 +191,15 @@ class Lesson:
         frames = {
             name: scripted_stream(spark, self.spark_schema(), _padded(by_input[name], length)) for name in self.inputs
         }
-        conf = {"spark.sql.streaming.multipleWatermarkPolicy": self.policy(values), **self.spark_conf}
-        return run_query(self.twin(frames, values), self.mode(values), query_name=_query_name(self.name), conf=conf)
+        own = self.spark_conf(values) if callable(self.spark_conf) else self.spark_conf
+        conf = {"spark.sql.streaming.multipleWatermarkPolicy": self.policy(values), **own}
+        return run_query(
+            self.twin(frames, values),
+            self.mode(values),
+            query_name=_query_name(self.name),
+            conf=conf,
+            checkpoint_dir=checkpoint_dir,
+        )
 
 
 def _padded(batches: list, length: int) -> list:

@@ -28,6 +28,7 @@ from ministream.core.events import EventsFileError
 from ministream.core.results import format_row
 from ministream.errors import PipelineError
 from ministream.lessons import all_lessons, compare_lesson, get_lesson
+from ministream.lessons.state_compare import compare_state
 from ministream.models.state_history import StateHistory
 from ministream.state.backends import BACKENDS
 from ministream.time.units import TimeFormatError, format_ts
@@ -212,6 +213,12 @@ def cmd_compare(args, out) -> int:
         print(f"{lesson.name}: ministream against Spark, batch by batch", file=out)
         print(result.table(), file=out)
         print(f"{lesson.name}: {result.summary()}", file=out)
+        if args.state:
+            state = compare_state(lesson, params, master=args.master)
+            print(f"{lesson.name}: the state after every batch, ministream against Spark's state data source", file=out)
+            print(state.table(), file=out)
+            print(f"{lesson.name} state: {state.summary()}", file=out)
+            return EXIT_OK if result.matches and state.matches else EXIT_DIFFERS
         return EXIT_OK if result.matches else EXIT_DIFFERS
     rows = [("lesson", "batches matched", "rows matched", "result")]
     failures = 0
@@ -379,6 +386,9 @@ def build_parser() -> argparse.ArgumentParser:
     lesson_options(compare, lesson_required=False)
     compare.add_argument("--all", action="store_true", help="every lesson, with a summary table")
     compare.add_argument("--master", help="a Spark master URL (default: a local session)")
+    compare.add_argument(
+        "--state", action="store_true", help="also diff the state after every batch (lessons/state_compare.py)"
+    )
     compare.set_defaults(handler=cmd_compare)
 
     fuzz = commands.add_parser("fuzz", help="compare ministream with Spark on random events; shrink what differs")
