@@ -67,6 +67,15 @@ def twin(inputs, params):
     return inputs["events"].groupBy("key").agg(F.count("*").alias("count"), F.sum("value").alias("sum"))
 
 
+def random_script(rng, params) -> list[list[dict]]:
+    """A random script for ``ministream fuzz``: 3 to 5 batches of up to 6 events over 4 keys (only keys and values
+    matter to a running count)."""
+    return [
+        [event(rng.randrange(60), rng.choice("abcd"), rng.randrange(1, 10)) for _ in range(rng.randrange(7))]
+        for _ in range(rng.randrange(3, 6))
+    ]
+
+
 def spark_conf(params) -> dict:
     """Spark's state store provider for the lesson's backend."""
     return {"spark.sql.streaming.stateStore.providerClass": SPARK_PROVIDERS[params["backend"]]}
@@ -149,6 +158,7 @@ LESSON = Lesson(
     ],
     output_mode="update",
     spark_conf=spark_conf,
+    random_script=random_script,
     state_backend=lambda params: params["backend"],
     doc=__doc__,
 )
