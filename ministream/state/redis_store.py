@@ -20,6 +20,7 @@ transaction, so Redis applies it whole or not at all.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import cast
 
 import redis
 
@@ -43,7 +44,8 @@ class RedisStore:
         return self.client.hget(self._hash(table, key_group), key)  # type: ignore[return-value]
 
     def scan(self, table: str, key_group: int) -> Iterator[tuple[bytes, bytes]]:
-        return iter(sorted(self.client.hgetall(self._hash(table, key_group)).items()))  # type: ignore[union-attr]
+        entries = cast(dict[bytes, bytes], self.client.hgetall(self._hash(table, key_group)))
+        return iter(sorted(entries.items()))
 
     def _names(self) -> list[tuple[str, int]]:
         found = []

@@ -220,7 +220,7 @@ class StoreBackedState(KeyedStateBackend):
         self.flushes = 0
         self.tables = {name: StoredTable(self, name) for name in store.tables()}  # type: ignore[misc]
 
-    def table(self, name: str):  # type: ignore[override]
+    def table(self, name: str):
         found = self.tables.get(name)
         if found is None:
             found = self.tables[name] = StoredTable(self, name)  # type: ignore[assignment]
@@ -229,8 +229,9 @@ class StoreBackedState(KeyedStateBackend):
     def remove(self, name: str) -> None:
         """Remove the current key's value (without asking whether its key group is empty: that would scan it)."""
         table = self.tables.get(name)
-        if table is not None:
-            table.get(self._current_group).pop(self.current_key, None)
+        group = None if table is None else table.get(self._current_group)
+        if group is not None:
+            group.pop(self.current_key, None)
             self.mark_changed(name)
 
     def write_batch(self) -> WriteBatch:
