@@ -1,5 +1,5 @@
 # ministream: every target first runs `setup`, which builds .venv and checks the machine.
-#   make setup       .venv with ministream and its extras, Debian graphviz, a Jupyter kernel, a Java check
+#   make setup       .venv with ministream and its extras, Debian graphviz and redis-server, a Jupyter kernel, a Java check
 #   make test        the test suite (pass options with PYTEST_ARGS="-k events -x")
 #   make lint        ruff format --check, ruff check, the layer contracts (lint-imports) and mypy
 #   make demo        every lesson run by ministream and by Spark, side by side
@@ -33,12 +33,12 @@ export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(PY)
 export SPARK_LOCAL_IP := 127.0.0.1
 export TZ := UTC
 
-.PHONY: help setup java graphviz demo test lint diagrams notebooks workshop-check docs cluster-start cluster-stop
+.PHONY: help setup java graphviz redis demo test lint diagrams notebooks workshop-check docs cluster-start cluster-stop
 
 help:
 	@sed -n 's/^#   make /make /p' $(firstword $(MAKEFILE_LIST))
 
-setup: java graphviz $(STAMP)
+setup: java graphviz redis $(STAMP)
 
 # PySpark 4 runs on Java 17 or newer; JAVA_HOME, when set, is the Java PySpark starts.
 java:
@@ -58,6 +58,15 @@ graphviz:
 	  echo "Installing Debian graphviz (its 'dot' program draws diagrams/*.svg)"; \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -o DPkg::Lock::Timeout=300 graphviz; }
+
+# The Redis state backend starts Debian's redis-server itself (on 127.0.0.1, data in a temporary directory,
+# stopped at exit: ministream/state/redis_server.py); nothing runs as a service.
+redis:
+	@command -v redis-server >/dev/null 2>&1 || { \
+	  command -v apt-get >/dev/null 2>&1 || { echo "ministream's Redis state backend needs redis-server: install Redis 6 or newer with your package manager" >&2; exit 1; }; \
+	  echo "Installing Debian redis-server (the Redis state backend starts it on 127.0.0.1 when a run asks for it)"; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -o DPkg::Lock::Timeout=300 redis-server; }
 
 $(PY):
 	@test -n "$(BASE_PYTHON)" || { echo "ministream needs Python 3.11 or newer to create $(VENV): install python3.11 and python3.11-venv, or run make BASE_PYTHON=/path/to/python3.11" >&2; exit 1; }

@@ -48,6 +48,7 @@ from ministream.core.trace import Trace
 from ministream.models.continuous import check_continuous
 from ministream.models.microbatch import run_microbatch
 from ministream.operators.planner import physical_graph
+from ministream.state.backends import StateBackends, state_backends
 from ministream.time.clock import ManualClock
 from ministream.time.units import parse_duration
 
@@ -126,6 +127,7 @@ def run_with_recovery(
     pictures: bool = False,
     max_restarts: int = 10,
     incremental: int | None = None,
+    state_backend: str | StateBackends | None = None,
 ) -> RecoveredRun:
     """Run a dataflow with checkpoints; each time it crashes, recover from the last complete checkpoint.
 
@@ -144,6 +146,8 @@ def run_with_recovery(
         trace: ``True`` (or a ``Trace``) to record every attempt, with the barriers and the restores.
         incremental: ``None``: full checkpoints; ``k``: up to ``k`` incremental checkpoints (deltas of the keys
             changed) after each full one (``state/changes.py``).
+        state_backend: where keyed state lives (``"memory"``, ``"rocksdb"``, ``"redis"``: ``state/backends.py``);
+            each attempt starts with new, empty stores and fills them from the checkpoint it restores.
 
     >>> from ministream import CollectingSink, Count, Dataflow, ScriptedSource, run_microbatch
     >>> from ministream.core.faults import crash_at
@@ -170,6 +174,7 @@ def run_with_recovery(
     tracer = (trace if isinstance(trace, Trace) else Trace(model=model)) if trace else None
     attempts, problems, graph, pictures_taken = [], [], None, []
     current = parallelism
+    backends = state_backends(state_backend)
     while True:
         restored = {"id": None}
         try:
@@ -186,6 +191,7 @@ def run_with_recovery(
                     batch_timestamps,
                     restored,
                     incremental,
+                    backends,
                 )
             else:
                 graph = _continuous_attempt(
@@ -201,6 +207,7 @@ def run_with_recovery(
                     restored,
                     pictures_taken if pictures else None,
                     incremental,
+                    backends,
                 )
             attempts.append(Attempt(current, restored["id"], None))
             break
@@ -218,7 +225,7 @@ def run_with_recovery(
 
 
 def _microbatch_attempt(
-    flow, parallelism, seed, output_mode, policy, storage, sinks, tracer, timestamps, restored, incremental
+    flow, parallelism, seed, output_mode, policy, storage, sinks, tracer, timestamps, restored, incremental, backends
 ):
 
     def on_restore(checkpoint, resume) -> None:
@@ -235,17 +242,30 @@ def _microbatch_attempt(
         watermark_policy=policy,
         trace=tracer if tracer is not None else False,
         checkpoints=hook,
+        state_backend=backends,
         **extra,
     ).graph
 
 
 def _continuous_attempt(
-    flow, parallelism, seed, storage, sinks, interval, mode, tracer, idle_timeout, restored, pictures, incremental
+    flow,
+    parallelism,
+    seed,
+    storage,
+    sinks,
+    interval,
+    mode,
+    tracer,
+    idle_timeout,
+    restored,
+    pictures,
+    incremental,
+    backends,
 ):
 
     check_continuous(flow)
     clock = ManualClock()
-    graph = physical_graph(flow, parallelism, model="continuous", trace=tracer, clock=clock)
+    graph = physical_graph(flow, parallelism, model="continuous", trace=tracer, clock=clock, state_backend=backends)
     install_sinks(graph, sinks)
     checkpoint = load_latest(storage)
     coordinator = CheckpointCoordinator(
@@ -282,6 +302,7 @@ def _continuous_attempt(
     finally:
         if pictures is not None:
             pictures.extend(driver.pictures)
+    graph.flush_state()
     return graph
 
 

@@ -50,7 +50,7 @@ from ministream.core.operator import Operator, StepContext
 from ministream.core.plan import Dataflow
 from ministream.core.steps import Edge, Step
 from ministream.errors import PipelineError
-from ministream.state.keyed import KeyedStateBackend
+from ministream.state.backends import MEMORY, StateBackends
 from ministream.state.keygroups import MAX_PARALLELISM, key_group_of, subtask_of_key_group
 from ministream.time.watermarks import WatermarkValve
 
@@ -193,6 +193,8 @@ class Subtask:
         # Set by checkpoints/barriers.py for unaligned and at-least-once checkpoints: it sees every message first and
         # takes the barriers itself (aligned barriers need no such thing: they go through align()).
         self.checkpointing = None
+        # Continuous model with a store-backed state: write the state back after each message (state/stored.py).
+        self.after_message: Callable[[], None] | None = None
 
     def __str__(self):
         return f"{self.step.name}[{self.index}]"
@@ -219,6 +221,8 @@ class Subtask:
             self.on_watermark_status(position, message.idle)
         else:
             self.align(position, message)
+        if self.after_message is not None:
+            self.after_message()
 
     def align(self, position: int, marker) -> None:
         """A marker arrived on one input: hold that input back until the marker has arrived on all inputs,
@@ -274,7 +278,9 @@ class PhysicalGraph:
         operator_for: a new operator for one subtask of a step (``None`` for a source): the planner's
             ``operator_for``, for the run's model.
         output_mode, model, trace, clock: what every operator's context says (``StepContext``).
-        state_backend: makes the keyed state of each keyed subtask.
+        state_backend: makes the keyed state of each keyed subtask (``state/backends.py``: in memory, in
+            RocksDB, in Redis). A backend that keeps its tables in a store writes them back at the end of every
+            batch (``flush_state``) and, in the continuous model, after every message a subtask handles.
     """
 
     def __init__(
@@ -287,7 +293,7 @@ class PhysicalGraph:
         model: str = "microbatch",
         trace=None,
         clock=None,
-        state_backend: Callable[[], KeyedStateBackend] = KeyedStateBackend,
+        state_backend: StateBackends = MEMORY,
     ):
         if not 1 <= parallelism <= MAX_PARALLELISM:
             raise PipelineError(f"parallelism must be between 1 and {MAX_PARALLELISM}, got {parallelism}")
@@ -295,6 +301,7 @@ class PhysicalGraph:
         self.parallelism = parallelism
         self.row_counts = RowCounts()
         self.subtasks: list[Subtask] = []
+        self.state_backends = state_backend
         self.by_step: dict[str, list[Subtask]] = {}
         for step in flow.steps:
             count = self._parallelism_of(step)
@@ -306,6 +313,9 @@ class PhysicalGraph:
         for subtask in self.subtasks:
             if subtask.operator is not None:
                 keyed = subtask.operator.keyed
+                state = state_backend.create(subtask.step.name, subtask.index) if keyed else None
+                if state is not None and state.writes_back and model == "continuous":
+                    subtask.after_message = state.flush
                 ctx = StepContext(
                     subtask.step.name,
                     subtask.index,
@@ -313,7 +323,7 @@ class PhysicalGraph:
                     emit=subtask.output.send,
                     emit_side=partial(_send_side, subtask.output),
                     emit_watermark=partial(_broadcast_watermark, subtask.output),
-                    state=state_backend() if keyed else None,
+                    state=state,
                     output_mode=output_mode,
                     model=model,
                     trace=trace,
@@ -348,6 +358,12 @@ class PhysicalGraph:
                     receiver.key_fns[input_number] = edge.key_fn
                 channels.append(channel)
             sender.output.routes.append((edge.partition, channels, edge))
+
+    def flush_state(self) -> None:
+        """Write every subtask's keyed state back to where it lives (nothing to do in memory)."""
+        for subtask in self.subtasks:
+            if subtask.operator is not None and subtask.operator.ctx.state is not None:
+                subtask.operator.ctx.state.flush()
 
     def operators(self, step_name: str) -> list[Operator]:
         """The operator instances of one step, one per subtask (none for a source)."""

@@ -32,6 +32,7 @@ LESSON_MODULES = [
     "checkpoint_recovery",
     "barrier_alignment",
     "rescale",
+    "state_backends",
 ]
 """Lesson modules in teaching order (the order of ``ministream lessons`` and of the tutorials)."""
 

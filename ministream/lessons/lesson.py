@@ -84,7 +84,11 @@ class Lesson:
     watermark_policy: Callable[[dict], str] | str = "min"
     """``"min"`` or ``"max"`` (Spark's ``spark.sql.streaming.multipleWatermarkPolicy``), or a function of the
     parameters where the lesson lets a workshop choose."""
-    spark_conf: dict = attrs.field(factory=dict)
+    spark_conf: Callable[[dict], dict] | dict = attrs.field(factory=dict)
+    """Spark settings for the twin's query, or a function of the parameters that gives them."""
+    state_backend: Callable[[dict], str] | None = None
+    """Where the lesson's keyed state lives, as a function of its parameters (``state/backends.py``); ``None``:
+    in memory, unless a run asks for another."""
     doc: str = ""
     random_script: Callable | None = None
     """``random_script(rng, params)``: a random script for this lesson (for ``ministream fuzz``)."""
@@ -136,15 +140,28 @@ class Lesson:
         trace: bool = False,
         model: str = "microbatch",
         batch_timestamps: list[int] | None = None,
+        state_backend=None,
+        after_batch=None,
     ):
         """Run the ministream pipeline on ``script`` (the default script when ``None``); ``batch_timestamps``
-        (micro-batch model) overrides the lesson's own processing times."""
+        (micro-batch model) overrides the lesson's own processing times; ``state_backend``: where keyed state
+        lives (``"memory"``, ``"rocksdb"``, ``"redis"``: ``state/backends.py``); ``after_batch``: called after
+        every micro-batch with the batch and the graph (``models/state_history.StateHistory``)."""
 
         values = self.resolve_params(params)
         script = self.default_script if script is None else script
         flow = self.pipeline(script, values)
+        if state_backend is None and self.state_backend is not None:
+            state_backend = self.state_backend(values)
         if model == "continuous":
-            return run_continuous(flow, parallelism=parallelism, seed=seed, trace=trace, output_mode=self.mode(values))
+            return run_continuous(
+                flow,
+                parallelism=parallelism,
+                seed=seed,
+                trace=trace,
+                output_mode=self.mode(values),
+                state_backend=state_backend,
+            )
         if batch_timestamps is None and self.batch_timestamps is not None:
             batch_timestamps = self.batch_timestamps(script, values)
         return run_microbatch(
@@ -155,10 +172,15 @@ class Lesson:
             watermark_policy=self.policy(values),
             trace=trace,
             batch_timestamps=batch_timestamps,
+            state_backend=state_backend,
+            after_batch=after_batch,
         )
 
-    def run_twin(self, script=None, params: dict | None = None, *, master: str | None = None):
-        """Run the PySpark twin on the same script and return its batches."""
+    def run_twin(
+        self, script=None, params: dict | None = None, *, master: str | None = None, checkpoint_dir: str | None = None
+    ):
+        """Run the PySpark twin on the same script and return its batches (``checkpoint_dir``: keep the query's
+        checkpoint there, to read its state afterwards; a temporary one otherwise)."""
         from ministream.spark import run_query, scripted_stream, spark_session
 
         values = self.resolve_params(params)
@@ -169,8 +191,15 @@ class Lesson:
         frames = {
             name: scripted_stream(spark, self.spark_schema(), _padded(by_input[name], length)) for name in self.inputs
         }
-        conf = {"spark.sql.streaming.multipleWatermarkPolicy": self.policy(values), **self.spark_conf}
-        return run_query(self.twin(frames, values), self.mode(values), query_name=_query_name(self.name), conf=conf)
+        own = self.spark_conf(values) if callable(self.spark_conf) else self.spark_conf
+        conf = {"spark.sql.streaming.multipleWatermarkPolicy": self.policy(values), **own}
+        return run_query(
+            self.twin(frames, values),
+            self.mode(values),
+            query_name=_query_name(self.name),
+            conf=conf,
+            checkpoint_dir=checkpoint_dir,
+        )
 
 
 def _padded(batches: list, length: int) -> list:

@@ -58,6 +58,7 @@ from ministream.core.trace import Trace
 from ministream.errors import PipelineError
 from ministream.models.run import Run
 from ministream.operators.planner import physical_graph
+from ministream.state.backends import StateBackends, state_backends
 from ministream.time.clock import ClockStep, ManualClock
 from ministream.time.units import format_duration, format_ts, parse_duration
 from ministream.time.watermarks import MAX_WATERMARK
@@ -321,6 +322,7 @@ def run_continuous(
     clock: ManualClock | None = None,
     idle_timeout=None,
     output_mode: str = "append",
+    state_backend: str | StateBackends | None = None,
 ) -> ContinuousRun:
     """Run a dataflow row by row, as Flink runs a job, and return what the sinks received.
 
@@ -345,6 +347,8 @@ def run_continuous(
             processing time goes idle. ``None``: only a finished source is idle.
         output_mode: what operators see as ``ctx.output_mode``. The continuous model has no batches to
             emit at, so the built-in steps do not use it; a step that was declared with a mode may check it.
+        state_backend: where keyed state lives (``"memory"``, ``"rocksdb"``, ``"redis"``: ``state/backends.py``);
+            a store-backed state is written back after every message a subtask handles.
     """
     check_continuous(flow)
     clock = clock if clock is not None else ManualClock()
@@ -353,11 +357,20 @@ def run_continuous(
     if tracer is not None:
         tracer.model = "continuous"
         tracer.begin_batch(0, None)
-    graph = physical_graph(flow, parallelism, output_mode=output_mode, model="continuous", trace=tracer, clock=clock)
+    graph = physical_graph(
+        flow,
+        parallelism,
+        output_mode=output_mode,
+        model="continuous",
+        trace=tracer,
+        clock=clock,
+        state_backend=state_backends(state_backend),
+    )
     for step in flow.sinks:
         step.sink.reset()
     driver = ContinuousDriver(graph, clock, seed, timeout, tracer)
     driver.run()
+    graph.flush_state()  # what processing-time timers changed after the last message
     final = {}  # {sink: its watermark at the end}
     for name, subtask in driver.sinks.items():
         final[name] = subtask.watermark

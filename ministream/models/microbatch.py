@@ -28,14 +28,17 @@ says the new watermark would evict something (Spark's ``shouldRunAnotherBatch``)
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ministream.core.operator import BatchInfo
-from ministream.core.physical import EndOfBatch, Scheduler
+from ministream.core.physical import EndOfBatch, PhysicalGraph, Scheduler
 from ministream.core.plan import Dataflow, event_time_delays
 from ministream.core.steps import AggregateSpec, WatermarkSpec, WindowSpec
 from ministream.core.trace import Trace
 from ministream.errors import PipelineError
 from ministream.models.run import Run
 from ministream.operators.planner import check_output_mode, physical_graph
+from ministream.state.backends import StateBackends, state_backends
 from ministream.time.clock import ManualClock
 from ministream.time.watermarks import MicroBatchWatermarks
 
@@ -69,6 +72,8 @@ def run_microbatch(
     trace: bool | Trace = False,
     batch_timestamps: list[int] | None = None,
     checkpoints=None,
+    state_backend: str | StateBackends | None = None,
+    after_batch: Callable[[BatchInfo, PhysicalGraph], None] | None = None,
 ) -> Run:
     """Run a dataflow batch by batch, as Spark runs a streaming query, and return what the sinks received.
 
@@ -85,11 +90,23 @@ def run_microbatch(
         batch_timestamps: the processing time of each batch in ms (Spark's batch timestamps, as its checkpoint
             records them in ``offsets/k``): batch k runs at ``batch_timestamps[k]``, later batches at the last
             one (the clock moves only when told to). ``None``: the run has no processing time.
+        state_backend: where keyed state lives: ``"memory"`` (``None``), ``"rocksdb"``, ``"redis"``, or a
+            ``state.backends.StateBackends``; a store-backed state is written back at the end of every batch.
+        after_batch: called with each batch and the graph once the batch has ended everywhere (before it is
+            checkpointed): to look at the state after every batch (``models/state_history.py``).
     """
     check_pipeline(flow, output_mode)
     tracer = (trace if isinstance(trace, Trace) else Trace()) if trace else None
     clock = ManualClock(batch_timestamps[0]) if batch_timestamps else None
-    graph = physical_graph(flow, parallelism, output_mode=output_mode, model="microbatch", trace=tracer, clock=clock)
+    graph = physical_graph(
+        flow,
+        parallelism,
+        output_mode=output_mode,
+        model="microbatch",
+        trace=tracer,
+        clock=clock,
+        state_backend=state_backends(state_backend),
+    )
     scheduler = Scheduler(graph, seed)
     delays = event_time_delays(flow)
     watermarks = MicroBatchWatermarks(delays, watermark_policy) if delays else None
@@ -156,6 +173,8 @@ def run_microbatch(
                 }
             )
         history.append(watermark)
+        if after_batch is not None:
+            after_batch(batch, graph)
         if watermarks:
             late_watermark, watermark = watermark, watermarks.advance()
         if checkpoints is not None:
@@ -170,4 +189,6 @@ def _end_batch(subtask, batch: BatchInfo) -> None:
     marker on."""
     if subtask.operator is not None:
         subtask.operator.on_batch_end(batch)
+        if subtask.operator.ctx.state is not None:
+            subtask.operator.ctx.state.flush()  # the batch's state changes, committed (state/stored.py)
     subtask.output.broadcast(EndOfBatch(batch.batch_id))

@@ -48,7 +48,7 @@ from ministream.core.aggregates import identity, table_folder
 from ministream.core.operator import BatchInfo, Operator
 from ministream.errors import PipelineError
 from ministream.operators.aggregate import key_columns_of
-from ministream.operators.window_state import WindowsByWindow
+from ministream.operators.window_state import WindowsByWindow, WindowsInState
 from ministream.time.lateness import LateRow, dropped_flags  # noqa: F401  (dropped_flags: for notebooks)
 from ministream.time.units import format_clock, format_duration
 from ministream.time.windows import describe_window
@@ -114,8 +114,11 @@ class WindowAggregate(Operator):
 
     def open(self, ctx):
         super().open(ctx)
-        self.windows = self.state_layout()
-        ctx.state.track_changes("windows")  # marked at checkpoints, from what self.windows remembers
+        if ctx.state.writes_back:  # the state lives in a store: so do the windows (window_state.WindowsInState)
+            self.windows = WindowsInState(ctx.state)
+        else:
+            self.windows = self.state_layout()
+            ctx.state.track_changes("windows")  # marked at checkpoints, from what self.windows remembers
         self.touched = {}  # {(key, (start, end)): None}: what this batch added to, in first-touched order
         self.late_rows: list[LateRow] = []
         self.batch = BatchInfo(0)
@@ -348,6 +351,8 @@ class WindowAggregate(Operator):
         since the last checkpoint, and those keys are marked: the delta writes them, or writes them as removed
         when they have no window left."""
         state = self.ctx.state
+        if isinstance(self.windows, WindowsInState):  # the table is the state already
+            return {**super().snapshot(), "evicted_with": self.evicted_with, "watermark": self.watermark}
         delta = state.checkpointing == "delta" and "windows" in state.tracked
         changed = self.windows.changed_keys() if delta else None
         state.tables["windows"] = self.windows.by_key_group(changed)
@@ -363,8 +368,9 @@ class WindowAggregate(Operator):
 
     def restore(self, snapshot, key_groups=None):
         super().restore(snapshot, key_groups)
-        self.windows = self.state_layout()
-        self.windows.load(self.ctx.state.tables.pop("windows", {}))
+        if not isinstance(self.windows, WindowsInState):
+            self.windows = self.state_layout()
+            self.windows.load(self.ctx.state.tables.pop("windows", {}))
         self.evicted_with, self.watermark = snapshot.get("evicted_with"), snapshot.get("watermark")
 
 

@@ -164,3 +164,120 @@ class WindowsByKey(ChangedKeys):
         for by_key in groups.values():
             for key, by_window in by_key.items():
                 self.keys.setdefault(key, {}).update(by_window)
+
+
+class WindowsInState:
+    """The windows kept in the step's keyed state itself, the table ``"windows"``: ``{key_group: {key: {window:
+    accumulators}}}``, the layout a checkpoint takes. A window step uses it when its keyed state lives in a store
+    (``state/stored.py``: RocksDB, Redis), so that the windows live there too; in memory the two layouts above
+    are faster, and the checkpoint's layout is built only at checkpoints.
+
+    It reads and writes as the two others do (a row's ``keys_of(window)`` table, a key's ``windows_of(key)``);
+    reading every window (``items``, ``take_final``) scans the table, as Spark's state store iterates its
+    entries to evict the ones the watermark passed. Every key it changes is marked in the backend
+    (``track_changes``), which writes it back at the end of the batch.
+
+    >>> from ministream.state.keyed import KeyedStateBackend
+    >>> state = WindowsInState(KeyedStateBackend())
+    >>> state.keys_of((0, 10))["a"] = [1]; state.put("b", (0, 10), [2]); state.put("a", (10, 20), [3])
+    >>> state.size(), state.take_final(10)
+    (3, [((0, 10), {'a': [1], 'b': [2]})])
+    >>> state.table, state.changed_keys()
+    ({122: {'a': {(10, 20): [3]}}}, ['a', 'b'])
+    """
+
+    def __init__(self, backend):
+        self.table = backend.table("windows")
+        self.changed = backend.track_changes("windows")
+
+    def _windows_of(self, key, create: bool = False) -> dict | None:
+        """The stored ``{window: accumulators}`` of ``key`` (made empty when ``create``), ``None`` when none."""
+        group = self.table.get(key_group_of(key))
+        found = None if group is None else group.get(key)
+        if found is None and create:
+            found = self.table.setdefault(key_group_of(key), {}).setdefault(key, {})
+        return found
+
+    def keys_of(self, window) -> _KeysOfWindow:
+        """A ``{key: accumulators}`` view of one window, which a row's fold reads and writes."""
+        return _KeysOfWindow(self, window)
+
+    def get(self, key, window):
+        """The accumulators of ``(key, window)``; ``KeyError`` when there are none."""
+        return (self._windows_of(key) or {})[window]
+
+    def windows_of(self, key) -> dict:
+        """``{window: accumulators}`` of one key (empty when it has none)."""
+        return self._windows_of(key) or {}
+
+    def put(self, key, window, accumulators) -> None:
+        windows = self._windows_of(key, create=True)
+        assert windows is not None
+        windows[window] = accumulators
+        self.changed[key] = None
+
+    def pop(self, key, window):
+        group = self.table.get(key_group_of(key))
+        by_window = group[key]
+        accumulators = by_window.pop(window)
+        if not by_window:
+            del group[key]
+            if not group:
+                del self.table[key_group_of(key)]
+        self.changed[key] = None
+        return accumulators
+
+    def _entries(self) -> list[tuple]:
+        """Every ``(key group, key, {window: accumulators})``, by key group."""
+        return [(group, key, by_window) for group in list(self.table) for key, by_window in self.table[group].items()]
+
+    def items(self) -> list[tuple]:
+        """Every window with the accumulators of its keys, windows in order: ``[(window, {key: accumulators})]``."""
+        windows: dict = {}
+        for _, key, by_window in self._entries():
+            for window, accumulators in by_window.items():
+                windows.setdefault(window, {})[key] = accumulators
+        return sorted(windows.items(), key=lambda item: item[0])
+
+    def take_final(self, watermark: int, lateness: int = 0) -> list[tuple]:
+        """Remove every window with ``end + lateness <= watermark``; return them as :meth:`items` does."""
+        taken: dict = {}
+        for group, key, by_window in self._entries():
+            final = [window for window in by_window if window[1] + lateness <= watermark]
+            for window in final:
+                taken.setdefault(window, {})[key] = by_window.pop(window)
+            if final:
+                self.changed[key] = None
+                if not by_window:
+                    del self.table[group][key]
+                    if not self.table[group]:
+                        del self.table[group]
+        return sorted(taken.items(), key=lambda item: item[0])
+
+    def size(self) -> int:
+        return sum(len(by_window) for _, _, by_window in self._entries())
+
+    def count_changes(self) -> None:
+        """Nothing to do: the backend clears its marks when a checkpoint takes its snapshot."""
+
+    def changed_keys(self) -> list:
+        return list(self.changed)
+
+
+class _KeysOfWindow:
+    """``{key: accumulators}`` of one window of a :class:`WindowsInState`, as much of a dict as a fold uses."""
+
+    __slots__ = ("state", "window")
+
+    def __init__(self, state: WindowsInState, window):
+        self.state = state
+        self.window = window
+
+    def get(self, key, default=None):
+        return (self.state._windows_of(key) or {}).get(self.window, default)
+
+    def __getitem__(self, key):
+        return self.state.get(key, self.window)
+
+    def __setitem__(self, key, accumulators) -> None:
+        self.state.put(key, self.window, accumulators)

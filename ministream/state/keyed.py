@@ -68,6 +68,16 @@ class KeyedStateBackend:
         self.copy_on_write: set[str] = set()
         self.checkpointing = None  # "full" or "delta" while a checkpoint takes its snapshot (state/changes.py)
 
+    writes_back = False
+    """Whether the tables live elsewhere and must be written back by :meth:`flush` (``state/stored.py``)."""
+
+    def flush(self) -> None:
+        """Write the batch's changes to where the state lives: nothing to do here, where the tables are the
+        state (a store-backed backend writes its working set back: ``state/stored.py``)."""
+
+    def close(self) -> None:
+        """Release what the state holds outside the process (nothing, in memory)."""
+
     def set_current_key(self, key) -> None:
         """Scope every state primitive to ``key`` until the next call."""
         self.current_key = key

@@ -29,6 +29,9 @@ from ministream.core.results import format_row
 from ministream.errors import PipelineError
 from ministream.lessons import all_lessons, compare_lesson, get_lesson
 from ministream.lessons.crash_checks import check_recovery
+from ministream.lessons.state_compare import compare_state
+from ministream.models.state_history import StateHistory
+from ministream.state.backends import BACKENDS
 from ministream.time.units import TimeFormatError, format_ts
 from ministream.tools import cluster
 from ministream.tools.bench.report import main as bench_main
@@ -127,6 +130,7 @@ def cmd_run(args, out) -> int:
         seed=args.seed,
         trace=args.trace,
         model=args.model,
+        state_backend=args.state_backend,
     )
     values = lesson.resolve_params(params)
     print(f"{lesson.name}: {lesson.title}", file=out)
@@ -211,6 +215,12 @@ def cmd_compare(args, out) -> int:
         print(f"{lesson.name}: ministream against Spark, batch by batch", file=out)
         print(result.table(), file=out)
         print(f"{lesson.name}: {result.summary()}", file=out)
+        if args.state:
+            state = compare_state(lesson, params, master=args.master)
+            print(f"{lesson.name}: the state after every batch, ministream against Spark's state data source", file=out)
+            print(state.table(), file=out)
+            print(f"{lesson.name} state: {state.summary()}", file=out)
+            return EXIT_OK if result.matches and state.matches else EXIT_DIFFERS
         return EXIT_OK if result.matches else EXIT_DIFFERS
     rows = [("lesson", "batches matched", "rows matched", "result")]
     failures = 0
@@ -300,6 +310,27 @@ def cmd_cluster(args, out) -> int:
     return EXIT_OK
 
 
+def cmd_state(args, out) -> int:
+    """``ministream state LESSON [--batch N]``: each stateful step's keyed state, per key, after batch N (every
+    batch when N is not given), with the state on the backend asked for."""
+    lesson = get_lesson(args.lesson)
+    history = StateHistory()
+    lesson.run(
+        _script(lesson, args, out),
+        _params(args.param),
+        parallelism=args.parallelism,
+        state_backend=args.state_backend,
+        after_batch=history,
+    )
+    batches = sorted(history.batches) if args.batch is None else [args.batch]
+    if args.batch is not None and args.batch not in history.batches:
+        raise PipelineError(f"lesson {lesson.name!r} ran batches {sorted(history.batches)}, not batch {args.batch}")
+    print(f"{lesson.name}: keyed state in {args.state_backend}, after each batch", file=out)
+    for batch_id in batches:
+        print(history.describe(batch_id), file=out)
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ministream", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -326,6 +357,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="then say where every input row went: dead-lettered, and per step kept, late or dropped",
     )
     run.add_argument("--model", choices=("microbatch", "continuous"), default="microbatch")
+    run.add_argument("--state-backend", choices=BACKENDS, default="memory", help="where keyed state lives")
     run.add_argument(
         "--crash-at",
         type=int,
@@ -346,10 +378,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.set_defaults(handler=cmd_run)
 
+    state = commands.add_parser("state", help="print each stateful step's keyed state, per key, after batch N")
+    lesson_options(state)
+    state.add_argument("--batch", type=int, metavar="N", help="the batch after which to show it (default: every one)")
+    state.add_argument("--state-backend", choices=BACKENDS, default="memory", help="where keyed state lives")
+    state.set_defaults(handler=cmd_state)
+
     compare = commands.add_parser("compare", help="run a lesson in ministream and in Spark, and compare")
     lesson_options(compare, lesson_required=False)
     compare.add_argument("--all", action="store_true", help="every lesson, with a summary table")
     compare.add_argument("--master", help="a Spark master URL (default: a local session)")
+    compare.add_argument(
+        "--state", action="store_true", help="also diff the state after every batch (lessons/state_compare.py)"
+    )
     compare.set_defaults(handler=cmd_compare)
 
     fuzz = commands.add_parser("fuzz", help="compare ministream with Spark on random events; shrink what differs")

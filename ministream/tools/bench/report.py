@@ -10,6 +10,7 @@ import sys
 from ministream.tools.bench.checkpoints import bench_checkpoints
 from ministream.tools.bench.engine import bench_engine, bench_memory
 from ministream.tools.bench.spark import bench_spark
+from ministream.tools.bench.state import bench_state_backends
 from ministream.tools.bench.workload import EVENTS, make_events
 
 
@@ -118,7 +119,7 @@ def markdown_page(report: dict, argv) -> str:
 
 
 def main(argv=None, out=None) -> int:
-    """``ministream bench [--json] [--events N] [--no-spark]``."""
+    """``ministream bench [--json] [--events N] [--no-spark] [--state]``."""
     import argparse
 
     out = out or sys.stdout
@@ -127,9 +128,16 @@ def main(argv=None, out=None) -> int:
     parser.add_argument("--events", type=int, default=EVENTS, help="events in the throughput workloads")
     parser.add_argument("--no-spark", action="store_true", help="skip the Spark figures")
     parser.add_argument("--markdown", metavar="FILE", help="also write the figures as a Markdown page")
+    parser.add_argument(
+        "--state", action="store_true", help="only the state backends: memory, RocksDB, Redis (bench/state.py)"
+    )
     args = parser.parse_args(argv)
     say = (lambda text: print(text, file=sys.stderr)) if args.json else (lambda text: print(text, file=out))
-    report = run_benchmarks(events=args.events, spark=not args.no_spark, say=say)
+    if args.state:
+        report = {"machine": machine(), "figures": {}}
+        bench_state_backends(report["figures"], say)
+    else:
+        report = run_benchmarks(events=args.events, spark=not args.no_spark, say=say)
     if args.markdown:
         with open(args.markdown, "w", encoding="utf-8") as page:
             page.write(markdown_page(report, argv))

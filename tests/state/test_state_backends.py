@@ -1,0 +1,175 @@
+"""The state backends: every lesson gives the same output with its keyed state in memory, in RocksDB and in Redis,
+in both models and across a crash; the store really holds the state; the working set is written back per batch."""
+
+import tempfile
+
+import pytest
+
+from ministream.lessons.crash_checks import check_recovery
+from ministream.core.compare import compare_batches
+from ministream.errors import PipelineError
+from ministream.lessons import all_lessons, get_lesson
+from ministream.state import redis_server
+from ministream.state.backends import RedisBackends, RocksDBBackends, state_backends
+from ministream.state.keygroups import key_group_of
+from ministream.state.rocksdb_store import RocksDBStore
+from ministream.state.stored import StoreBackedState
+from ministream.state.stores import entries_of
+
+STORES = ("rocksdb", "redis")
+KEYED_LESSONS = [
+    lesson.name
+    for lesson in all_lessons()
+    if any(
+        step.parallelism == "keyed" for step in lesson.pipeline(lesson.default_script, lesson.resolve_params()).steps
+    )
+]
+
+
+def test_every_lesson_keeps_keyed_state():
+    """All 17 lessons have a keyed step, so each is run on every backend below."""
+    assert len(KEYED_LESSONS) == len(all_lessons())
+
+
+@pytest.mark.parametrize("backend", STORES)
+@pytest.mark.parametrize("name", KEYED_LESSONS)
+def test_lesson_output_is_the_same_on_every_backend(name, backend):
+    """Batch for batch, the same rows and watermarks as the in-memory run, at parallelism 2."""
+    lesson = get_lesson(name)
+    expected = lesson.run(parallelism=2).output()
+    backends = state_backends(backend)
+    try:
+        run = lesson.run(parallelism=2, state_backend=backends)
+        comparison = compare_batches(run.output(), expected)
+        assert comparison.matches, comparison.table()
+        states = [s.operator.ctx.state for s in run.graph.subtasks if s.operator and s.operator.ctx.state]
+        assert all(isinstance(state, StoreBackedState) for state in states)
+        assert sum(state.writes for state in states) > 0  # the state went through the store
+    finally:
+        backends.close()
+
+
+@pytest.mark.parametrize("backend", STORES)
+def test_continuous_model_on_every_backend(backend):
+    """The continuous model writes the state back after every message: the same multiset of rows."""
+    lesson = get_lesson("microbatch-vs-continuous")
+    expected = sorted(map(repr, lesson.run(model="continuous").output()[0].rows))
+    backends = state_backends(backend)
+    try:
+        rows = lesson.run(model="continuous", parallelism=2, state_backend=backends).output()[0].rows
+        assert sorted(map(repr, rows)) == expected
+    finally:
+        backends.close()
+
+
+@pytest.mark.parametrize("backend", STORES)
+@pytest.mark.parametrize(
+    ("name", "model"),
+    [
+        ("checkpoint-recovery", "microbatch"),
+        ("stream-join", "microbatch"),
+        ("running-aggregation", "continuous"),
+        ("session-window", "microbatch"),
+    ],
+)
+def test_recovery_on_every_backend(name, model, backend):
+    """A crash loses the attempt's stores; the next attempt fills new ones from the checkpoint: same output."""
+    backends = state_backends(backend)
+    try:
+        run, _, same = check_recovery(get_lesson(name), crash_after_rows=5, model=model, state_backend=backends)
+        assert run.crashes == 1 and same
+    finally:
+        backends.close()
+
+
+def test_the_store_holds_the_state_after_the_run():
+    """Running aggregation on RocksDB: the store's table is the in-memory run's table."""
+    lesson = get_lesson("running-aggregation")
+    memory = lesson.run().graph.by_step["totals"][0].operator.ctx.state.snapshot()
+    backends = RocksDBBackends()
+    try:
+        state = lesson.run(state_backend=backends).graph.by_step["totals"][0].operator.ctx.state
+        stored = entries_of(state.store, "aggregate")
+        assert stored == {group: tables["aggregate"] for group, tables in memory.items()}
+        assert state.reads > 0 and state.flushes == len(lesson.default_script)
+    finally:
+        backends.close()
+
+
+def _backend():
+    return StoreBackedState(RocksDBStore(tempfile.mkdtemp(prefix="ministream-test-")))
+
+
+def test_a_marked_key_is_written_back_and_an_unmarked_one_is_not():
+    """A tracked table writes back only its marked keys: a value changed in place without a mark is lost, which is
+    why the contract 'a changed value is always under a marked key' makes the store exact."""
+    backend = _backend()
+    table, marks = backend.table("t"), backend.track_changes("t")
+    group = key_group_of("a")
+    table.setdefault(group, {})["a"] = [1]
+    table.setdefault(key_group_of("b"), {})["b"] = [1]
+    marks["a"] = marks["b"] = None
+    backend.flush()
+    table[group]["a"].append(2)  # changed in place and marked
+    marks["a"] = None
+    table[key_group_of("b")]["b"].append(2)  # changed in place, marked before but not now: still marked
+    backend.flush()
+    assert entries_of(backend.store, "t") == {group: {"a": [1, 2]}, key_group_of("b"): {"b": [1, 2]}}
+    backend.checkpointing = "full"
+    backend.snapshot()  # a checkpoint clears the marks
+    backend.checkpointing = None
+    table[group]["a"].append(3)  # not marked: the working set is dropped, the change with it
+    backend.flush()
+    assert entries_of(backend.store, "t")[group] == {"a": [1, 2]}
+
+
+def test_an_untracked_table_writes_back_its_whole_working_set():
+    backend = _backend()
+    table = backend.table("u")
+    table.setdefault(7, {})["x"] = {"n": 1}
+    backend.flush()
+    table[7]["x"]["n"] = 2  # read, then changed in place: no marks to say so, so every read key is written
+    backend.flush()
+    assert entries_of(backend.store, "u") == {7: {"x": {"n": 2}}}
+
+
+def test_deletes_and_replaced_key_groups_reach_the_store():
+    backend = _backend()
+    table = backend.table("t")
+    table[1] = {"a": 1, "b": 2}
+    table[2] = {"c": 3}
+    backend.flush()
+    del table[1]["a"]
+    del table[2]
+    assert list(table) == [1] and dict(table[1]) == {"b": 2}
+    backend.flush()
+    assert entries_of(backend.store, "t") == {1: {"b": 2}}
+
+
+def test_restore_into_a_store_takes_only_the_owned_key_groups():
+    backend = _backend()
+    backend.restore({1: {"t": {"a": 1}}, 100: {"t": {"z": 26}}}, key_groups=range(64))
+    assert entries_of(backend.store, "t") == {1: {"a": 1}}
+
+
+def test_redis_backends_start_a_server_on_loopback_and_drop_their_keys():
+    backends = RedisBackends()
+    backend = backends.create("step", 0)
+    backend.table("t").setdefault(3, {})["k"] = 1
+    backend.flush()
+    client = backends.server.client
+    assert client.connection_pool.connection_kwargs["host"] == "127.0.0.1"
+    assert list(client.scan_iter(match=f"{backends.prefix}:*"))
+    backends.close()
+    assert not list(client.scan_iter(match=f"{backends.prefix}:*"))
+
+
+def test_a_missing_redis_server_says_what_to_install(monkeypatch):
+    monkeypatch.setattr(redis_server.shutil, "which", lambda name: None)
+    with pytest.raises(PipelineError, match="apt-get install -y redis-server"):
+        redis_server.RedisServer()
+
+
+def test_an_unknown_backend_is_refused():
+    with pytest.raises(PipelineError, match="use one of memory, rocksdb, redis"):
+        get_lesson("running-aggregation").run(state_backend="cassandra")
