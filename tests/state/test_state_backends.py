@@ -5,10 +5,10 @@ import tempfile
 
 import pytest
 
-from ministream.lessons.crash_checks import check_recovery
 from ministream.core.compare import compare_batches
 from ministream.errors import PipelineError
 from ministream.lessons import all_lessons, get_lesson
+from ministream.lessons.crash_checks import check_recovery
 from ministream.state import redis_server
 from ministream.state.backends import RedisBackends, RocksDBBackends, state_backends
 from ministream.state.keygroups import key_group_of
