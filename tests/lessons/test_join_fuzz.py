@@ -3,7 +3,7 @@ idle) and random duplicate streams: ministream agrees with Spark on every one.
 
 CI runs a few short scripts; a longer run is one command, per lesson with the fuzzer (which also shrinks a
 disagreement to a small events file): ``ministream fuzz outer-join --runs 50 --param how=full_outer``; or for
-every case here: ``MINISTREAM_FUZZ_RUNS=25 .venv/bin/python -m pytest tests/test_join_fuzz.py``.
+every case here: ``MINISTREAM_FUZZ_RUNS=25 .venv/bin/python -m pytest tests/lessons/test_join_fuzz.py``.
 """
 
 import os

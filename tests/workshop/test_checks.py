@@ -1,6 +1,6 @@
 """The workshop: every check passes on its solution, fails on typical wrong answers with the rule that was
 missed, and the build puts the exercises into the notebooks (the notebooks themselves, with the solutions
-filled in, run in tests/test_notebooks.py)."""
+filled in, run in tests/workshop/test_notebooks.py)."""
 
 import zlib
 

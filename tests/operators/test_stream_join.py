@@ -1,5 +1,6 @@
 """Stream-stream join rules in the micro-batch model, one test per rule (Spark's StreamingSymmetricHashJoinExec;
-the Spark runs that confirm them are in tests/test_lesson_joins.py)."""
+the Spark runs that confirm them are in tests/lessons/test_stream_join.py and
+tests/lessons/test_outer_join.py)."""
 
 import pytest
 

@@ -19,7 +19,7 @@ from ministream.state.changes import StateDelta, apply_delta, checkpoint_snapsho
 from ministream.state.keyed import KeyedStateBackend, ListState, MapState, ValueState
 from ministream.state.keygroups import key_group_of
 from ministream.state.ttl import TtlValueState
-from tests.test_recovery import CASES, SETTINGS
+from tests.checkpoints.test_recovery import CASES, SETTINGS
 
 
 def _deltas(storage) -> list[int]:
@@ -336,7 +336,7 @@ def test_spark_keeps_deltas_and_snapshots_as_the_tutorial_shows():
 
     outline = state_files()
     assert ".delta" in outline and ".snapshot" in outline, outline
-    page = Path(__file__).resolve().parent.parent / "tutorials" / "15-checkpoint-recovery.md"
+    page = Path(__file__).resolve().parents[2] / "tutorials" / "15-checkpoint-recovery.md"
     shown = BLOCK.search(page.read_text()).group(2)
     assert ".delta" in shown and ".snapshot" in shown, "run .venv/bin/python -m ministream.tools.docs --spark"
 

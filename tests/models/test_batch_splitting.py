@@ -28,7 +28,7 @@ Where no row can be late, a split changes no final result: complete mode filters
 batch's table of windows is the same whatever the split), and neither does a running aggregation without a
 watermark (the same last table in complete mode, the same last value per key in update mode).
 
-The properties run the micro-batch engine only (no Spark); ``tests/test_window_fuzz.py`` checks the model itself
+The properties run the micro-batch engine only (no Spark); ``tests/lessons/test_window_scripts.py`` checks the model itself
 against Spark, and the last test runs the two worked examples through Spark.
 """
 

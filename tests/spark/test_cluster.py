@@ -15,7 +15,7 @@ from ministream.spark import spark_session, stop_session
 from ministream.tools.cli import main
 from ministream.tools.cluster import ClusterError, cluster_processes, cluster_status, start_cluster, stop_cluster
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TUTORIAL = ROOT / "tutorials" / "cluster.md"
 FREE_PORTS = ["--port", "0", "--web-ui-port", "0", "--worker-web-ui-port", "0"]
 

@@ -12,7 +12,7 @@ from ministream.models.microbatch import run_microbatch
 from ministream.tools.cli import main
 
 LESSON = get_lesson("checkpoint-recovery")
-PAGE = Path(__file__).resolve().parent.parent / "tutorials" / "15-checkpoint-recovery.md"
+PAGE = Path(__file__).resolve().parents[2] / "tutorials" / "15-checkpoint-recovery.md"
 
 
 def failure_free(params=None):

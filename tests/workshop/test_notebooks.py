@@ -15,7 +15,7 @@ from nbclient import NotebookClient
 
 from ministream.workshop.build import with_solutions
 
-FOLDER = Path(__file__).resolve().parent.parent / "notebooks"
+FOLDER = Path(__file__).resolve().parents[2] / "notebooks"
 NOTEBOOKS = sorted(FOLDER.glob("[0-9]*.ipynb"))
 
 

@@ -2,7 +2,7 @@
 transformWithState batch for batch, with the default events, other parameters and random scripts.
 
 CI runs two random scripts; a longer run is one command:
-``MINISTREAM_FUZZ_RUNS=25 .venv/bin/python -m pytest tests/test_lesson_device_sessions.py -k random``.
+``MINISTREAM_FUZZ_RUNS=25 .venv/bin/python -m pytest tests/lessons/test_device_sessions.py -k random``.
 """
 
 import os

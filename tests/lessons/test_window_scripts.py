@@ -2,7 +2,7 @@
 and on the watermark, empty batches): ministream agrees with Spark on every one.
 
 CI runs one short script per case; a longer run is one command:
-``MINISTREAM_FUZZ_RUNS=25 .venv/bin/python -m pytest tests/test_window_fuzz.py`` (each case then runs 25
+``MINISTREAM_FUZZ_RUNS=25 .venv/bin/python -m pytest tests/lessons/test_window_scripts.py`` (each case then runs 25
 scripts), or ``ministream fuzz LESSON --runs N`` for one lesson.
 """
 

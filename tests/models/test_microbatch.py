@@ -186,7 +186,7 @@ def test_append_without_a_watermark_is_refused():
 
 def test_append_with_a_running_aggregation_is_refused_with_the_reason_and_sparks_words():
     """A running aggregation (no window, no watermark) cannot run in append mode: the message says why, what to
-    use instead, and quotes Spark's refusal (tests/test_lesson_running_aggregation.py checks Spark says it)."""
+    use instead, and quotes Spark's refusal (tests/lessons/test_running_aggregation.py checks Spark says it)."""
     flow = Dataflow("running")
     flow.source("events", ScriptedSource([[e(1)]])).key_by("key").aggregate("totals", count=Count()).sink(
         "output", CollectingSink()

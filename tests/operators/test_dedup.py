@@ -1,5 +1,5 @@
 """Deduplication rules in the micro-batch model, one test per rule (Spark's StreamingDeduplicateExec and
-StreamingDeduplicateWithinWatermarkExec; confirmed against Spark in tests/test_lesson_deduplication.py)."""
+StreamingDeduplicateWithinWatermarkExec; confirmed against Spark in tests/lessons/test_deduplication.py)."""
 
 import pytest
 

@@ -7,7 +7,7 @@ import pytest
 
 from ministream.tools.docs import stale_includes
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PAGES = sorted(ROOT.glob("tutorials/*.md")) + [ROOT / "README.md"]
 
 

@@ -4,7 +4,7 @@ lesson, in both models, at any parallelism.
 The crash points are drawn from a seeded generator, a few per lesson and model (and always the first and the
 last row). The long run is one command::
 
-    MINISTREAM_CRASH_RUNS=40 .venv/bin/python -m pytest -q tests/test_recovery.py
+    MINISTREAM_CRASH_RUNS=40 .venv/bin/python -m pytest -q tests/checkpoints/test_recovery.py
 """
 
 import copy

@@ -8,7 +8,7 @@ def test_every_lesson_has_a_committed_diagram():
     """diagrams/LESSON.svg exists for every lesson (regenerate with `make diagrams`)."""
     from pathlib import Path
 
-    root = Path(__file__).resolve().parent.parent / "diagrams"
+    root = Path(__file__).resolve().parents[2] / "diagrams"
     missing = [lesson.name for lesson in all_lessons() if not (root / f"{lesson.name}.svg").exists()]
     assert missing == []
 
