@@ -212,6 +212,14 @@ def test_a_window_on_a_column_without_a_watermark_is_refused_in_append_and_keeps
     assert emitted(result)[1] == [("a", 0, 2)] and result.graph.operators("w")[0].state_size() == 1
 
 
+def test_complete_mode_needs_an_aggregation():
+    """Complete mode without an aggregation is refused, as Spark refuses it."""
+    flow = Dataflow("plain")
+    flow.source("events", ScriptedSource([[e(1)]])).map("same", dict).sink("output", CollectingSink())
+    with pytest.raises(PipelineError, match="complete output mode needs an aggregation"):
+        run_microbatch(flow, output_mode="complete")
+
+
 def _lesson(name, mode):
     return attrs.evolve(get_lesson(name), output_mode=mode)
 

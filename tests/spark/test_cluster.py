@@ -15,6 +15,9 @@ from ministream.spark import spark_session, stop_session
 from ministream.tools.cli import main
 from ministream.tools.cluster import ClusterError, cluster_processes, cluster_status, start_cluster, stop_cluster
 
+# Every test here needs PySpark (the session is imported above); those that start a cluster are marked too.
+pytestmark = pytest.mark.spark
+
 ROOT = Path(__file__).resolve().parents[2]
 TUTORIAL = ROOT / "tutorials" / "cluster.md"
 FREE_PORTS = ["--port", "0", "--web-ui-port", "0", "--worker-web-ui-port", "0"]
@@ -97,7 +100,6 @@ def on_cluster(cluster):
 # --- on the cluster ------------------------------------------------------------------------------------------
 
 
-@pytest.mark.spark
 @pytest.mark.cluster
 def test_the_session_runs_on_the_clusters_executor(cluster, on_cluster):
     """With MINISTREAM_SPARK_MASTER set, the shared session connects to the cluster and gets one executor (1 core)
@@ -113,7 +115,6 @@ def test_the_session_runs_on_the_clusters_executor(cluster, on_cluster):
     assert len(executors) == 1 and alive(executors[0])
 
 
-@pytest.mark.spark
 @pytest.mark.cluster
 @pytest.mark.parametrize("lesson, params", cluster_cases())
 def test_lesson_matches_ministream_on_the_cluster(lesson, params, cluster, on_cluster, capsys):
@@ -132,7 +133,6 @@ def test_lesson_matches_ministream_on_the_cluster(lesson, params, cluster, on_cl
     assert finished_tasks(cluster.run_dir) > tasks_before, "no task ran on the cluster's executor"
 
 
-@pytest.mark.spark
 @pytest.mark.cluster
 def test_stop_leaves_no_process_and_later_tests_a_working_local_session(cluster, on_cluster, capsys):
     """Back on the local master the shared session works again, and `ministream cluster stop` stops the
@@ -191,7 +191,6 @@ def test_status_without_a_cluster(tmp_path, capsys):
     assert capsys.readouterr().out == f"no cluster is running from {tmp_path}\n"
 
 
-@pytest.mark.spark
 @pytest.mark.cluster
 def test_a_start_that_times_out_shows_the_log_and_leaves_nothing(tmp_path):
     """When the master does not answer in time, start fails with the log's path and stops what it started."""

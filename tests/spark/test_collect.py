@@ -1,15 +1,15 @@
-"""The Spark harness against real PySpark: exact batch boundaries, watermarks per batch, exact timestamps,
-lockstep inputs, and errors in plain terms."""
-
-import os
-import time
+"""Running a Spark query to the end (``spark/collect.py``): one BatchResult per micro-batch with its watermark,
+a per-query configuration that does not leak into the session, and errors in plain terms after which the next
+query runs (the scripted source itself: tests/spark/test_source.py)."""
 
 import pytest
 from pyspark.sql import functions as F
 
 from ministream.core.results import BatchResult, normalize_row
 from ministream.spark import ROCKSDB_STATE_STORE, SparkQueryError, run_query, scripted_stream
-from ministream.spark.session import ROCKSDB_PROVIDER, SparkUnavailableError, _check_java
+from ministream.spark.session import ROCKSDB_PROVIDER
+
+pytestmark = pytest.mark.spark
 
 SCHEMA = "key STRING, ts TIMESTAMP"
 BASE = 1_704_103_200_000  # 2024-01-01T10:00:00Z
@@ -39,7 +39,6 @@ SOURCES = ["files", "python"]
 source (clusters). Each must give exactly the scripted batches."""
 
 
-@pytest.mark.spark
 @pytest.mark.parametrize("source", SOURCES)
 def test_measured_windowed_count_in_append_mode(spark, source):
     """The measured example of shared/spark-semantics.md, batch for batch."""
@@ -67,54 +66,9 @@ def test_measured_windowed_count_in_append_mode(spark, source):
     ]
 
 
-@pytest.mark.spark
-@pytest.mark.parametrize("source", SOURCES)
-def test_each_scripted_batch_is_one_micro_batch_empty_ones_included(spark, source):
-    script = [[ev("a", 1)], [], [], [ev("b", 2), ev("c", 3)], []]
-    results = [
-        BatchResult(r.batch_id, r.watermark, by_key(r.rows))
-        for r in run_query(scripted_stream(spark, SCHEMA, script, source=source), "append")
-    ]
-    assert results == [
-        BatchResult(0, None, [{"key": "a", "ts": 1000}]),
-        BatchResult(1, None, []),
-        BatchResult(2, None, []),
-        BatchResult(3, None, by_key([{"key": "b", "ts": 2000}, {"key": "c", "ts": 3000}])),
-        BatchResult(4, None, []),
-    ]
-
-
-@pytest.mark.spark
-def test_timestamps_round_trip_to_the_millisecond(spark):
-    """Spark sees the exact instant (unix_millis) and the result comes back exact, whatever the local zone."""
-    moments = [1, 999, 1_000, BASE + 1, BASE + 999, BASE - 1]
-    df = scripted_stream(spark, SCHEMA, [[{"key": str(ms), "ts": ms} for ms in moments]])
-    saved_tz = os.environ.get("TZ")
-    os.environ["TZ"] = "America/New_York"  # the driver's zone must not leak into collected timestamps
-    time.tzset()
-    try:
-        results = run_query(
-            df.select(
-                "key", "ts", F.unix_millis("ts").alias("millis"), F.date_format("ts", "HH:mm:ss.SSS").alias("clock")
-            ),
-            "append",
-        )
-    finally:
-        if saved_tz is None:
-            del os.environ["TZ"]
-        else:
-            os.environ["TZ"] = saved_tz
-        time.tzset()
-    rows = {row["key"]: row for row in results[0].rows}
-    for ms in moments:
-        assert rows[str(ms)]["ts"] == ms
-        assert rows[str(ms)]["millis"] == ms
-    assert rows["999"]["clock"] == "00:00:00.999"  # session time zone UTC
-    assert rows[str(BASE + 1)]["clock"] == "10:00:00.001"
-
-
-@pytest.mark.spark
 def test_update_mode_running_count_has_no_watermark_and_no_extra_batch(spark):
+    """Without a watermark, a running count in update mode has watermark None in every batch and no trailing
+    no-data batch."""
     script = [
         [{"key": "a", "value": 1.0}, {"key": "b", "value": 2.0}, {"key": "a", "value": 0.5}],
         [],
@@ -130,36 +84,6 @@ def test_update_mode_running_count_has_no_watermark_and_no_extra_batch(spark):
     assert results[2].rows == [{"key": "a", "count": 3, "total": 5.5}]
 
 
-@pytest.mark.spark
-def test_two_inputs_advance_in_lockstep_union(spark):
-    left = scripted_stream(spark, SCHEMA, [[ev("a", 1)], [], [ev("a", 3)], []])
-    right = scripted_stream(spark, SCHEMA, [[], [ev("b", 2)], [ev("b", 3)], [ev("b", 4)]])
-    results = run_query(left.unionByName(right), "append")
-    assert [by_key(r.rows) for r in results] == [
-        [{"key": "a", "ts": 1000}],
-        [{"key": "b", "ts": 2000}],
-        by_key([{"key": "a", "ts": 3000}, {"key": "b", "ts": 3000}]),
-        [{"key": "b", "ts": 4000}],
-    ]
-
-
-@pytest.mark.spark
-def test_two_inputs_advance_in_lockstep_inner_join(spark):
-    left = scripted_stream(
-        spark, "key STRING, lts TIMESTAMP", [[{"key": "a", "lts": 1000}], [{"key": "b", "lts": 2000}], []]
-    )
-    right = scripted_stream(
-        spark, "key STRING, rts TIMESTAMP", [[], [{"key": "a", "rts": 1500}], [{"key": "b", "rts": 2500}]]
-    )
-    results = run_query(left.join(right, "key"), "append")
-    assert results == [
-        BatchResult(0, None, []),
-        BatchResult(1, None, [{"key": "a", "lts": 1000, "rts": 1500}]),
-        BatchResult(2, None, [{"key": "b", "lts": 2000, "rts": 2500}]),
-    ]
-
-
-@pytest.mark.spark
 def test_min_watermark_holds_at_zero_until_every_input_has_rows(spark):
     """Pitfall 3: a union's watermark (policy min) stays 0 while one input has produced nothing."""
     left = scripted_stream(spark, SCHEMA, [[ev("a", 10)], [ev("a", 20)], [ev("a", 30)], []])
@@ -171,8 +95,9 @@ def test_min_watermark_holds_at_zero_until_every_input_has_rows(spark):
     assert spark.conf.get("spark.sql.streaming.multipleWatermarkPolicy") == "min"  # restored after the query
 
 
-@pytest.mark.spark
 def test_append_aggregation_without_watermark_is_refused_then_next_query_runs(spark):
+    """Spark's refusal of an append aggregation without a watermark comes back as one line with its error class,
+    and the next query runs."""
     df = scripted_stream(spark, SCHEMA, [[ev("a", 1)]])
     with pytest.raises(SparkQueryError) as caught:
         run_query(df.groupBy("key").count(), "append")
@@ -183,8 +108,10 @@ def test_append_aggregation_without_watermark_is_refused_then_next_query_runs(sp
     assert run_query(df.groupBy("key").count(), "update") == [BatchResult(0, None, [{"key": "a", "count": 1}])]
 
 
-@pytest.mark.spark
 def test_failing_udf_is_reported_query_stopped_next_query_runs(spark):
+    """A Python exception inside the query is reported in one line, the query is stopped, and its name is free for
+    the next query."""
+
     @F.udf("long")
     def explode_on_b(key):
         if key == "b":
@@ -203,8 +130,9 @@ def test_failing_udf_is_reported_query_stopped_next_query_runs(spark):
     assert [r.rows for r in results] == [[{"key": "a"}], [{"key": "b"}], [{"key": "a"}]]
 
 
-@pytest.mark.spark
 def test_per_query_conf_selects_rocksdb_state_for_that_query_only(spark, tmp_path):
+    """A per-query conf (the RocksDB state store) applies to that query, is recorded in its checkpoint, and is
+    undone afterwards."""
     df = scripted_stream(spark, SCHEMA, [[ev("a", 1), ev("a", 2)], [ev("a", 3)]])
     before = spark.conf.get("spark.sql.streaming.stateStore.providerClass", None)
     results = run_query(
@@ -213,18 +141,3 @@ def test_per_query_conf_selects_rocksdb_state_for_that_query_only(spark, tmp_pat
     assert [r.rows for r in results] == [[{"key": "a", "count": 2}], [{"key": "a", "count": 3}]]
     assert ROCKSDB_PROVIDER in (tmp_path / "ckpt" / "offsets" / "0").read_text()  # recorded in the checkpoint
     assert spark.conf.get("spark.sql.streaming.stateStore.providerClass", None) == before
-
-
-@pytest.mark.spark
-def test_script_errors_are_caught_before_spark_runs(spark):
-    with pytest.raises(ValueError, match="not in the schema"):
-        scripted_stream(spark, SCHEMA, [[{"key": "a", "ts": 1, "colour": "red"}]])
-    with pytest.raises(TypeError, match="int milliseconds"):
-        scripted_stream(spark, SCHEMA, [[{"key": "a", "ts": "2024-01-01T00:00:00Z"}]])
-
-
-def test_missing_java_gives_a_friendly_error(monkeypatch, tmp_path):
-    monkeypatch.delenv("JAVA_HOME", raising=False)
-    monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(SparkUnavailableError, match="Spark needs Java"):
-        _check_java()

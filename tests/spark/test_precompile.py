@@ -4,7 +4,11 @@ import subprocess
 import sys
 import zipfile
 
+import pytest
+
 from ministream.spark.precompile import _up_to_date, add_bytecode, spark_zips
+
+pytestmark = pytest.mark.spark
 
 
 def _import_from(zip_path, module: str) -> str:
@@ -14,6 +18,7 @@ def _import_from(zip_path, module: str) -> str:
 
 
 def test_the_zip_importer_runs_the_added_bytecode(tmp_path):
+    """Bytecode added to a zip is what Python's zip importer runs, and adding it again changes nothing."""
     archive = tmp_path / "lib.zip"
     with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zipped:
         zipped.writestr("pkg/__init__.py", "")
@@ -49,6 +54,7 @@ def test_bytecode_that_does_not_match_its_source_is_not_run(tmp_path):
 
 
 def test_make_setup_compiled_the_installed_pyspark_zips():
+    """After make setup, the pyspark and py4j zips Spark's workers import from carry up-to-date bytecode."""
     zips = spark_zips()
     assert {path.name.split("-")[0] for path in zips} >= {"pyspark.zip", "py4j"}
     for path in zips:

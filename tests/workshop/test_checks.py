@@ -1,15 +1,13 @@
-"""The workshop: every check passes on its solution, fails on typical wrong answers with the rule that was
-missed, and the build puts the exercises into the notebooks (the notebooks themselves, with the solutions
-filled in, run in tests/workshop/test_notebooks.py)."""
+"""The workshop's exercise checks (``workshop/checks_*.py``): every check passes on its solution and fails on
+typical wrong answers with the rule that was missed (the notebooks, with the solutions filled in, run in
+tests/workshop/test_notebooks.py)."""
 
 import zlib
 
-import nbformat
 import pytest
 
 from ministream.time.windows import merge_sessions, sliding
 from ministream.workshop import solutions
-from ministream.workshop.build import insert_exercises, stale_notebooks, start_here, with_solutions
 from ministream.workshop.checks_engine import (
     check_barrier_arrives,
     check_due_timers,
@@ -36,7 +34,6 @@ from ministream.workshop.checks_windows import (
     sliding_cases,
     tumbling_cases,
 )
-from ministream.workshop.course import NOTEBOOKS, START_HERE, course
 from ministream.workshop.exercises import EXERCISES
 from ministream.workshop.feedback import ExerciseFailed, NotWrittenYet
 from ministream.workshop.oracle import get_oracle
@@ -412,64 +409,3 @@ def test_spark_windows_are_the_oracles_windows(spark):
                 (case.args[0], case.args[1], case.args[1], case.args[2]) if tumbling else case.args
             )
             assert spark_oracle.windows([ts], size, slide, offset) == ministream.windows([ts], size, slide, offset)
-
-
-# -- the notebooks ----------------------------------------------------------------------------------------------
-
-
-def test_build_is_idempotent_and_puts_exercises_before_the_recap():
-    """Building twice gives the same notebook; the exercise cells come right before the recap."""
-    notebook = nbformat.v4.new_notebook(
-        cells=[
-            nbformat.v4.new_markdown_cell("# 2. Windows\n\nYou will be able to"),
-            nbformat.v4.new_markdown_cell("## Recap\n- done"),
-        ]
-    )
-    once = insert_exercises(notebook, ["tumbling-window"], number=2)
-    assert insert_exercises(once, ["tumbling-window"], number=2) == once
-    tags = [cell.metadata.get("tags") for cell in once.cells]
-    assert tags.count(["exercise"]) == 3 and tags.count(["check", "raises-exception"]) == 3
-    assert once.cells[-1].source.startswith("## Recap") and "Exercise 2.1" in once.cells[2].source
-
-
-def test_with_solutions_fills_every_exercise_cell():
-    """The notebooks the tests execute have every exercise solved and every check expected to pass."""
-    built = with_solutions(insert_exercises(nbformat.v4.new_notebook(), ["tumbling-window"], number=2))
-    exercise_cells = [cell for cell in built.cells if "exercise" in cell.metadata.get("tags", [])]
-    assert [cell.source.split("(")[0] for cell in exercise_cells] == [
-        "def window_of",
-        "def next_watermark",
-        "def pipeline",
-    ]
-    assert all("raises-exception" not in cell.metadata.get("tags", []) for cell in built.cells)
-
-
-def test_notebooks_are_built():
-    """Every lesson notebook holds its exercises and 00-start-here is current (a lesson author who regenerated
-    a notebook removed them: run ``python -m ministream.workshop build``)."""
-    assert stale_notebooks() == [], "run `python -m ministream.workshop build`"
-
-
-def test_every_lesson_notebook_opens_with_goals_and_closes_with_a_recap():
-    """Each notebook of the course says what the learner will be able to do, and ends with a recap."""
-    steps = course()
-    assert steps and all(step.opening for step in steps), [s.path.name for s in steps if not s.opening]
-    assert all(step.recap for step in steps), [s.path.name for s in steps if not s.recap]
-
-
-def test_course_follows_the_teaching_order_of_the_lessons():
-    """The course orders notebooks by their first lesson's place in the teaching order, whatever their number."""
-    from ministream.lessons import all_lessons
-
-    order = {lesson.name: i for i, lesson in enumerate(all_lessons())}
-    places = [order[step.lessons[0]] for step in course() if step.lessons]
-    assert places == sorted(places) and course()[0].lessons[0] == "running-aggregation"
-
-
-def test_start_here_lists_the_course_and_the_two_commands():
-    """00-start-here gives the two commands from a fresh clone and every notebook of the course."""
-    notebook = nbformat.read(NOTEBOOKS / START_HERE, as_version=4)
-    text = "\n".join(cell.source for cell in notebook.cells)
-    assert "make -C ministream notebooks" in text and "git clone" in text
-    assert all(f"`{step.path.name}`" in text for step in course())
-    assert notebook == start_here()
