@@ -18,6 +18,17 @@ time.tzset()
 pytest_plugins = ["tests.spark_fixtures"]
 
 
+def pytest_collection_modifyitems(config, items):
+    """A test that asks for the ``spark`` fixture is marked spark, so that the engine's tests leave it out."""
+    unmarked = [
+        item.nodeid
+        for item in items
+        if "spark" in getattr(item, "fixturenames", ()) and item.get_closest_marker("spark") is None
+    ]
+    if unmarked:
+        raise pytest.UsageError("uses the spark fixture but is not marked @pytest.mark.spark: " + ", ".join(unmarked))
+
+
 def _in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 

@@ -89,6 +89,7 @@ def test_every_session_closes_once_in_the_continuous_model():
     assert closed == [("d1", "s1"), ("d1", "s2"), ("d2", "s7"), ("d3", "s9")]
 
 
+@pytest.mark.spark
 def test_state_store_setting_is_sparks_rocksdb_provider():
     """The lesson's Spark setting is ministream.spark.ROCKSDB_STATE_STORE, which transformWithState requires."""
     from ministream.spark import ROCKSDB_STATE_STORE

@@ -1,5 +1,7 @@
 """Diagrams are code: DOT text from the pipeline, rendered to SVG by Graphviz."""
 
+import pytest
+
 from ministream.lessons import all_lessons, get_lesson
 from ministream.tools.diagram import render_svg, to_dot
 
@@ -13,6 +15,7 @@ def test_every_lesson_has_a_committed_diagram():
     assert missing == []
 
 
+@pytest.mark.viz
 def test_diagram_renders_to_svg_with_every_step(tmp_path):
     """A lesson's DOT text renders to an SVG that names each of its steps."""
     lesson = get_lesson("running-aggregation")

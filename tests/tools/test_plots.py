@@ -17,6 +17,8 @@ from ministream.models.continuous import run_continuous
 from ministream.models.microbatch import run_microbatch
 from ministream.tools.plots import event_time_plot, late_flags, watermarks_at_arrival
 
+pytestmark = pytest.mark.notebook  # matplotlib comes with the notebooks extra
+
 BASE = 1_704_103_200_000  # 2024-01-01T10:00:00Z
 SCRIPT = [
     [{"ts": BASE + 1_000}, {"ts": BASE + 12_000}],

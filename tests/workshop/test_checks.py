@@ -63,6 +63,15 @@ CHECKS = {
 }
 """Each exercise's check, against ministream's rules (the notebooks run them against Spark)."""
 
+NEEDS_PYSPARK = {"key_group"}
+"""Checks that need PySpark even against ministream: check_key_group ships the learner's function (a lambda too)
+to a fresh Python with PySpark's cloudpickle."""
+
+
+def case(name, *values, id=None):
+    """A parametrize case of the check ``name``, marked spark when that check needs PySpark."""
+    return pytest.param(name, *values, id=id, marks=[pytest.mark.spark] if name in NEEDS_PYSPARK else [])
+
 
 # -- typical wrong answers ------------------------------------------------------------------------------------
 
@@ -346,14 +355,16 @@ def test_every_exercise_has_a_check_a_solution_and_wrong_answers():
     assert {name for name, _, _ in WRONG} == set(names)
 
 
-@pytest.mark.parametrize("name", sorted(CHECKS))
+@pytest.mark.parametrize("name", [case(name, id=name) for name in sorted(CHECKS)])
 def test_solution_passes(name):
     """A check accepts its exercise's solution and says what it compared."""
     passed = CHECKS[name](getattr(solutions, name))
     assert repr(passed).startswith(f"✓ {name}: ")
 
 
-@pytest.mark.parametrize("name, wrong, rule", WRONG, ids=[f"{name}-{i}" for i, (name, _, _) in enumerate(WRONG)])
+@pytest.mark.parametrize(
+    "name, wrong, rule", [case(name, wrong, rule, id=f"{name}-{i}") for i, (name, wrong, rule) in enumerate(WRONG)]
+)
 def test_wrong_answer_fails_naming_the_rule(name, wrong, rule):
     """A check refuses a typical wrong answer, and its message names the rule that was missed."""
     with pytest.raises(ExerciseFailed) as failure:
