@@ -46,48 +46,35 @@ def resolve(name: str) -> str | None:
     return name or None
 
 
-class Imports(ast.NodeVisitor):
-    """The ministream modules a module imports: (imported module, line, inside a function?) for every import
-    statement, at the top, under ``if``, in a class or inside a function; relative imports resolved."""
-
-    def __init__(self, module: str, is_package: bool):
-        self.module, self.is_package = module, is_package
-        self.found: list[tuple[str, int, bool]] = []
-        self.depth = 0
-
-    def visit_FunctionDef(self, node):
-        self.depth += 1
-        self.generic_visit(node)
-        self.depth -= 1
-
-    visit_AsyncFunctionDef = visit_FunctionDef
-    visit_Lambda = visit_FunctionDef
-
-    def visit_Import(self, node):
-        for alias in node.names:
-            self._add(alias.name, node)
-
-    def visit_ImportFrom(self, node):
-        if node.level:
-            base = self.module.split(".") if self.is_package else self.module.split(".")[:-1]
-            base = base[: len(base) - (node.level - 1)]
-            prefix = ".".join(base + ([node.module] if node.module else []))
-        else:
-            prefix = node.module or ""
-        for alias in node.names:  # `from ministream.core import plan` imports the module ministream.core.plan
-            target = f"{prefix}.{alias.name}"
-            self._add(target if target in MODULES else prefix, node)
-
-    def _add(self, name: str, node):
-        if name.split(".")[0] == "ministream" and (target := resolve(name)):
-            self.found.append((target, node.lineno, self.depth > 0))
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 
 
 def imports_of(module: str) -> list[tuple[str, int, bool]]:
+    """The ministream modules ``module`` imports: (imported module, line, inside a function?) for every import
+    statement, at the top, under ``if``, in a class or inside a function; relative imports resolved."""
     path = MODULES[module]
-    visitor = Imports(module, path.name == "__init__.py")
-    visitor.visit(ast.parse(path.read_text(), str(path)))
-    return visitor.found
+    package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    found = []
+
+    def add(name, node, inside):
+        if name.partition(".")[0] == "ministream" and (target := resolve(name)):
+            found.append((target, node.lineno, inside))
+
+    def walk(node, inside):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                add(alias.name, node, inside)
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - (node.level - 1)] if node.level else []
+            prefix = ".".join(base + ([node.module] if node.module else []))
+            for alias in node.names:  # `from ministream.core import plan` imports the module ministream.core.plan
+                target = f"{prefix}.{alias.name}"
+                add(target if target in MODULES else prefix, node, inside)
+        for child in ast.iter_child_nodes(node):
+            walk(child, inside or isinstance(node, FUNCTIONS))
+
+    walk(ast.parse(path.read_text(), str(path)), inside=False)
+    return found
 
 
 IMPORTS = {module: imports_of(module) for module in MODULES}
