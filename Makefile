@@ -2,6 +2,7 @@
 #   make setup       .venv with ministream and its extras, Debian graphviz, a Jupyter kernel, a Java check
 #   make test        the test suite (pass options with PYTEST_ARGS="-k events -x")
 #   make test-engine  the tests that need no Spark, Jupyter, Graphviz or cluster (they pass without PySpark installed)
+#   make lint        ruff format --check, ruff check, the layer contracts (lint-imports) and mypy
 #   make demo        every lesson run by ministream and by Spark, side by side
 #   make diagrams    regenerate diagrams/*.svg
 #   make notebooks   JupyterLab on notebooks/, opening 00-start-here (extra options with JUPYTER_ARGS)
@@ -33,7 +34,7 @@ export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(PY)
 export SPARK_LOCAL_IP := 127.0.0.1
 export TZ := UTC
 
-.PHONY: help setup java graphviz demo test test-engine diagrams notebooks workshop-check docs cluster-start cluster-stop
+.PHONY: help setup java graphviz demo test test-engine lint diagrams notebooks workshop-check docs cluster-start cluster-stop
 
 help:
 	@sed -n 's/^#   make /make /p' $(firstword $(MAKEFILE_LIST))
@@ -84,6 +85,13 @@ ENGINE_TESTS := -m "not spark and not notebook and not viz and not cluster" --ig
 
 test-engine: setup
 	$(PY) -m pytest $(ENGINE_TESTS) $(PYTEST_ARGS)
+
+# The rules and their reasons are in pyproject.toml ([tool.ruff], [tool.importlinter], [tool.mypy]).
+lint: setup
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy
 
 diagrams: setup
 	$(VENV)/bin/ministream diagrams

@@ -22,19 +22,21 @@ The driver of a checkpointed continuous run (:class:`CheckpointingDriver`) is th
 ``pictures=True`` keeps, each time an aligned subtask holds an input back, a DOT picture of every channel and
 what waits in it (:func:`barriers_dot`): the diagram of the barrier-alignment lesson.
 
+>>> from ministream import CollectingSink, Count, Dataflow, ScriptedSource
 >>> from ministream.checkpoints.coordinator import CheckpointCoordinator
 >>> from ministream.checkpoints.storage import MemoryStorage
 >>> from ministream.time.clock import ManualClock
->>> from ministream.lessons import get_lesson
 >>> from ministream.core.trace import Trace
->>> lesson = get_lesson("running-aggregation")
->>> flow = lesson.pipeline(lesson.default_script, lesson.resolve_params())
+>>> flow = Dataflow("counts")
+>>> events = flow.source("events", ScriptedSource([[{"key": "a"}, {"key": "b"}, {"key": "a"}],
+...                                                [{"key": "a"}, {"key": "c"}], [{"key": "b"}, {"key": "b"}]]))
+>>> events.key_by("key").aggregate("totals", count=Count()).sink("output", CollectingSink())
 >>> trace = Trace(model="continuous")
 >>> from ministream.operators.planner import physical_graph
 >>> graph = physical_graph(flow, 1, model="continuous", clock=ManualClock(), trace=trace)
 >>> coordinator = CheckpointCoordinator(graph, MemoryStorage(), {}, "continuous")
 >>> CheckpointingDriver(graph, ManualClock(), 0, None, trace, coordinator=coordinator, interval=3).run()
->>> coordinator.completed
+>>> coordinator.completed   # after rows 3 and 6 of 7, and a last one at the end of the input
 [1, 2, 3]
 >>> [line.text for line in trace.of_kind("barrier")][:2]
 ['barrier 1 injected after 3 rows (offset 3)', 'barrier 1 on input 0 (events[0]->totals[0]): aligned, snapshot taken, barrier forwarded']
@@ -241,10 +243,12 @@ def _outputs_by_sender(graph: PhysicalGraph) -> dict[str, list]:
 def channel_id(subtask: Subtask, position: int) -> str:
     """The name under which a channel's in-flight data is stored: its receiver and input position.
 
-    >>> from ministream.lessons import get_lesson
-    >>> lesson = get_lesson("running-aggregation")
+    >>> from ministream import CollectingSink, Count, Dataflow, ScriptedSource
     >>> from ministream.operators.planner import physical_graph
-    >>> graph = physical_graph(lesson.pipeline(lesson.default_script, {}), parallelism=2)
+    >>> flow = Dataflow("counts")
+    >>> events = flow.source("events", ScriptedSource([[{"key": "a"}]]))
+    >>> events.key_by("key").aggregate("totals", count=Count()).sink("output", CollectingSink())
+    >>> graph = physical_graph(flow, parallelism=2)
     >>> channel_id(graph.by_step["totals"][1], 0)
     'totals[1]#0'
     """
@@ -262,10 +266,15 @@ class UnalignedBarriers:
 
     State: ``self.active = {"barrier", "waiting": {input positions}, "snapshot"}`` or ``None``.
 
-    >>> from ministream.lessons.barrier_alignment import checkpointed_run
+    >>> from ministream import CollectingSink, Count, Dataflow, ScriptedSource
+    >>> from ministream.checkpoints.recovery import run_with_recovery
     >>> from ministream.checkpoints.storage import MemoryStorage
+    >>> flow = Dataflow("clicks")
+    >>> web = flow.source("web", ScriptedSource([[{"key": "a"}, {"key": "b"}, {"key": "a"}, {"key": "a"}]]))
+    >>> mobile = flow.source("mobile", ScriptedSource([[{"key": "b"}]]))
+    >>> web.key_by("key").aggregate("totals", mobile.key_by("key"), count=Count()).sink("output", CollectingSink())
     >>> storage = MemoryStorage()
-    >>> run = checkpointed_run({"mode": "unaligned"}, seed=2, storage=storage)
+    >>> run = run_with_recovery(flow, model="continuous", mode="unaligned", seed=2, storage=storage)  # every 2 rows
     >>> {channel: len(messages) for channel, messages in Checkpoint.from_files(storage.files[1]).channels.items()}
     {'totals[0]#0': 2}
     """
@@ -327,9 +336,21 @@ class AtLeastOnceBarriers:
 
     State: ``self.arrived = {checkpoint_id: {input positions that delivered its barrier}}``.
 
-    >>> from ministream.lessons.barrier_alignment import AT_LEAST_ONCE_CRASH, checkpointed_run, counts
-    >>> counts(checkpointed_run({"mode": "at_least_once"}, **AT_LEAST_ONCE_CRASH).output())  # not 6 and 4
-    {'a': 8, 'b': 5}
+    >>> from ministream import CollectingSink, Count, Dataflow, ScriptedSource
+    >>> from ministream.checkpoints.recovery import run_with_recovery
+    >>> from ministream.core.faults import crash_at
+    >>> flow = Dataflow("clicks")
+    >>> web = flow.source("web", ScriptedSource([[{"key": "a"}, {"key": "b"}, {"key": "a"}, {"key": "a"}]]))
+    >>> mobile = flow.source("mobile", ScriptedSource([[{"key": "b"}]]))
+    >>> web.key_by("key").aggregate("totals", mobile.key_by("key"), count=Count()).sink("output", CollectingSink())
+    >>> crash_at(flow, 3)
+    ('web', 3)
+    >>> run = run_with_recovery(flow, model="continuous", mode="at_least_once")
+    >>> {row["key"]: row["count"] for row in run.output()[0].rows}   # each key's last count
+    {'b': 3, 'a': 3}
+
+    Not 2 b's but 3: checkpoint 1 has ``web`` at offset 1, but its snapshot came when barrier 1 arrived on
+    ``mobile``, after ``totals`` had counted ``web``'s "b", which the recovered run reads and counts again.
     """
 
     def __init__(self, driver):
@@ -360,10 +381,12 @@ def barriers_dot(graph: PhysicalGraph, title: str = "") -> str:
     """The physical graph as DOT, each channel labelled with what waits in it, oldest first: ``3 rows``,
     ``B1`` (a barrier), ``W`` (a watermark). A held-back channel is drawn red and dashed.
 
-    >>> from ministream.lessons import get_lesson
-    >>> lesson = get_lesson("running-aggregation")
+    >>> from ministream import CollectingSink, Count, Dataflow, ScriptedSource
     >>> from ministream.operators.planner import physical_graph
-    >>> graph = physical_graph(lesson.pipeline(lesson.default_script, {}), parallelism=1)
+    >>> flow = Dataflow("counts")
+    >>> events = flow.source("events", ScriptedSource([[{"key": "a"}]]))
+    >>> events.key_by("key").aggregate("totals", count=Count()).sink("output", CollectingSink())
+    >>> graph = physical_graph(flow, parallelism=1)
     >>> graph.by_step["events"][0].output.send([{"key": "a"}]); graph.by_step["events"][0].output.broadcast(Barrier(1))
     >>> print(barriers_dot(graph).splitlines()[4])
       "events[0]" -> "totals[0]" [label="1 row | B1"];
@@ -376,7 +399,7 @@ def barriers_dot(graph: PhysicalGraph, title: str = "") -> str:
     ]
     for subtask in graph.subtasks:
         for position, (_, channel) in enumerate(subtask.inputs):
-            sender = channel.name.split("->")[0]
+            sender = channel.sender
             style = ', color="red", style="dashed", fontcolor="red"' if position in subtask.held_back else ""
             held = " (held back)" if position in subtask.held_back else ""
             lines.append(f'  "{sender}" -> "{subtask}" [label="{_describe(channel.messages)}{held}"{style}];')

@@ -31,11 +31,13 @@ requires. Unlike Flink, which derives watermarks afresh after a restart, ministr
 watermark and its input channels' (``watermarks.WatermarkValve``), so a recovered run repeats the failure-free
 one exactly.
 
+>>> from ministream import CollectingSink, Count, Dataflow, ScriptedSource
 >>> from ministream.checkpoints.storage import MemoryStorage
->>> from ministream.lessons import get_lesson
 >>> from ministream.checkpoints.recovery import run_with_recovery
->>> lesson = get_lesson("running-aggregation")
->>> flow = lesson.pipeline(lesson.default_script, lesson.resolve_params())
+>>> flow = Dataflow("counts")
+>>> events = flow.source("events", ScriptedSource([[{"key": "a"}, {"key": "b"}, {"key": "a"}],
+...                                                [{"key": "a"}, {"key": "c"}], [{"key": "b"}, {"key": "b"}]]))
+>>> events.key_by("key").aggregate("totals", count=Count()).sink("output", CollectingSink())
 >>> storage = MemoryStorage()
 >>> run = run_with_recovery(flow, model="continuous", interval=2, storage=storage)
 >>> storage.checkpoint_ids()   # after rows 2, 4 and 6 of 7, and a last one at the end of the input
@@ -45,6 +47,8 @@ one exactly.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import attrs
 
@@ -161,10 +165,12 @@ def snapshot_subtask(subtask: Subtask, delta: bool = False) -> dict:
     (``watermarks.WatermarkValve``); ``inputs`` gives the input number of each channel position (a restore at
     another parallelism matches channels by input).
 
-    >>> from ministream.lessons import get_lesson
-    >>> lesson = get_lesson("running-aggregation")
+    >>> from ministream import CollectingSink, Count, Dataflow, ScriptedSource, Sum
     >>> from ministream.operators.planner import physical_graph
-    >>> graph = physical_graph(lesson.pipeline(lesson.default_script, {}), parallelism=1, output_mode="update")
+    >>> flow = Dataflow("totals")
+    >>> events = flow.source("events", ScriptedSource([]))   # no script: a row is sent by hand below
+    >>> events.key_by("key").aggregate("totals", count=Count(), sum=Sum("value")).sink("output", CollectingSink())
+    >>> graph = physical_graph(flow, parallelism=1, output_mode="update")
     >>> graph.by_step["events"][0].output.send([{"key": "a", "value": 2.0}])
     >>> graph.by_step["totals"][0].run_one(0)
     >>> snapshot_subtask(graph.by_step["totals"][0])
@@ -189,11 +195,13 @@ class CheckpointCoordinator:
     """Triggers checkpoints, collects each subtask's acknowledgement with its snapshot, and completes a
     checkpoint when every subtask has acknowledged it: stores it, then tells the sinks to commit.
 
+    >>> from ministream import CollectingSink, Count, Dataflow, ScriptedSource
     >>> from ministream.checkpoints.storage import MemoryStorage
-    >>> from ministream.lessons import get_lesson
-    >>> lesson = get_lesson("running-aggregation")
     >>> from ministream.operators.planner import physical_graph
-    >>> graph = physical_graph(lesson.pipeline(lesson.default_script, {}), parallelism=1, output_mode="update")
+    >>> flow = Dataflow("counts")
+    >>> events = flow.source("events", ScriptedSource([]))   # nothing runs: the subtasks acknowledge by hand
+    >>> events.key_by("key").aggregate("totals", count=Count()).sink("output", CollectingSink())
+    >>> graph = physical_graph(flow, parallelism=1, output_mode="update")
     >>> coordinator = CheckpointCoordinator(graph, MemoryStorage(), {}, "continuous")
     >>> n = coordinator.trigger({"events": {"offset": 0}}, {})
     >>> coordinator.acknowledge(n, graph.by_step["totals"][0], snapshot_subtask(graph.by_step["totals"][0]))
@@ -313,13 +321,13 @@ class MicroBatchCheckpoints:
     3. after a crash: restore the last complete checkpoint c; if ``offsets/c+1`` exists, batch c+1 started
        and did not commit: run it again with the same id, watermarks and offsets; otherwise go on at c+1.
 
+    >>> from ministream import CollectingSink, Count, Dataflow, ScriptedSource, run_microbatch
     >>> from ministream.checkpoints.storage import MemoryStorage
-    >>> from ministream.lessons import get_lesson
-    >>> from ministream.models.microbatch import run_microbatch
-    >>> lesson = get_lesson("running-aggregation")
+    >>> flow = Dataflow("counts")
+    >>> events = flow.source("events", ScriptedSource([[{"key": "a"}, {"key": "b"}], [{"key": "a"}], [{"key": "c"}]]))
+    >>> events.key_by("key").aggregate("totals", count=Count()).sink("output", CollectingSink())
     >>> storage = MemoryStorage()
-    >>> run = run_microbatch(lesson.pipeline(lesson.default_script, {}), output_mode="update",
-    ...                      checkpoints=MicroBatchCheckpoints(storage))
+    >>> run = run_microbatch(flow, output_mode="update", checkpoints=MicroBatchCheckpoints(storage))
     >>> storage.checkpoint_ids(), storage.offsets(2)
     ([0, 1, 2], {'batch_id': 2, 'watermark': None, 'late_watermark': None, 'offsets': {'events': 3}})
 
@@ -327,18 +335,34 @@ class MicroBatchCheckpoints:
         storage: where checkpoints and the offsets log go.
         sinks: ``{sink step: sinks.ExactlyOnceSink or AtLeastOnceSink}`` put in front of the flow's sinks.
         incremental: up to this many delta checkpoints after each full one (``CheckpointCoordinator``).
+        on_restore: called once the restore is done, with the checkpoint restored (``None``: none was) and
+            where the run goes on (``(batch id, watermark, late watermark)``, ``None``: from the start); the
+            recovering run uses it to record the restore in its trace.
     """
 
-    def __init__(self, storage: CheckpointStorage, sinks: dict | None = None, incremental: int | None = None):
+    def __init__(
+        self,
+        storage: CheckpointStorage,
+        sinks: dict | None = None,
+        incremental: int | None = None,
+        on_restore: Callable[[Checkpoint | None, tuple | None], None] | None = None,
+    ):
         self.storage = storage
         self.sinks = sinks or {}
         self.incremental = incremental
+        self.on_restore = on_restore
         self.coordinator = None
         self.restored: Checkpoint | None = None
 
     def restore(self, graph: PhysicalGraph, watermarks) -> tuple[int, int | None, int | None] | None:
         """Before the first batch: restore the last complete checkpoint into ``graph`` and return where to go
         on, ``(batch id, watermark, late watermark)``; ``None`` to start from the beginning."""
+        resume = self._restore(graph, watermarks)
+        if self.on_restore is not None:
+            self.on_restore(self.restored, resume)
+        return resume
+
+    def _restore(self, graph: PhysicalGraph, watermarks) -> tuple[int, int | None, int | None] | None:
         install_sinks(graph, self.sinks)
         self.coordinator = CheckpointCoordinator(
             graph, self.storage, self.sinks, "microbatch", incremental=self.incremental

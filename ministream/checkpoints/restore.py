@@ -28,11 +28,13 @@ KEY_GROUP_PARTS = ("keyed", "timers")
 def install_sinks(graph: PhysicalGraph, sinks: dict) -> None:
     """Put the sink wrappers (``exactly_once.ExactlyOnceSink``...) in front of the sinks of a freshly built graph.
 
-    >>> from ministream.lessons import get_lesson
+    >>> from ministream import CollectingSink, Count, Dataflow, ScriptedSource
     >>> from ministream.checkpoints.exactly_once import ExactlyOnceSink
-    >>> lesson = get_lesson("running-aggregation")
     >>> from ministream.operators.planner import physical_graph
-    >>> graph = physical_graph(lesson.pipeline(lesson.default_script, {}), 1, output_mode="update")
+    >>> flow = Dataflow("counts")
+    >>> events = flow.source("events", ScriptedSource([[{"key": "a"}]]))
+    >>> events.key_by("key").aggregate("totals", count=Count()).sink("output", CollectingSink())
+    >>> graph = physical_graph(flow, 1, output_mode="update")
     >>> install_sinks(graph, {"output": ExactlyOnceSink()}); type(graph.by_step["output"][0].operator.sink).__name__
     'ExactlyOnceSink'"""
     for step in graph.flow.sinks:
@@ -71,13 +73,15 @@ def restore_graph(graph: PhysicalGraph, checkpoint) -> None:
     """Load a checkpoint into a freshly built graph: each operator's snapshot (split by key group when the
     parallelism changed) and, in the continuous model, each subtask's watermark and valve.
 
+    >>> from ministream import CollectingSink, Count, Dataflow, ScriptedSource, Sum
     >>> from ministream.checkpoints.coordinator import Checkpoint
-    >>> from ministream.lessons import get_lesson
-    >>> lesson = get_lesson("running-aggregation")
+    >>> from ministream.operators.planner import physical_graph
+    >>> flow = Dataflow("totals")
+    >>> events = flow.source("events", ScriptedSource([[{"key": "alice", "value": 1.0}]]))
+    >>> events.key_by("key").aggregate("totals", count=Count(), sum=Sum("value")).sink("output", CollectingSink())
     >>> checkpoint = Checkpoint(0, "microbatch", "aligned", 1, operators={"totals": {0: {"keyed": {
     ...     38: {"aggregate": {"alice": [1, 1.0]}}, 82: {"aggregate": {"bob": [2, 5.0]}}}}}})
-    >>> from ministream.operators.planner import physical_graph
-    >>> graph = physical_graph(lesson.pipeline(lesson.default_script, {}), 2, output_mode="update")
+    >>> graph = physical_graph(flow, 2, output_mode="update")
     >>> restore_graph(graph, checkpoint)   # taken with 1 subtask, restored into 2: bob's group 82 moves
     >>> [subtask.operator.groups for subtask in graph.by_step["totals"]]
     [{38: {'alice': [1, 1.0]}}, {82: {'bob': [2, 5.0]}}]"""

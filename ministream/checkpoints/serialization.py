@@ -72,8 +72,8 @@ ones (a key group of a big state) by orjson, compact."""
 def one_line(value) -> str:
     """JSON data as one line of JSON text.
 
-    orjson writes it first (a library in Rust: a table of 125,000 keys in a tenth of the time of ``json``'s C
-    encoder, measured here; a million keys' snapshot went from 1.1-2.2 s to 0.8-1.3 s). A line short enough to
+    orjson writes it first (a library in Rust, many times faster than ``json``'s C encoder on big tables: see
+    ``tutorials/benchmarks.md`` for what a million keys' snapshot costs). A line short enough to
     be read (:data:`READABLE_LINE`) is written again by ``json``, spaced. So is any line where orjson would not
     give the value back exactly: it writes NaN and the infinities as ``null`` (so a ``null`` anywhere in its
     text sends the value to ``json``, which writes ``NaN``), and refuses integers beyond 64 bits and lone

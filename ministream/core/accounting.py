@@ -222,11 +222,11 @@ def account(run, events_file=None, dead_letters=None) -> Accounting:
             )
         else:
             steps.append(_step_account(step, run.graph.operators(step.name), counts))
-    read = letters = None
+    read: int | None = None
+    letters: dict[str, int] = {}  # {reason: dead-lettered lines}
     if events_file is not None:
         with open(events_file, encoding="utf-8-sig") as lines:
             read = sum(1 for line in lines if line.strip())
-        letters = {}
         for letter in dead_letters or []:
             reason = dead_letter_reason(letter.reason)
             letters[reason] = letters.get(reason, 0) + 1
@@ -239,7 +239,9 @@ def _step_account(step, operators: list, counts: RowCounts) -> StepAccount:
     out, or derived."""
     rows_in = counts.rows_in.get(step.name, 0)
     rows_out = {output: rows for (name, output), rows in counts.rows_out.items() if name == step.name}
-    reported, late_rules, partly_late = {}, {}, 0
+    reported: dict[str, int] = {}  # {outcome: rows}
+    late_rules: dict[str, int] = {}  # {rule: rows}
+    partly_late = 0
     for operator in operators:
         for outcome, rows in operator.ctx.outcomes.items():
             reported[outcome] = reported.get(outcome, 0) + rows

@@ -193,9 +193,9 @@ def parse_events(
     ...
     ministream.core.events.EventsFileError: e.jsonl line 1, field 'ts': '2024-13-01' is not an ISO-8601 timestamp: write it like '2024-01-01T10:00:05Z'
     """
-    example = {"batch": 0, "ts": "2024-01-01T10:00:05Z"} | ({"stream": streams[0]} if streams else {})
-    example = json.dumps(example | {f.name: _EXAMPLE[f.kind] for f in fields})
-    scripts = {name: [] for name in (streams or [None])}
+    first: dict[str, object] = {"batch": 0, "ts": "2024-01-01T10:00:05Z"} | ({"stream": streams[0]} if streams else {})
+    example = json.dumps(first | {f.name: _EXAMPLE[f.kind] for f in fields})
+    scripts: dict[str | None, list[list[dict]]] = {name: [] for name in ([*streams] if streams else [None])}
     last_batch, last_line = -1, None
 
     def set_aside(number: int, text: str, bad: _Bad) -> None:
@@ -271,7 +271,7 @@ def write_events(path, script, fields: list[Field], streams: list[str] | None = 
         )
     with open(path, "w", encoding="utf-8") as out:
         for batch in range(length):
-            for name in streams or [None]:
+            for name in [*streams] if streams else [None]:
                 for row in scripts[name][batch] if batch < len(scripts[name]) else []:
                     event = {"batch": batch, "ts": format_ts(row["ts"])}
                     event.update({"stream": name} if streams else {})

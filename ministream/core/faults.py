@@ -79,10 +79,13 @@ def rows_before_crash(batches: list[list]) -> tuple[list[list[dict]], int | None
 def total_rows(flow) -> int:
     """How many rows the flow's sources deliver, all together.
 
-    >>> from ministream.lessons import get_lesson
-    >>> lesson = get_lesson("barrier-alignment")
-    >>> total_rows(lesson.pipeline(lesson.default_script, {}))   # 8 web rows and 2 mobile rows
-    10"""
+    >>> from ministream.core.plan import Dataflow
+    >>> from ministream.core.sources import ScriptedSource
+    >>> flow = Dataflow("clicks")
+    >>> web = flow.source("web", ScriptedSource([[{"n": 1}, {"n": 2}, {"n": 3}, {"n": 4}], [{"n": 5}, {"n": 6}]]))
+    >>> mobile = flow.source("mobile", ScriptedSource([[{"n": 7}]]))
+    >>> total_rows(flow)   # 6 web rows and 1 mobile row
+    7"""
     return sum(len(step.source.batch(k)) for step in flow.sources for k in range(len(step.source)))
 
 
@@ -91,9 +94,12 @@ def crash_at(flow, rows: int) -> tuple[str, int]:
     sources in the order the flow declares them): the source that holds the next row crashes when asked for
     it. Returns ``(source, its crash_after)``.
 
-    >>> from ministream.lessons import get_lesson
-    >>> lesson = get_lesson("barrier-alignment")   # batch 0: web has 4 rows, mobile 1; batch 1: web 2 rows
-    >>> crash_at(lesson.pipeline(lesson.default_script, {}), 6)
+    >>> from ministream.core.plan import Dataflow
+    >>> from ministream.core.sources import ScriptedSource
+    >>> flow = Dataflow("clicks")
+    >>> web = flow.source("web", ScriptedSource([[{"n": 1}, {"n": 2}, {"n": 3}, {"n": 4}], [{"n": 5}, {"n": 6}]]))
+    >>> mobile = flow.source("mobile", ScriptedSource([[{"n": 7}]]))
+    >>> crash_at(flow, 6)   # batch 0: web's 4 rows, mobile's 1; batch 1: web crashes after its 5th
     ('web', 5)"""
 
     total = total_rows(flow)

@@ -40,7 +40,9 @@ from collections.abc import Callable, Iterable
 
 import attrs
 
+from ministream.core.trace import Trace
 from ministream.state.keyed import KeyedStateBackend
+from ministream.time.clock import ManualClock
 
 
 @attrs.frozen
@@ -61,6 +63,15 @@ class BatchInfo:
     processing_time: int | None = None
 
 
+def _unconnected(*args) -> None:
+    """What a context not connected to a graph does when asked to send something."""
+    raise RuntimeError("this StepContext is not connected to a graph: try an operator with StepContext.for_testing()")
+
+
+def _ignore(*args) -> None:
+    """A callback that does nothing."""
+
+
 @attrs.define
 class StepContext:
     """What a subtask gives its operator: where to send records, the keyed state, the trace and the run's
@@ -69,15 +80,18 @@ class StepContext:
     step_name: str
     subtask: int = 0
     parallelism: int = 1
-    emit: Callable[[list], None] = None
+    emit: Callable[[list], None] = attrs.field(default=_unconnected)
+    """Send rows to the step's main output."""
     state: KeyedStateBackend | None = None
     output_mode: str = "append"
     model: str = "microbatch"
-    trace: object = None
-    report_event_time: Callable[[int], None] = None
-    emit_watermark: Callable[[int], None] = None
-    clock: object = None
-    emit_side: Callable[[str, list], None] = None
+    trace: Trace | None = None
+    report_event_time: Callable[[int], None] = attrs.field(default=_unconnected)
+    """Micro-batch model: tell the driver the largest event time a ``with_watermark`` step saw in the batch."""
+    emit_watermark: Callable[[int], None] = attrs.field(default=_unconnected)
+    """Continuous model: send a watermark downstream."""
+    clock: ManualClock | None = None
+    emit_side: Callable[[str, list], None] = attrs.field(default=_unconnected)
     """Send rows to the side output with this name (``Stream.side_output``), not to the main output."""
     emitted: list = attrs.field(factory=list)
     outcomes: dict = attrs.field(factory=dict)
@@ -89,11 +103,11 @@ class StepContext:
         """A context whose ``emit`` collects into ``ctx.emitted``: for trying an operator on its own."""
         ctx = cls(step_name, state=KeyedStateBackend(), **settings)
         ctx.emit = ctx.emitted.extend
-        if ctx.report_event_time is None:
-            ctx.report_event_time = lambda event_time: None
-        if ctx.emit_watermark is None:
+        if ctx.report_event_time is _unconnected:
+            ctx.report_event_time = _ignore
+        if ctx.emit_watermark is _unconnected:
             ctx.emit_watermark = lambda watermark: ctx.emitted.append(("watermark", watermark))
-        if ctx.emit_side is None:
+        if ctx.emit_side is _unconnected:
             ctx.emit_side = lambda name, rows: ctx.emitted.append((name, rows))
         return ctx
 
@@ -152,7 +166,7 @@ class Operator:
     def open(self, ctx: StepContext) -> None:
         self.ctx = ctx
 
-    def process(self, records: list, input_index: int) -> None:
+    def process(self, records: Iterable, input_index: int) -> None:
         raise NotImplementedError
 
     def on_batch_start(self, batch: BatchInfo) -> None:

@@ -40,6 +40,8 @@ from __future__ import annotations
 import random
 from collections import deque
 from collections.abc import Callable
+from functools import partial
+from typing import Any
 
 import attrs
 
@@ -108,9 +110,11 @@ class KeyedRows:
 
 
 class Channel:
-    """A FIFO queue of messages from one subtask to another."""
+    """A FIFO queue of messages from one subtask (``sender``, e.g. ``"events[0]"``) to another."""
 
     def __init__(self, sender: str, receiver: str):
+        self.sender = sender
+        self.receiver = receiver
         self.name = f"{sender}->{receiver}"
         self.messages: deque = deque()
 
@@ -142,7 +146,8 @@ class Output:
                 owners = self.owners.setdefault(number, {})
                 if len(owners) > 1 << 16:
                     owners.clear()  # a bounded memory of keys seen, not a second copy of the key space
-                chunks = [[] for _ in channels]
+                chunks: list[list] = [[] for _ in channels]
+                assert edge.key_fn is not None, f"a hash edge from {self.step} has a key function"
                 for key, row in zip(map(edge.key_fn, records), records):
                     owner = owners.get(key)
                     if owner is None:
@@ -161,6 +166,10 @@ class Output:
                 channel.messages.append(marker)
 
 
+def _no_marker_handler(subtask: Subtask, marker) -> None:
+    raise RuntimeError(f"{subtask}: no model runs this graph, so nothing handles the aligned marker {marker}")
+
+
 class Subtask:
     """One parallel instance of a step: an operator, its input channels and its output."""
 
@@ -173,13 +182,14 @@ class Subtask:
         self.operator = operator
         self.counts = counts  # the rows each step received and emitted (core/accounting.py)
         self.inputs: list[tuple[int, Channel]] = []  # (input number of the step, channel)
-        self.key_fns: dict[int, object] = {}  # {input number: key function} for the inputs on hash edges
+        self.key_fns: dict[int, Callable[[dict], Any]] = {}  # {input number: key function} of hash inputs
         self.output = Output(step.name, counts)
         self.held_back: set[int] = set()  # positions in self.inputs held until a marker is aligned
         # Continuous model: the valve that makes the subtask's watermark from its channels', and that watermark.
         self.valve: WatermarkValve | None = None
         self.watermark: int | None = None
-        self.on_marker = None  # set by the model that runs the graph: what to do when a marker is aligned
+        # set by the model that runs the graph: what to do when a marker is aligned on every input
+        self.on_marker: Callable[[Subtask, Any], None] = _no_marker_handler
         # Set by checkpoints/barriers.py for unaligned and at-least-once checkpoints: it sees every message first and
         # takes the barriers itself (aligned barriers need no such thing: they go through align()).
         self.checkpointing = None
@@ -201,6 +211,7 @@ class Subtask:
             if self.counts is not None:
                 self.counts.received(self.step.name, len(message))
             key_fn = self.key_fns.get(input_number)
+            assert self.operator is not None, f"{self}: a source subtask has no input"
             self.operator.process(message if key_fn is None else KeyedRows(message, key_fn), input_number)
         elif isinstance(message, Watermark):
             self.on_watermark(position, message.time)
@@ -244,6 +255,14 @@ class Subtask:
                 self.operator.on_watermark(watermark)
             else:
                 self.output.broadcast(Watermark(watermark))
+
+
+def _send_side(output: Output, name: str, records: list) -> None:
+    output.send(records, name)
+
+
+def _broadcast_watermark(output: Output, time: int) -> None:
+    output.broadcast(Watermark(time))
 
 
 class PhysicalGraph:
@@ -292,8 +311,8 @@ class PhysicalGraph:
                     subtask.index,
                     subtask.parallelism,
                     emit=subtask.output.send,
-                    emit_side=lambda name, records, out=subtask.output: out.send(records, name),
-                    emit_watermark=lambda time, out=subtask.output: out.broadcast(Watermark(time)),
+                    emit_side=partial(_send_side, subtask.output),
+                    emit_watermark=partial(_broadcast_watermark, subtask.output),
                     state=state_backend() if keyed else None,
                     output_mode=output_mode,
                     model=model,
@@ -325,13 +344,14 @@ class PhysicalGraph:
                 channel = Channel(str(sender), str(receiver))
                 receiver.inputs.append((input_number, channel))
                 if edge.partition == "hash":
+                    assert edge.key_fn is not None, f"the hash edge into {step.name!r} has a key function"
                     receiver.key_fns[input_number] = edge.key_fn
                 channels.append(channel)
             sender.output.routes.append((edge.partition, channels, edge))
 
     def operators(self, step_name: str) -> list[Operator]:
-        """The operator instances of one step, one per subtask."""
-        return [subtask.operator for subtask in self.by_step[step_name]]
+        """The operator instances of one step, one per subtask (none for a source)."""
+        return [subtask.operator for subtask in self.by_step[step_name] if subtask.operator is not None]
 
 
 class Scheduler:

@@ -290,7 +290,7 @@ class KeyedStream:
         """
         if how not in JOIN_TYPES:
             raise PipelineError(f"join {name!r}: how must be one of {', '.join(JOIN_TYPES)}, not {how!r}")
-        spec = JoinSpec(how, self.key_columns, other.key_columns, between, key_time)  # type: ignore[arg-type]
+        spec = JoinSpec(how, self.key_columns, other.key_columns, between, key_time)
         sides = (input_lineage(self.upstream), input_lineage(other.upstream))
         names = (sides[0].source, sides[1].source) if sides[0].source != sides[1].source else ("left", "right")
         has_watermark = any(side.event_time is not None for side in sides)

@@ -41,7 +41,6 @@ class RunningAggregate(Operator):
     """
 
     keyed = True
-    output_modes = ("update", "complete")
 
     def __init__(self, key_columns: tuple[str, ...], aggregates: dict[str, AggregateFunction]):
         self.key_columns = key_columns

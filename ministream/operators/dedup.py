@@ -53,7 +53,6 @@ class Deduplicate(Operator):
     """
 
     keyed = True
-    output_modes = ("append", "update")
 
     def __init__(
         self,

@@ -85,7 +85,6 @@ class StreamJoin(Operator):
     """
 
     keyed = True
-    output_modes = ("append",)
     counts_rows = True  # each row that is not late is "stored in state", or "matched once, not stored" (semi)
 
     def __init__(

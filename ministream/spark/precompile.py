@@ -4,8 +4,8 @@ Spark starts every Python process it needs (its Python worker daemon, the driver
 ``transformWithState`` query starts while it plans, the Python data source's) with
 ``$SPARK_HOME/python/lib/pyspark.zip`` and py4j's zip first on ``PYTHONPATH``. pip's PySpark ships those zips
 with Python source only, and Python never writes compiled files into a zip: each of those processes compiled
-every PySpark module it imports, again. Measured here: importing what a ``transformWithState`` driver process
-needs took 1.24 s (1.13 s of CPU) from the zips, 0.30 s from the installed package, which pip compiled.
+every PySpark module it imports, again: several times slower than importing the installed package, which pip
+compiled (``tutorials/spark-facts.md``, Costs).
 
 Python's zip importer also reads a ``module.pyc`` stored next to ``module.py`` in the archive.
 :func:`add_bytecode` adds one per module, *checked* and hash-based (PEP 552): the importer hashes the

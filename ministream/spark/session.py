@@ -20,21 +20,21 @@ import shutil
 import sys
 
 DEFAULT_MASTER = "local[2]"
-"""Two worker threads: this machine kind has two cores."""
+"""Two worker threads, one per core of the machines the workshop runs on."""
 
 SHUFFLE_PARTITIONS = 2
 """State partitions per stateful operator (also the number of tasks of each stateful stage).
 
 Spark's default (200) means 200 state stores and 200 tasks per stateful batch: seconds per batch on a laptop.
-Measured here (tutorials/spark-facts.md) 1 and 2 cost about the same per batch, and 2 keeps the teaching point
-that state is split by key across partitions.
+1 and 2 cost about the same per batch (``tutorials/spark-facts.md``, Costs), and 2 keeps the teaching point that
+state is split by key across partitions.
 """
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 """State store that ``transformWithState`` requires; pass ``conf=ROCKSDB_STATE_STORE`` to run_query.
 
-Measured here it costs about the same as Spark's default store; the default stays for the other lessons, so that
-they show Spark as it comes.
+It costs about the same as Spark's default store (``tutorials/spark-facts.md``, Costs); the default stays for the
+other lessons, so that they show Spark as it comes.
 """
 
 ROCKSDB_STATE_STORE = {"spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER}
@@ -44,9 +44,7 @@ FAST_START_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 """JVM options for short runs on few cores: only the quick (C1) JIT compiler, and the single-threaded collector.
 
 A comparison is seconds of class loading and planning on tiny data, which the optimising compiler's threads
-(and G1's) slow down on two cores rather than speed up. Measured here (load averages 2.1-3.3) with
-the file source: a cold ``ministream compare tumbling-window`` 22.8 s -> 18.4-19.4 s, and the stream-join
-comparison in a warm process 6.2 -> 5.6 s (query planning 1.43 -> 1.25 s over its 6 batches).
+(and G1's) slow down on few cores rather than speed up (what it saves: ``tutorials/spark-facts.md``, Costs).
 """
 
 MAINTENANCE_INTERVAL = "1s"
@@ -55,8 +53,8 @@ MAINTENANCE_INTERVAL = "1s"
 The maintenance task is one per process and keeps the interval of the first stateful query that started it,
 whatever later queries ask for. Set here for the whole session, so that ``spark.state_files`` (which pauses
 1 s after each batch for it) shows snapshots even when other stateful queries ran before it in the process;
-with the default it showed none unless the 60 s tick happened to fall inside its run (confirmed: tumbling-window
-compared first, then ``state_files()``: deltas only). Maintenance never changes a query's results.
+with the default it shows none unless the 60 s tick falls inside its run (``tutorials/spark-facts.md``,
+Costs). Maintenance never changes a query's results.
 """
 
 SETTINGS = {
@@ -79,13 +77,10 @@ LOCAL_CHECKPOINT_FILES = "org.apache.spark.sql.execution.streaming.checkpointing
 Spark's default for ``file:`` paths goes through Hadoop's ``FileContext`` API, and Hadoop without its native
 library (``libhadoop.so``, which pip's PySpark does not ship) starts a process for file operations it cannot do
 in Java: ``chmod`` for every file created, ``readlink`` for every file status ``FileContext`` asks for while
-renaming, ``rm -rf`` to delete a folder. Counted here with ``strace -f -e trace=execve`` over one warm
-tumbling-window comparison (7 micro-batches): 286 processes, 216 of them ``readlink``; every checkpoint file
-took about 33 ms to write and rename. The ``FileSystem`` manager renames with Java (atomic on a local disk, as
-the ``FileContext`` one) and asks for no link status: no ``readlink`` left, and the warm comparisons took
-tumbling-window 2.48 -> 1.40 s, device-sessions 5.43 -> 3.42 s, stream-join 4.92 -> 2.46 s (same process,
-load 1.6). The checkpoint's files and their content are the same. A cluster keeps Spark's default, made for
-HDFS and object stores."""
+renaming, ``rm -rf`` to delete a folder. The ``FileSystem`` manager renames with Java (atomic on a local disk,
+as the ``FileContext`` one) and asks for no link status, so no ``readlink`` process is left (what that saves:
+``tutorials/spark-facts.md``, Costs). The checkpoint's files and their content are the same. A cluster keeps
+Spark's default, made for HDFS and object stores."""
 
 LOCAL_SETTINGS = {"spark.sql.streaming.checkpointFileManagerClass": LOCAL_CHECKPOINT_FILES}
 """Settings added on a ``local[...]`` master only."""

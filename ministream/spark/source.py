@@ -5,8 +5,8 @@ per scripted batch and read by Spark's own file source with ``maxFilesPerTrigger
 the next file (files are taken oldest first, and file k is given modification time base + k seconds), an
 empty file still moves the offset, and everything runs in the JVM. On a cluster, whose executors do not see
 the driver's temporary files, the Python streaming data source below is used instead; it gives the same
-batches but costs a Python process per input per query, started before the first batch (measured here: the
-first micro-batch waited 1.2 s for it with one input, 2.1 s with two), and a Python task per batch.
+batches but costs a Python process per input per query, started before the first batch, and a Python task per
+batch (``tutorials/spark-facts.md``, Costs).
 
 Spark decides what goes into a micro-batch by asking each source for its *latest offset*: the batch reads
 everything between the previous batch's end offset and that one. Ordinary sources (files, Kafka) answer

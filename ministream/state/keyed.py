@@ -39,7 +39,7 @@ from typing import Any
 
 import attrs
 
-from ministream.state.changes import take_delta
+from ministream.state.changes import StateDelta, take_delta
 from ministream.state.copy_on_write import copy_entries, is_frozen
 from ministream.state.keygroups import MAX_PARALLELISM, key_group_of
 
@@ -62,7 +62,7 @@ class KeyedStateBackend:
         # {state_name: {key_group: {key: value}}}
         self.tables: dict[str, dict[int, dict]] = {}
         self.current_key = None
-        self._current_group = None
+        self._current_group = 0  # the key group of current_key (set_current_key sets both)
         self.changes: dict[str, dict] = {}  # {state_name: {key: None}}, in the order keys changed
         self.tracked: set[str] = set()
         self.copy_on_write: set[str] = set()
@@ -134,7 +134,7 @@ class KeyedStateBackend:
         names = [name] if name is not None else list(self.tables)
         return sum(len(group) for n in names for group in self.tables.get(n, {}).values())
 
-    def snapshot(self, key_groups=None) -> dict[int, dict[str, dict]]:
+    def snapshot(self, key_groups=None) -> dict[int, dict[str, dict]] | StateDelta:
         """A copy of the state, laid out by key group first: ``{key_group: {state_name: {key: value}}}``.
 
         Laid out this way a snapshot can be split by key group and handed to other subtasks on restore. One
@@ -280,9 +280,14 @@ class MapState(_KeyedState):
 
     marks_every_change = True
 
-    def _map(self, create: bool = False) -> dict | None:
+    def _map(self) -> dict | None:
+        """The current key's dict, ``None`` when it has none."""
+        return self.backend.get(self.name)
+
+    def _writable_map(self) -> dict:
+        """The current key's dict, created empty when it has none."""
         found = self.backend.get(self.name)
-        if found is None and create:
+        if found is None:
             found = {}
             self.backend.put(self.name, found)
         return found
@@ -295,7 +300,7 @@ class MapState(_KeyedState):
 
     def put(self, map_key, value) -> None:
         """Set ``map_key`` in the current key's dict."""
-        self._map(create=True)[map_key] = value
+        self._writable_map()[map_key] = value
         self.backend.mark_changed(self.name)
 
     def contains(self, map_key) -> bool:

@@ -53,6 +53,14 @@ def is_expired(expires_at: int, now: int) -> bool:
 class _Ttl:
     """What the three TTL states share: the time-to-live, the clock, and the cleanup of one state's table."""
 
+    backend: KeyedStateBackend  # these two come from the state class a TTL state also derives from
+    name: str
+
+    def _without_expired(self, stored, now: int):
+        """The stored value without its expired entries (the stored value itself when none expired, ``None``
+        when all did): each TTL state says how its values expire."""
+        raise NotImplementedError
+
     def _setup(self, ttl: int, now: Callable[[], int]) -> None:
         if ttl <= 0:
             raise ValueError(f"a time-to-live must be longer than zero, got {ttl} ms")
@@ -216,7 +224,7 @@ class TtlMapState(_Ttl, MapState):
 
     def put(self, map_key, value) -> None:
         """Set ``map_key``; its expiry starts again from now."""
-        self._map(create=True)[map_key] = (value, self.expiry())
+        self._writable_map()[map_key] = (value, self.expiry())
 
     def contains(self, map_key) -> bool:
         """Whether ``map_key`` has a live value."""

@@ -50,11 +50,13 @@ def dropped_flags(script, late_rows: list[LateRow]) -> list[bool]:
     >>> dropped_flags(script, [LateRow(1, "w", {"ts": 2}, (0, 5), 5, "end <= watermark")])
     [False, False, True]
     """
-    counts = {}  # {(batch_id, repr(row), window): how many times}
+    counts: dict[tuple, int] = {}  # {(batch_id, repr(row), window): how many times}
     for late in late_rows:
         place = (late.batch_id, repr(late.row), late.window)
         counts[place] = counts.get(place, 0) + 1
-    pending = {}  # {(batch_id, repr(row)): how many rows to flag}: a row late for two windows is one row
+    pending: dict[
+        tuple, int
+    ] = {}  # {(batch_id, repr(row)): how many rows to flag}: a row late for two windows is one row
     for (batch_id, row, _), count in counts.items():
         pending[(batch_id, row)] = max(count, pending.get((batch_id, row), 0))
     flags = []

@@ -30,6 +30,8 @@ input is over, sources send :data:`MAX_WATERMARK`, which every step passes on, s
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 from ministream.errors import PipelineError
 from ministream.time.units import MAX_TIME
 
@@ -74,6 +76,15 @@ class MicroBatchWatermarks:
         return self.current
 
 
+class ChannelState(TypedDict):
+    """What a valve knows of one input channel: its latest watermark (``None`` before the first), whether it
+    is active (not idle), and whether it is aligned (takes part in the minimum)."""
+
+    watermark: int | None
+    active: bool
+    aligned: bool
+
+
 class WatermarkValve:
     """A subtask's watermark, made from the watermarks and idle statuses of its input channels (continuous
     model): Flink's ``StatusWatermarkValve``.
@@ -109,7 +120,9 @@ class WatermarkValve:
 
     def __init__(self, inputs: int):
         # {position: {"watermark": latest watermark or None, "active": bool, "aligned": bool}}
-        self.channels = {position: {"watermark": None, "active": True, "aligned": True} for position in range(inputs)}
+        self.channels: dict[int, ChannelState] = {
+            position: {"watermark": None, "active": True, "aligned": True} for position in range(inputs)
+        }
         self.watermark: int | None = None
         self.idle = False
 
@@ -154,9 +167,10 @@ class WatermarkValve:
 
     def _rise_to_minimum(self) -> int | None:
         aligned = [channel["watermark"] for channel in self.channels.values() if channel["aligned"]]
-        if not aligned or None in aligned:
+        known = [watermark for watermark in aligned if watermark is not None]
+        if not aligned or len(known) < len(aligned):
             return None  # rule 2
-        return self._rise_to(min(aligned))
+        return self._rise_to(min(known))
 
     def _rise_to(self, time: int | None) -> int | None:
         if time is None or time <= self._current():

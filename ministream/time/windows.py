@@ -296,6 +296,8 @@ class Session:
         if not callable(self.gap):
             return self.gap
         gap = self.gap(row)
+        if gap is not None and not isinstance(gap, (str, int)):
+            return None
         try:
             return None if gap is None else parse_duration(gap)
         except TimeFormatError:

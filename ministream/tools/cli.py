@@ -22,12 +22,12 @@ import json
 import sys
 from functools import partial
 
-from ministream.checkpoints.crash_checks import check_recovery
 from ministream.checkpoints.storage import DirectoryStorage, MemoryStorage
 from ministream.core.events import EventsFileError
 from ministream.core.results import format_row
 from ministream.errors import PipelineError
 from ministream.lessons import all_lessons, compare_lesson, get_lesson
+from ministream.lessons.crash_checks import check_recovery
 from ministream.time.units import TimeFormatError, format_ts
 from ministream.tools import cluster
 from ministream.tools.bench.report import main as bench_main
@@ -156,7 +156,7 @@ def print_accounting(run, events_file, dead_letters: list, out) -> None:
 
 
 def _run_with_crash(lesson, args, params, out) -> int:
-    """``run --crash-at N``: crash after N rows, recover from the last complete checkpoint (``checkpoints/crash_checks.py``),
+    """``run --crash-at N``: crash after N rows, recover from the last complete checkpoint (``lessons/crash_checks.py``),
     print the recovered output and say whether it equals the output of the run without a crash."""
 
     storage = DirectoryStorage(args.checkpoint_dir) if args.checkpoint_dir else MemoryStorage()

@@ -22,6 +22,7 @@ digraph "running-aggregation" {
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 from ministream.core.plan import Dataflow
@@ -29,6 +30,9 @@ from ministream.core.steps import Step
 from ministream.lessons import all_lessons
 from ministream.lessons.barrier_alignment import ALIGNMENT_SEED, checkpointed_run
 from ministream.operators.planner import physical_graph
+
+PACKAGE = Path(__file__).resolve().parents[1]
+"""The folder of the installed ``ministream`` package, whose modules the architecture diagram reads."""
 
 COLORS = {"source": "#e3f4e1", "sink": "#e3f4e1", "keyed": "#fdf0d5"}
 
@@ -83,8 +87,117 @@ def to_dot(flow: Dataflow, parallelism: int | None = None) -> str:
         for subtask in graph.subtasks:
             for _partition, channels, edge in subtask.output.routes:
                 for channel in channels:
-                    receiver = channel.name.split("->")[1]
-                    lines.append(f"  {_quote(str(subtask))} -> {_quote(receiver)} [label={_quote(_edge_label(edge))}];")
+                    lines.append(
+                        f"  {_quote(str(subtask))} -> {_quote(channel.receiver)} [label={_quote(_edge_label(edge))}];"
+                    )
+    lines.append("}")
+    return "\n".join(lines)
+
+
+LAYERS = (
+    "errors",
+    "state",
+    "time",
+    "core",
+    "operators",
+    "models",
+    "checkpoints",
+    "spark",
+    "lessons",
+    "workshop",
+    "tools",
+)
+"""The package's layers, lowest first: each imports only the ones before it (``pyproject.toml``'s import-linter
+contract says the same, and ``lint-imports`` checks it)."""
+
+
+def package_modules() -> dict[str, list[str]]:
+    """``{layer: [its modules and subpackages, by name]}``, read from the installed package itself.
+
+    >>> package_modules()["time"]
+    ['clock', 'lateness', 'ranges', 'timers', 'units', 'watermarks', 'windows']
+    """
+    root = PACKAGE
+    found: dict[str, list[str]] = {}
+    for layer in LAYERS:
+        place = root / layer
+        if not place.is_dir():
+            found[layer] = []
+            continue
+        names = [p.stem for p in place.glob("*.py") if p.stem not in ("__init__", "__main__")]
+        names += [f"{p.name}/" for p in place.iterdir() if (p / "__init__.py").exists()]
+        found[layer] = sorted(names)
+    return found
+
+
+def layer_imports() -> set[tuple[str, str]]:
+    """Which layer imports which, ``{(importer, imported)}``, from every import statement of the package
+    (those inside functions included)."""
+    root = PACKAGE
+    edges: set[tuple[str, str]] = set()
+    for path in root.rglob("*.py"):
+        parts = path.relative_to(root).parts
+        source = "errors" if parts == ("errors.py",) else parts[0]
+        if source not in LAYERS:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = []
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            for name in names:
+                bits = name.split(".")
+                if bits[0] == "ministream" and len(bits) > 1 and bits[1] in LAYERS and bits[1] != source:
+                    edges.add((source, bits[1]))
+    return edges
+
+
+def _wrapped(names: list[str], per_line: int = 6) -> str:
+    lines = [", ".join(names[i : i + per_line]) for i in range(0, len(names), per_line)]
+    return "\\n".join(lines)
+
+
+def architecture_dot() -> str:
+    """The package's layers as DOT text, top to bottom, each with its modules, and an arrow from each layer to
+    every layer below it that it imports (rendered to ``diagrams/architecture.svg`` by ``make diagrams``).
+
+    >>> layers = [line.split()[0] for line in architecture_dot().splitlines() if "fillcolor" in line]
+    >>> layers[:3], layers[-1]
+    (['"tools"', '"workshop"', '"lessons"'], '"errors"')
+    """
+    modules = package_modules()
+    fills = {
+        "errors": "#eeeeee",
+        "state": "#fdf0d5",
+        "time": "#fdf0d5",
+        "core": "#eef3fb",
+        "operators": "#eef3fb",
+        "models": "#eef3fb",
+        "checkpoints": "#eef3fb",
+        "spark": "#e3f4e1",
+        "lessons": "#e3f4e1",
+        "workshop": "#f3e8f9",
+        "tools": "#f3e8f9",
+    }
+    lines = [
+        'digraph "ministream" {',
+        '  rankdir=TB; ranksep=0.25; nodesep=0.3; label="ministream: each layer imports only the layers below it"; labelloc=t;',
+        '  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=11, width=6];',
+        '  edge [color="#8899aa", arrowsize=0.6];',
+        '  fontname="Helvetica";',
+    ]
+    for layer in reversed(LAYERS):
+        label = f"{layer}\\n{_wrapped(modules[layer])}" if modules[layer] else layer
+        lines.append(f'  {_quote(layer)} [label="{label}", fillcolor="{fills[layer]}"];')
+    order = {layer: i for i, layer in enumerate(LAYERS)}
+    for upper, lower in zip(LAYERS[1:][::-1], LAYERS[:-1][::-1]):  # the stack itself, drawn as a column
+        lines.append(f"  {_quote(upper)} -> {_quote(lower)} [style=invis, weight=10];")
+    for importer, imported in sorted(layer_imports(), key=lambda e: (-order[e[0]], -order[e[1]])):
+        if order[imported] == order[importer] - 1:
+            lines.append(f"  {_quote(importer)} -> {_quote(imported)};")
+        else:
+            lines.append(f'  {_quote(importer)} -> {_quote(imported)} [constraint=false, color="#c8d0d8"];')
     lines.append("}")
     return "\n".join(lines)
 
@@ -108,6 +221,7 @@ def render_lessons(directory: str | Path = "diagrams", parallelism: int = 2) -> 
         written.append(render_svg(to_dot(flow), Path(directory) / f"{lesson.name}.svg"))
         written.append(render_svg(to_dot(flow, parallelism), Path(directory) / f"{lesson.name}.physical.svg"))
     written.append(write_barrier_diagram(directory))
+    written.append(render_svg(architecture_dot(), Path(directory) / "architecture.svg"))
     return written
 
 

@@ -7,13 +7,13 @@ import pytest
 
 from ministream import CollectingSink, Count, Dataflow, ScriptedSource
 from ministream.checkpoints.coordinator import Checkpoint, load_checkpoint, load_latest
-from ministream.checkpoints.crash_checks import failure_free_outputs, run_lesson_with_recovery, same_output
 from ministream.checkpoints.incremental import snapshot_operator
 from ministream.checkpoints.recovery import run_with_recovery
 from ministream.checkpoints.restore import restore_graph
 from ministream.checkpoints.storage import MemoryStorage
 from ministream.core.physical import PhysicalGraph, Scheduler
 from ministream.lessons import get_lesson
+from ministream.lessons.crash_checks import failure_free_outputs, run_lesson_with_recovery, same_output
 from ministream.operators.planner import physical_graph
 from ministream.state.changes import StateDelta, apply_delta, checkpoint_snapshot
 from ministream.state.keyed import KeyedStateBackend, ListState, MapState, ValueState

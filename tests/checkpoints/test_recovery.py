@@ -14,7 +14,6 @@ import random
 import pytest
 
 from ministream.checkpoints.coordinator import Checkpoint, load_latest
-from ministream.checkpoints.crash_checks import check_recovery, run_lesson_with_recovery, same_output
 from ministream.checkpoints.exactly_once import SinkCrash
 from ministream.checkpoints.recovery import run_with_recovery
 from ministream.checkpoints.restore import restore_graph
@@ -22,6 +21,7 @@ from ministream.checkpoints.storage import MemoryStorage
 from ministream.core.faults import crash_at, total_rows
 from ministream.errors import PipelineError
 from ministream.lessons import all_lessons, get_lesson
+from ministream.lessons.crash_checks import check_recovery, run_lesson_with_recovery, same_output
 from ministream.operators.planner import physical_graph
 from ministream.state.keygroups import subtask_of_key
 from ministream.tools.cli import main

@@ -4,7 +4,6 @@ checkpoints for contrast; the micro-batch side against Spark."""
 import pytest
 
 from ministream.checkpoints.coordinator import Checkpoint
-from ministream.checkpoints.crash_checks import same_output
 from ministream.checkpoints.storage import MemoryStorage
 from ministream.core.compare import compare_batches
 from ministream.core.faults import total_rows
@@ -16,6 +15,7 @@ from ministream.lessons.barrier_alignment import (
     checkpointed_run,
     counts,
 )
+from ministream.lessons.crash_checks import same_output
 
 LESSON = get_lesson("barrier-alignment")
 FAILURE_FREE = {"a": 6, "b": 4}

@@ -4,10 +4,10 @@ from pathlib import Path
 
 import pytest
 
-from ministream.checkpoints.crash_checks import same_output
 from ministream.checkpoints.exactly_once import row_order
 from ministream.core.compare import compare_batches
 from ministream.lessons import get_lesson
+from ministream.lessons.crash_checks import same_output
 from ministream.models.microbatch import run_microbatch
 from ministream.tools.cli import main
 

@@ -2,9 +2,9 @@
 
 import pytest
 
-from ministream.checkpoints.crash_checks import same_output
 from ministream.core.compare import compare_batches
 from ministream.lessons import get_lesson
+from ministream.lessons.crash_checks import same_output
 from ministream.lessons.rescale import keys_by_subtask, spark_state_partitions
 from ministream.models.microbatch import run_microbatch
 

@@ -30,3 +30,21 @@ def test_physical_diagram_draws_one_arrow_per_channel():
     dot = to_dot(lesson.pipeline(lesson.default_script, {}), parallelism=3)
     assert dot.count('"events[0]" -> "totals[') == 3
     assert dot.count('-> "output[0]"') == 3
+
+
+def test_the_architecture_diagram_shows_every_layer_and_module_in_the_contract_order():
+    """diagrams/architecture.svg is drawn from the package: every layer, every module, in import-linter's order."""
+    import tomllib
+    from pathlib import Path
+
+    from ministream.tools.diagram import LAYERS, architecture_dot, layer_imports, package_modules
+
+    root = Path(__file__).resolve().parents[2]
+    contract = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"][0]
+    assert [layer.removeprefix("ministream.") for layer in reversed(contract["layers"])] == list(LAYERS)
+    dot = architecture_dot()
+    for layer, modules in package_modules().items():
+        assert f'"{layer}" [label="{layer}' in dot
+        assert all(module in dot for module in modules), layer
+    assert all(LAYERS.index(importer) > LAYERS.index(imported) for importer, imported in layer_imports())
+    assert (root / "diagrams" / "architecture.svg").exists()

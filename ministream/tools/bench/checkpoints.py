@@ -8,8 +8,8 @@ checksums (``storage.DirectoryStorage``). A *restore* reads the newest complete 
 verifies it, and loads it into a freshly built graph (``restore.restore_graph``).
 
 The full snapshot and the restore are timed three times each (wall clock) and the best time is kept, as
-the throughput figures keep the best of their runs: a million keys take a second, in which other processes
-on the machine moved single runs by half a second (1.15 to 1.88 s). Then one more batch changes 1% of the
+the throughput figures keep the best of their runs: other processes on the machine move a single run of about
+a second by as much as half of it. Then one more batch changes 1% of the
 keys, and an *incremental* checkpoint writes only those
 (``state/changes.py``): its time and bytes should follow the keys changed, not N. Restoring it reads the full
 checkpoint and applies the delta.
