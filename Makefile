@@ -1,6 +1,7 @@
 # ministream: every target first runs `setup`, which builds .venv and checks the machine.
 #   make setup       .venv with ministream and its extras, Debian graphviz and redis-server, a Jupyter kernel, a Java check
 #   make test        the test suite (pass options with PYTEST_ARGS="-k events -x")
+#   make test-engine  the tests that need no Spark, Jupyter, Graphviz or cluster (they pass without PySpark installed)
 #   make lint        ruff format --check, ruff check, the layer contracts (lint-imports) and mypy
 #   make demo        every lesson run by ministream and by Spark, side by side
 #   make diagrams    regenerate diagrams/*.svg
@@ -33,7 +34,7 @@ export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(PY)
 export SPARK_LOCAL_IP := 127.0.0.1
 export TZ := UTC
 
-.PHONY: help setup java graphviz redis demo test lint diagrams notebooks workshop-check docs cluster-start cluster-stop
+.PHONY: help setup java graphviz redis demo test test-engine lint diagrams notebooks workshop-check docs cluster-start cluster-stop
 
 help:
 	@sed -n 's/^#   make /make /p' $(firstword $(MAKEFILE_LIST))
@@ -84,6 +85,15 @@ demo: setup
 
 test: setup
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The engine's tests: those marked spark, notebook, viz or cluster (pyproject.toml) are deselected, and the modules
+# that import PySpark or nbformat as they load are not collected at all, so that this runs with the dev extra only.
+ENGINE_TESTS := -m "not spark and not notebook and not viz and not cluster" --ignore=tests/spark \
+	--ignore=tests/workshop/test_build.py --ignore=tests/workshop/test_course.py \
+	--ignore=tests/workshop/test_notebooks.py --ignore=tests/tools/test_plots.py
+
+test-engine: setup
+	$(PY) -m pytest $(ENGINE_TESTS) $(PYTEST_ARGS)
 
 # The rules and their reasons are in pyproject.toml ([tool.ruff], [tool.importlinter], [tool.mypy]).
 lint: setup

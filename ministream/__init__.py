@@ -1,6 +1,9 @@
 """ministream: learn stateful stream processing from a small engine checked against Spark.
 
-The public names a pipeline needs, in one place:
+Everything a pipeline needs is importable from here: the dataflow and its streams, aggregates, windows, join
+ranges, process functions with their state handle and timers, the two execution models and their clock,
+checkpoints and recovery, injected crashes, scripted sources and collecting sinks, events files, and the error
+a refused pipeline raises. Each name's docstring shows it at work.
 
 >>> from ministream import Dataflow, Count, ScriptedSource, CollectingSink, run_microbatch
 >>> flow = Dataflow("clicks")
@@ -10,26 +13,59 @@ The public names a pipeline needs, in one place:
 [{'key': 'a', 'clicks': 2}]
 """
 
+from ministream.checkpoints.coordinator import MicroBatchCheckpoints
+from ministream.checkpoints.exactly_once import AtLeastOnceSink, ExactlyOnceSink
+from ministream.checkpoints.recovery import run_with_recovery
+from ministream.checkpoints.storage import DirectoryStorage, MemoryStorage
 from ministream.core.aggregates import Avg, Count, Custom, Max, Min, Sum
-from ministream.core.plan import Dataflow
+from ministream.core.events import Field, read_events
+from ministream.core.faults import Crash, SimulatedCrash, crash_at
+from ministream.core.plan import Dataflow, KeyedStream, Stream
 from ministream.core.sinks import CollectingSink
 from ministream.core.sources import ScriptedSource
 from ministream.errors import PipelineError
+from ministream.models.continuous import run_continuous
 from ministream.models.microbatch import run_microbatch
-from ministream.time.windows import Sliding, Tumbling
+from ministream.operators.process import ExpiredTimerInfo, Processor, TimerValues
+from ministream.operators.processor_handle import ProcessorHandle
+from ministream.time.clock import ClockStep, ManualClock
+from ministream.time.ranges import TimeRange
+from ministream.time.windows import Session, Sliding, Tumbling
 
 __all__ = [
+    "AtLeastOnceSink",
     "Avg",
+    "ClockStep",
     "CollectingSink",
     "Count",
+    "Crash",
     "Custom",
     "Dataflow",
+    "DirectoryStorage",
+    "ExactlyOnceSink",
+    "ExpiredTimerInfo",
+    "Field",
+    "KeyedStream",
+    "ManualClock",
     "Max",
+    "MemoryStorage",
+    "MicroBatchCheckpoints",
     "Min",
     "PipelineError",
+    "Processor",
+    "ProcessorHandle",
     "ScriptedSource",
+    "Session",
+    "SimulatedCrash",
     "Sliding",
+    "Stream",
     "Sum",
+    "TimeRange",
+    "TimerValues",
     "Tumbling",
+    "crash_at",
+    "read_events",
+    "run_continuous",
     "run_microbatch",
+    "run_with_recovery",
 ]

@@ -14,4 +14,14 @@ from __future__ import annotations
 
 
 class PipelineError(ValueError):
-    """A pipeline that cannot run as written: the message says why, in the terms Spark or Flink would use."""
+    """A pipeline that cannot run as written: the message says why, in the terms Spark or Flink would use.
+
+    >>> from ministream import CollectingSink, Count, Dataflow, ScriptedSource, run_microbatch
+    >>> flow = Dataflow("counts")
+    >>> flow.source("events", ScriptedSource([[{"key": "a"}]])).key_by("key").aggregate(
+    ...     "n", n=Count()).sink("output", CollectingSink())
+    >>> run_microbatch(flow, output_mode="append")
+    Traceback (most recent call last):
+    ...
+    ministream.errors.PipelineError: step 'n': append output mode cannot be used with an aggregation without a ...
+    """

@@ -3,7 +3,6 @@
 import os
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -14,10 +13,20 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 time.tzset()
 
-# --- Spark fixtures -------------------------------------------------------------------------------------------
-# The Spark harness keeps its fixtures (the `spark` session) in tests/spark_fixtures.py; they load from here.
-pytest_plugins = ["tests.spark_fixtures"] if (Path(__file__).parent / "spark_fixtures.py").exists() else []
-# --------------------------------------------------------------------------------------------------------------
+# The `spark` fixture (tests/spark_fixtures.py) imports PySpark only when a test asks for it: the engine's tests
+# are collected and run without PySpark installed (`make test-engine`).
+pytest_plugins = ["tests.spark_fixtures"]
+
+
+def pytest_collection_modifyitems(config, items):
+    """A test that asks for the ``spark`` fixture is marked spark, so that the engine's tests leave it out."""
+    unmarked = [
+        item.nodeid
+        for item in items
+        if "spark" in getattr(item, "fixturenames", ()) and item.get_closest_marker("spark") is None
+    ]
+    if unmarked:
+        raise pytest.UsageError("uses the spark fixture but is not marked @pytest.mark.spark: " + ", ".join(unmarked))
 
 
 def _in_ci() -> bool:

@@ -63,7 +63,16 @@ def _both(combine):
 
 
 def Count(column: str | None = None) -> AggregateFunction:
-    """Count rows (``count("*")``), or the non-null values of one column."""
+    """Count rows (``count("*")``), or the non-null values of one column.
+
+    >>> from ministream import CollectingSink, Dataflow, ScriptedSource, run_microbatch
+    >>> flow = Dataflow("counts")
+    >>> script = [[{"key": "a", "value": 1}, {"key": "a", "value": None}, {"key": "a", "value": 2}]]
+    >>> flow.source("events", ScriptedSource(script)).key_by("key").aggregate(
+    ...     "totals", rows=Count(), values=Count("value")).sink("output", CollectingSink())
+    >>> run_microbatch(flow, output_mode="update").output()[0].rows
+    [{'key': 'a', 'rows': 3, 'values': 2}]
+    """
     return AggregateFunction(
         column,
         lambda: 0,
@@ -75,22 +84,62 @@ def Count(column: str | None = None) -> AggregateFunction:
 
 
 def Sum(column: str) -> AggregateFunction:
-    """Add up a column (``sum(col)``): ``None`` until a non-null value arrives."""
+    """Add up a column (``sum(col)``): ``None`` until a non-null value arrives.
+
+    >>> from ministream import CollectingSink, Dataflow, ScriptedSource, run_microbatch
+    >>> flow = Dataflow("sums")
+    >>> script = [[{"key": "a", "value": 4}, {"key": "a", "value": 1.5}],
+    ...           [{"key": "a", "value": None}, {"key": "b", "value": None}]]
+    >>> flow.source("events", ScriptedSource(script)).key_by("key").aggregate(
+    ...     "totals", total=Sum("value")).sink("output", CollectingSink())
+    >>> [batch.rows for batch in run_microbatch(flow, output_mode="update").output()]
+    [[{'key': 'a', 'total': 5.5}], [{'key': 'a', 'total': 5.5}, {'key': 'b', 'total': None}]]
+    """
     return AggregateFunction(column, lambda: None, _plus, _both(lambda a, b: a + b), name="sum", add_all=_plus_all)
 
 
 def Min(column: str) -> AggregateFunction:
-    """The smallest value of a column (``min(col)``)."""
+    """The smallest value of a column (``min(col)``), ``None`` until a non-null value arrives.
+
+    >>> from ministream import CollectingSink, Dataflow, ScriptedSource, run_microbatch
+    >>> flow = Dataflow("lows")
+    >>> script = [[{"key": "a", "value": 4}, {"key": "a", "value": 1.5}],
+    ...           [{"key": "a", "value": None}, {"key": "b", "value": None}]]
+    >>> flow.source("events", ScriptedSource(script)).key_by("key").aggregate(
+    ...     "totals", low=Min("value")).sink("output", CollectingSink())
+    >>> [batch.rows for batch in run_microbatch(flow, output_mode="update").output()]
+    [[{'key': 'a', 'low': 1.5}], [{'key': 'a', 'low': 1.5}, {'key': 'b', 'low': None}]]
+    """
     return AggregateFunction(column, lambda: None, _keep(min), _both(min), name="min")
 
 
 def Max(column: str) -> AggregateFunction:
-    """The largest value of a column (``max(col)``)."""
+    """The largest value of a column (``max(col)``), ``None`` until a non-null value arrives.
+
+    >>> from ministream import CollectingSink, Dataflow, ScriptedSource, run_microbatch
+    >>> flow = Dataflow("highs")
+    >>> script = [[{"key": "a", "value": 4}, {"key": "a", "value": 1.5}],
+    ...           [{"key": "a", "value": None}, {"key": "b", "value": None}]]
+    >>> flow.source("events", ScriptedSource(script)).key_by("key").aggregate(
+    ...     "totals", high=Max("value")).sink("output", CollectingSink())
+    >>> [batch.rows for batch in run_microbatch(flow, output_mode="update").output()]
+    [[{'key': 'a', 'high': 4}], [{'key': 'a', 'high': 4}, {'key': 'b', 'high': None}]]
+    """
     return AggregateFunction(column, lambda: None, _keep(max), _both(max), name="max")
 
 
 def Avg(column: str) -> AggregateFunction:
-    """The mean of a column (``avg(col)``), kept as ``(sum, count)`` so that it can be merged."""
+    """The mean of a column (``avg(col)``), kept as ``(sum, count)`` so that it can be merged.
+
+    >>> from ministream import CollectingSink, Dataflow, ScriptedSource, run_microbatch
+    >>> flow = Dataflow("means")
+    >>> script = [[{"key": "a", "value": 4}, {"key": "a", "value": 1.5}],
+    ...           [{"key": "a", "value": None}, {"key": "b", "value": None}]]
+    >>> flow.source("events", ScriptedSource(script)).key_by("key").aggregate(
+    ...     "totals", mean=Avg("value")).sink("output", CollectingSink())
+    >>> [batch.rows for batch in run_microbatch(flow, output_mode="update").output()]
+    [[{'key': 'a', 'mean': 2.75}], [{'key': 'a', 'mean': 2.75}, {'key': 'b', 'mean': None}]]
+    """
     return AggregateFunction(
         column,
         lambda: (0, 0),

@@ -32,7 +32,12 @@ _JSON_TYPE = {list: "an array", str: "a string", bool: "true/false", type(None):
 
 @attrs.frozen
 class Field:
-    """One of a lesson's own columns: its name and kind (``str``, ``float`` or ``int``)."""
+    """One of a lesson's own columns: its name and kind (``str``, ``float`` or ``int``).
+
+    >>> line = '{"batch": 0, "ts": "2024-01-01T10:00:00Z", "user": "ann", "amount": 5}'
+    >>> parse_events([line], [Field("user", str), Field("amount", float)])
+    [[{'ts': 1704103200000, 'user': 'ann', 'amount': 5.0}]]
+    """
 
     name: str
     kind: type = attrs.field(validator=attrs.validators.in_((str, float, int)))
@@ -235,7 +240,17 @@ def parse_events(
 
 
 def read_events(path, fields: list[Field], streams: list[str] | None = None, dead_letters: list | None = None):
-    """Read an events file (JSON Lines, UTF-8); see :func:`parse_events` for what it returns."""
+    """Read an events file (JSON Lines, UTF-8); see :func:`parse_events` for what it returns.
+
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = Path(folder) / "clicks.jsonl"
+    ...     _ = path.write_text('{"batch": 0, "ts": "2024-01-01T10:00:05Z", "user": "ann"}\\n'
+    ...                         '{"batch": 1, "ts": "2024-01-01T10:00:01Z", "user": "bob"}\\n')
+    ...     read_events(path, [Field("user", str)])
+    [[{'ts': 1704103205000, 'user': 'ann'}], [{'ts': 1704103201000, 'user': 'bob'}]]
+    """
     with open(path, encoding="utf-8-sig") as lines:
         return parse_events(lines, fields, streams, source_name=str(path), dead_letters=dead_letters)
 

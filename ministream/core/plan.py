@@ -65,7 +65,17 @@ from ministream.time.windows import WindowAssigner
 
 @attrs.define(eq=False)
 class Dataflow:
-    """A named pipeline of steps. Build it from :meth:`source`, then chain methods of :class:`Stream`."""
+    """A named pipeline of steps. Build it from :meth:`source`, then chain methods of :class:`Stream`.
+
+    >>> from ministream import CollectingSink, ScriptedSource, run_microbatch
+    >>> flow = Dataflow("doubled")
+    >>> flow.source("numbers", ScriptedSource([[{"n": 1}, {"n": 2}], [{"n": 3}]])).map(
+    ...     "double", lambda row: {"n": 2 * row["n"]}).sink("output", CollectingSink())
+    >>> [step.name for step in flow.steps]
+    ['numbers', 'double', 'output']
+    >>> [batch.rows for batch in run_microbatch(flow).output()]
+    [[{'n': 2}, {'n': 4}], [{'n': 6}]]
+    """
 
     name: str
     steps: list[Step] = attrs.field(factory=list)
@@ -120,7 +130,16 @@ def side_outputs(spec: StepSpec) -> tuple[str, ...]:
 @attrs.define(eq=False)
 class Stream:
     """The output of one step, to which the next steps are attached (its main output, or the side output
-    named ``output``)."""
+    named ``output``).
+
+    >>> from ministream import CollectingSink, ScriptedSource, run_microbatch
+    >>> flow = Dataflow("words")
+    >>> lines = flow.source("lines", ScriptedSource([[{"line": "to be"}, {"line": "or not"}]]))
+    >>> lines.flat_map("split", lambda row: [{"word": w} for w in row["line"].split()]).filter(
+    ...     "long", lambda row: len(row["word"]) > 2).sink("output", CollectingSink())
+    >>> run_microbatch(flow).output()[0].rows
+    [{'word': 'not'}]
+    """
 
     flow: Dataflow
     step: Step
@@ -214,7 +233,18 @@ _SPARK_JOIN_NAMES = {
 
 @attrs.define(eq=False)
 class KeyedStream:
-    """A stream partitioned by key: what ``key_by`` returns. Keyed steps hang off it."""
+    """A stream partitioned by key: what ``key_by`` returns. Keyed steps hang off it.
+
+    >>> from ministream import CollectingSink, Count, ScriptedSource, run_microbatch
+    >>> flow = Dataflow("clicks")
+    >>> clicks = flow.source("clicks", ScriptedSource([[{"user": "ann"}, {"user": "bob"}, {"user": "ann"}]]))
+    >>> per_user = clicks.key_by("user")
+    >>> per_user.key_columns
+    ('user',)
+    >>> per_user.aggregate("count", clicks=Count()).sink("output", CollectingSink())
+    >>> sorted(run_microbatch(flow, output_mode="update").output()[0].rows, key=lambda row: row["user"])
+    [{'user': 'ann', 'clicks': 2}, {'user': 'bob', 'clicks': 1}]
+    """
 
     flow: Dataflow
     upstream: Step

@@ -21,6 +21,14 @@ from ministream.core.results import BatchResult
 class CollectingSink:
     """A sink that keeps every batch it receives as a ``BatchResult``, for tests and comparisons.
 
+    >>> sink = CollectingSink()
+    >>> sink.write(0, None, [{"key": "a"}])
+    >>> sink.write(1, 5_000, [])
+    >>> sink.batches
+    [BatchResult(batch_id=0, watermark=None, rows=[{'key': 'a'}]), BatchResult(batch_id=1, watermark=5000, rows=[])]
+    >>> sink.rows
+    [{'key': 'a'}]
+
     In the continuous model, which has no batches, everything lands in one result with ``batch_id`` 0, in
     the order the sink received it.
     """

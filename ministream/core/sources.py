@@ -27,6 +27,10 @@ from ministream.core.faults import SimulatedCrash, rows_before_crash
 class ScriptedSource:
     """A source that replays a script: a list of batches, each a list of rows (dicts).
 
+    >>> source = ScriptedSource([[{"key": "a"}], [], [{"key": "b"}]])
+    >>> len(source), source.batch(0), source.batch(1), source.batch(3)
+    (3, [{'key': 'a'}], [], [])
+
     In the micro-batch model batch ``k`` is micro-batch ``k``; in the continuous model the batches are read
     one after the other, row by row. Empty batches are batches with no rows (Spark runs them too).
 

@@ -77,6 +77,17 @@ def run_microbatch(
 ) -> Run:
     """Run a dataflow batch by batch, as Spark runs a streaming query, and return what the sinks received.
 
+    >>> from ministream import CollectingSink, Count, Dataflow, ScriptedSource, Tumbling
+    >>> flow = Dataflow("per window")
+    >>> script = [[{"key": "a", "ts": 1_000}, {"key": "a", "ts": 4_000}], [{"key": "a", "ts": 12_000}]]
+    >>> flow.source("events", ScriptedSource(script)).with_watermark("wm", "ts", "1 second").key_by("key").window(
+    ...     "w", Tumbling("10 seconds"), n=Count()).sink("output", CollectingSink())
+    >>> for batch in run_microbatch(flow, output_mode="append").output():
+    ...     print(batch.batch_id, batch.watermark, batch.rows)
+    0 0 []
+    1 3000 []
+    2 11000 [{'key': 'a', 'window_start': 0, 'window_end': 10000, 'n': 2}]
+
     Args:
         flow: the pipeline; its sources must be scripted (``sources.ScriptedSource``).
         output_mode: ``"append"``, ``"update"`` or ``"complete"``, with Spark's meaning.

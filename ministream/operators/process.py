@@ -78,7 +78,19 @@ from ministream.time.units import format_ts
 @attrs.frozen
 class TimerValues:
     """What time it is for the batch being processed: its processing time (the batch timestamp) and its
-    watermark ``WM_k``, in ms; ``None`` in time mode ``"none"``."""
+    watermark ``WM_k``, in ms; ``None`` in time mode ``"none"``.
+
+    >>> from ministream import CollectingSink, Dataflow, ScriptedSource, run_microbatch
+    >>> class ShowWatermark(Processor):
+    ...     def handle_input_rows(self, key, rows, timer_values):
+    ...         return [{"key": key, "watermark": timer_values.watermark}]
+    >>> flow = Dataflow("times")
+    >>> flow.source("events", ScriptedSource([[{"key": "a", "ts": 9_000}], [{"key": "a", "ts": 10_000}]])
+    ...     ).with_watermark("wm", "ts", "2 seconds").key_by("key").process(
+    ...     "show", ShowWatermark(), time_mode="event_time").sink("output", CollectingSink())
+    >>> [batch.rows for batch in run_microbatch(flow, output_mode="update").output()]
+    [[{'key': 'a', 'watermark': 0}], [{'key': 'a', 'watermark': 7000}], []]
+    """
 
     processing_time: int | None
     watermark: int | None
@@ -86,7 +98,24 @@ class TimerValues:
 
 @attrs.frozen
 class ExpiredTimerInfo:
-    """Which timer fired: its expiry time in ms."""
+    """Which timer fired: its expiry time in ms.
+
+    >>> from ministream import CollectingSink, Dataflow, ScriptedSource, run_microbatch
+    >>> class Reminder(Processor):
+    ...     def init(self, handle):
+    ...         self.handle = handle
+    ...     def handle_input_rows(self, key, rows, timer_values):
+    ...         self.handle.register_timer(rows[0]["ts"] + 1_000)
+    ...         return []
+    ...     def handle_expired_timer(self, key, timer_values, expired_timer_info):
+    ...         return [{"key": key, "expiry_time": expired_timer_info.expiry_time}]
+    >>> flow = Dataflow("reminders")
+    >>> flow.source("events", ScriptedSource([[{"key": "a", "ts": 2_000}], [{"key": "b", "ts": 9_000}]])
+    ...     ).with_watermark("wm", "ts", "0 seconds").key_by("key").process(
+    ...     "remind", Reminder(), time_mode="event_time").sink("output", CollectingSink())
+    >>> [batch.rows for batch in run_microbatch(flow, output_mode="update").output()]
+    [[], [], [{'key': 'a', 'expiry_time': 3000}]]
+    """
 
     expiry_time: int
 

@@ -1,0 +1,293 @@
+"""Stream-stream join rules in the micro-batch model, one test per rule (Spark's StreamingSymmetricHashJoinExec;
+the Spark runs that confirm them are in tests/lessons/test_stream_join.py and
+tests/lessons/test_outer_join.py)."""
+
+import pytest
+
+from ministream import CollectingSink, Dataflow, ScriptedSource, run_microbatch
+from ministream.errors import PipelineError
+from ministream.operators.stream_join import TimeRange, state_sizes_by_side
+
+S = 1000  # one second, in ms
+TEN_SECONDS = TimeRange("l_time", "r_time", 0, 10 * S)
+
+
+def L(t, key="k"):
+    """A left row at ``t`` ms."""
+    return {"l_key": key, "l_time": t}
+
+
+def R(t, key="k"):
+    """A right row at ``t`` ms."""
+    return {"r_key": key, "r_time": t}
+
+
+def join_flow(
+    left,
+    right,
+    how="inner",
+    between=TEN_SECONDS,
+    delay=0,
+    watermarks=(True, True),
+    key_time=None,
+):
+    """Left and right scripts joined on their key; both watermarked with ``delay`` unless told otherwise."""
+    flow = Dataflow("rules")
+    sides = []
+    for name, script, prefix, watermarked in (("left", left, "l", watermarks[0]), ("right", right, "r", watermarks[1])):
+        stream = flow.source(name, ScriptedSource(script)).select(
+            f"{name}_columns", **{f"{prefix}_key": f"{prefix}_key", f"{prefix}_time": f"{prefix}_time"}
+        )
+        if watermarked:
+            stream = stream.with_watermark(f"{name}_watermark", f"{prefix}_time", delay)
+        sides.append(stream.key_by(f"{prefix}_key"))
+    sides[0].join("join", sides[1], how=how, between=between, key_time=key_time).sink("output", CollectingSink())
+    return flow
+
+
+def batches(flow, **options):
+    """The output as ``[(batch id, watermark, sorted rows as (left time, right time))]``."""
+    out = []
+    for batch in run_microbatch(flow, **options).output():
+        rows = sorted(((r.get("l_time"), r.get("r_time")) for r in batch.rows), key=repr)
+        out.append((batch.batch_id, batch.watermark, rows))
+    return out
+
+
+def test_left_rows_meet_right_state_and_right_rows_meet_this_batchs_left_rows():
+    """A left and a right row of the same batch join once: right rows meet the left state, which already
+    holds this batch's left rows."""
+    flow = join_flow([[L(1 * S)]], [[R(2 * S)]])
+    assert batches(flow)[0][2] == [(1000, 2000)]
+
+
+def test_later_rows_join_the_other_sides_state():
+    """Rows kept in state join rows of the other side that arrive batches later, in either direction."""
+    flow = join_flow([[L(1 * S)], [], [L(20 * S)]], [[R(25 * S)], [R(5 * S)], []], delay=60 * S)
+    assert [rows for _, _, rows in batches(flow)] == [[], [(1000, 5000)], [(20000, 25000)]]
+
+
+def test_time_range_bounds_are_inclusive_unless_told():
+    """A right row exactly ``upper`` after a left row matches; with ``upper_inclusive=False`` it does not."""
+    rows = [[L(0 + S)]], [[R(11 * S), R(11 * S + 1)]]
+    assert batches(join_flow(*rows))[0][2] == [(1000, 11000)]
+    strict = TimeRange("l_time", "r_time", 0, 10 * S, upper_inclusive=False)
+    assert batches(join_flow(*rows, between=strict))[0][2] == []
+
+
+def test_late_rows_are_dropped_against_the_previous_batchs_watermark():
+    """In batch k a row with event time <= WM_{k-1} is dropped before it can join, and the trace says so."""
+    left = [[L(20 * S)], [], [L(5 * S)]]
+    right = [[R(20 * S)], [R(10 * S)], [R(10 * S)]]  # WM_1 = 10 s: R(10 s) is late in batch 2, not in 1
+    flow = join_flow(left, right, delay=10 * S, between=TimeRange("l_time", "r_time", -60 * S, 60 * S))
+    run = run_microbatch(flow, trace=True)
+    assert [len(batch.rows) for batch in run.output()] == [1, 1, 0]
+    late = run.trace.of_kind("late")
+    assert [(line.batch_id, line.row) for line in late] == [
+        (2, {"l_key": "k", "l_time": 5000}),
+        (2, {"r_key": "k", "r_time": 10000}),
+    ]
+
+
+def test_left_state_watermark_is_wm_minus_upper_minus_one_ms_for_an_inclusive_bound():
+    """With ``r <= l + upper``, a left row leaves state when ``l <= WM - upper - 1 ms``: at WM = l + upper it
+    stays (its null-padded row waits one more watermark step)."""
+    left = [[L(10 * S), L(40 * S)], [], [L(41 * S)]]
+    right = [[R(40 * S)], [], [R(41 * S)]]
+    flow = join_flow(left, right, how="left_outer", delay=10 * S)
+    assert batches(flow)[1] == (1, 30000, [(10000, None)])  # 10 s <= 30 s - 10 s - 1 ms: evicted
+    flow = join_flow([[L(20 * S), L(40 * S)], [], [L(41 * S)]], right, how="left_outer", delay=10 * S)
+    out = batches(flow)  # 20 s > 30 s - 10 s - 1 ms: kept at WM 30 s, evicted at WM 31 s
+    assert [rows for _, _, rows in out] == [[(40000, 40000)], [], [(40000, 41000), (41000, 41000)], [(20000, None)]]
+    assert [wm for _, wm, _ in out] == [0, 30000, 30000, 31000]
+
+
+def test_strict_upper_bound_evicts_without_the_extra_millisecond():
+    """With ``r < l + upper`` a left row leaves when ``l <= WM - upper`` (no -1 ms)."""
+    strict = TimeRange("l_time", "r_time", 0, 10 * S, upper_inclusive=False)
+    flow = join_flow([[L(20 * S), L(40 * S)]], [[R(40 * S)]], how="left_outer", delay=10 * S, between=strict)
+    assert batches(flow)[1] == (1, 30000, [(20000, None)])
+
+
+def test_right_state_watermark_comes_from_the_lower_bound():
+    """With ``r >= l + lower`` a right row leaves when ``r <= WM + lower - 1 ms`` (right outer pads it then)."""
+    flow = join_flow(
+        [[L(40 * S)], [], [L(41 * S)]], [[R(30 * S), R(40 * S)], [], [R(41 * S)]], how="right_outer", delay=10 * S
+    )
+    out = batches(flow)
+    assert [rows for _, _, rows in out] == [[(40000, 40000)], [], [(40000, 41000), (41000, 41000)], [(None, 30000)]]
+
+
+def test_null_padded_rows_appear_only_when_their_row_is_evicted_unmatched():
+    """An outer join emits an unmatched row with nulls at its eviction, never before; a matched row never."""
+    flow = join_flow(
+        [[L(1 * S, "a"), L(2 * S, "b")], [L(50 * S, "z")]],
+        [[R(3 * S, "a")], [R(50 * S, "z")]],
+        how="full_outer",
+        delay=5 * S,
+    )
+    out = batches(flow)
+    assert out == [(0, 0, [(1000, 3000)]), (1, 0, [(50000, 50000)]), (2, 45000, [(2000, None)])]
+
+
+def test_left_semi_emits_a_left_row_once_at_its_first_match_and_does_not_keep_it():
+    """Left semi: one output row per left row, however many right rows match, and only left columns; a left
+    row that matches on arrival is not stored, one that matches later stays (marked matched) until evicted."""
+    flow = join_flow([[L(1 * S)], [L(2 * S)]], [[R(3 * S), R(4 * S)], [R(5 * S)]], how="left_semi", delay=60 * S)
+    run = run_microbatch(flow, trace=True)
+    assert [batch.rows for batch in run.output()] == [
+        [{"l_key": "k", "l_time": 1000}],
+        [{"l_key": "k", "l_time": 2000}],
+    ]
+    assert state_sizes_by_side(run.trace, "join")["left"] == [1, 1]  # L(1 s) stored, L(2 s) not
+
+
+def test_state_grows_without_a_time_range_and_shrinks_with_one():
+    """An inner join without a range never evicts; with one, each side's state shrinks as the watermark
+    moves, and a no-data batch runs to evict after the last data."""
+    left, right = [[L(1 * S)], [L(30 * S)]], [[R(2 * S)], [R(30 * S)]]
+    unbounded = run_microbatch(join_flow(left, right, between=None, delay=5 * S), trace=True)
+    assert state_sizes_by_side(unbounded.trace, "join") == {"left": [1, 2], "right": [1, 2]}
+    bounded = run_microbatch(join_flow(left, right, delay=5 * S), trace=True)
+    assert state_sizes_by_side(bounded.trace, "join") == {"left": [1, 2, 1], "right": [1, 2, 1]}
+
+
+def test_an_idle_input_holds_the_watermark_at_zero_under_min_and_not_under_max():
+    """With policy min an input with no row yet counts as 0; with max the other input alone moves it."""
+    flow = join_flow([[L(30 * S)], [L(40 * S)], [L(60 * S)]], [[], [], []], how="left_outer", delay=5 * S)
+    assert batches(flow) == [(0, 0, []), (1, 0, []), (2, 0, [])]
+    assert batches(flow, watermark_policy="max") == [
+        (0, 0, []),
+        (1, 25000, []),
+        (2, 35000, []),
+        (3, 55000, [(30000, None), (40000, None)]),
+    ]
+
+
+def test_key_time_evicts_both_sides_when_the_key_time_is_at_or_before_the_watermark():
+    """With an event-time column in the key (a window end), both sides leave when it is <= WM_k."""
+    flow = join_flow(
+        [[L(10 * S)], [L(30 * S)]],
+        [[R(10 * S)], [R(30 * S)]],
+        how="full_outer",
+        between=None,
+        delay=5 * S,
+        key_time=("l_time", "r_time"),
+    )
+    run = run_microbatch(flow, trace=True)
+    assert state_sizes_by_side(run.trace, "join") == {"left": [1, 2, 1], "right": [1, 2, 1]}
+
+
+def test_outer_join_without_a_bound_on_the_padded_side_is_refused():
+    """A left outer join needs a watermark on the right and an upper bound, as Spark requires."""
+    with pytest.raises(PipelineError, match="watermark in the join keys, or a watermark on the nullable side"):
+        join_flow([[]], [[]], how="left_outer", between=None)
+    with pytest.raises(PipelineError, match="Stream-stream LeftOuter join"):
+        join_flow([[]], [[]], how="left_outer", watermarks=(True, False))
+    with pytest.raises(PipelineError, match="RightOuter"):
+        join_flow([[]], [[]], how="right_outer", between=TimeRange("l_time", "r_time", None, 10))
+
+
+@pytest.mark.parametrize(
+    "how, spark_name", [("left_outer", "LeftOuter"), ("right_outer", "RightOuter"), ("full_outer", "FullOuter")]
+)
+@pytest.mark.parametrize(
+    "watermarks, between",
+    [((False, False), TimeRange("l_time", "r_time", 0, 10 * S)), ((True, True), None)],
+    ids=["no watermarks", "no time range"],
+)
+def test_an_outer_join_without_watermarks_or_a_time_range_is_refused_with_the_reason(
+    how, spark_name, watermarks, between
+):
+    """An outer join with no watermark on either side, or with watermarks but no time range, is refused: the
+    message says what the join must know, what to give it, and quotes Spark's refusal."""
+    padded, other = ("right", "left") if how == "right_outer" else ("left", "right")
+    with pytest.raises(PipelineError) as refused:
+        join_flow([[]], [[]], how=how, between=between, watermarks=watermarks)
+    assert str(refused.value) == (
+        f"join 'join': a {how} join must know when a {padded} row can no longer match, to emit it padded with "
+        f"nulls and forget it. Give {other} a watermark and bound its time from the {padded} time "
+        f"(between=TimeRange(...)), or put an event-time column in the key. (Spark: 'Stream-stream {spark_name} "
+        "join between two streaming DataFrame/Datasets is not supported without a watermark in the join keys, or "
+        "a watermark on the nullable side and an appropriate range condition'.)"
+    )
+
+
+def test_joins_run_only_in_append_mode_and_know_their_join_types():
+    """Update mode and an unknown ``how`` are refused with the reason."""
+    with pytest.raises(PipelineError, match="only in append output mode"):
+        run_microbatch(join_flow([[]], [[]]), output_mode="update")
+    with pytest.raises(PipelineError, match="how must be one of inner, left_outer"):
+        join_flow([[]], [[]], how="cross")
+
+
+def test_clashing_column_names_are_refused():
+    """Two sides with a column of the same name must be renamed first, as in Spark."""
+    flow = Dataflow("clash")
+    a = flow.source("a", ScriptedSource([[{"k": 1, "t": 1}]])).key_by("k")
+    b = flow.source("b", ScriptedSource([[{"k": 1, "t": 2}]])).key_by("k")
+    a.join("join", b).sink("output", CollectingSink())
+    with pytest.raises(PipelineError, match=r"both sides of the join have columns \['k', 't'\]"):
+        run_microbatch(flow)
+
+
+@pytest.mark.parametrize("parallelism,seed", [(1, 0), (2, 3), (4, 11)])
+def test_output_does_not_depend_on_parallelism_or_seed(parallelism, seed):
+    """The join's batches are the same at any parallelism and scheduler seed."""
+    left = [[L(1 * S, "a"), L(2 * S, "b"), L(3 * S, "c")], [L(30 * S, "a")], [L(60 * S, "c")]]
+    right = [[R(2 * S, "a"), R(9 * S, "c")], [R(31 * S, "b"), R(35 * S, "a")], [R(61 * S, "c")]]
+    flow = join_flow(left, right, how="full_outer", delay=5 * S)
+    assert batches(flow, parallelism=parallelism, seed=seed) == batches(flow)
+
+
+WINDOW_LEFT = [[L(1 * S, "a"), L(12 * S, "b")], [L(25 * S, "a")], [L(3 * S, "a"), L(40 * S, "c")], [L(60 * S, "z")]]
+WINDOW_RIGHT = [[R(5 * S, "a")], [R(15 * S, "b"), R(26 * S, "a")], [R(8 * S, "a"), R(41 * S, "d")], [R(61 * S, "z")]]
+
+
+def window_join_flow(how):
+    """Each side's rows put in 10-second tumbling windows; the join key is (key, window end)."""
+    from ministream.time.windows import tumbling
+
+    flow = Dataflow("window-join")
+    sides = []
+    for name, script, p in (("left", WINDOW_LEFT, "l"), ("right", WINDOW_RIGHT, "r")):
+        stream = (
+            flow.source(name, ScriptedSource(script))
+            .with_watermark(f"{name}_watermark", f"{p}_time", 5 * S)
+            .map(
+                f"{name}_window",
+                lambda row, p=p: {f"{p}_key": row[f"{p}_key"], f"{p}_end": tumbling(row[f"{p}_time"], 10 * S)[1]},
+            )
+            .select(f"{name}_columns", **{f"{p}_key": f"{p}_key", f"{p}_end": f"{p}_end"})
+        )
+        sides.append(stream.key_by([f"{p}_key", f"{p}_end"]))
+    sides[0].join("join", sides[1], how=how, key_time=("l_end", "r_end")).sink("output", CollectingSink())
+    return flow
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("how", ["left_outer"])
+def test_a_window_in_the_join_key_matches_spark(how):
+    """With a window in the key, rows are late when their window ended at or before WM_{k-1}, and both
+    sides leave state (outer rows padded) when the window end is <= WM_k, as Spark does."""
+    from pyspark.sql import functions as F
+
+    from ministream.core.compare import compare_batches
+    from ministream.spark import run_query, scripted_stream, spark_session
+
+    spark = spark_session()
+
+    def side(script, p):
+        df = scripted_stream(spark, f"{p}_key STRING, {p}_time TIMESTAMP", script).withWatermark(
+            f"{p}_time", "5 seconds"
+        )
+        return df.select(f"{p}_key", F.window(f"{p}_time", "10 seconds").alias(f"{p}_window"))
+
+    joined = side(WINDOW_LEFT, "l").join(side(WINDOW_RIGHT, "r"), F.expr("l_key = r_key AND l_window = r_window"), how)
+    twin = joined.select("l_key", F.col("l_window.end").alias("l_end"), "r_key", F.col("r_window.end").alias("r_end"))
+    result = compare_batches(run_microbatch(window_join_flow(how)).output(), run_query(twin, "append"))
+    assert result.matches, result.table()
+    if how == "left_outer":
+        assert [batch.rows for batch in run_microbatch(window_join_flow(how)).output()][-1] == [
+            {"l_key": "c", "l_end": 50000, "r_key": None, "r_end": None}
+        ]

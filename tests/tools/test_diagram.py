@@ -1,0 +1,50 @@
+"""Diagrams are code: DOT text from the pipeline, rendered to SVG by Graphviz."""
+
+import pytest
+
+from ministream.lessons import all_lessons, get_lesson
+from ministream.tools.diagram import render_svg, to_dot
+
+
+def test_every_lesson_has_a_committed_diagram():
+    """diagrams/LESSON.svg exists for every lesson (regenerate with `make diagrams`)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "diagrams"
+    missing = [lesson.name for lesson in all_lessons() if not (root / f"{lesson.name}.svg").exists()]
+    assert missing == []
+
+
+@pytest.mark.viz
+def test_diagram_renders_to_svg_with_every_step(tmp_path):
+    """A lesson's DOT text renders to an SVG that names each of its steps."""
+    lesson = get_lesson("running-aggregation")
+    flow = lesson.pipeline(lesson.default_script, lesson.resolve_params())
+    svg = render_svg(to_dot(flow), tmp_path / "d.svg").read_text()
+    assert svg.startswith("<?xml") and all(step.name in svg for step in flow.steps)
+
+
+def test_physical_diagram_draws_one_arrow_per_channel():
+    """With parallelism 3, the keyed step has 3 subtasks and the hash edge 3 arrows."""
+    lesson = get_lesson("running-aggregation")
+    dot = to_dot(lesson.pipeline(lesson.default_script, {}), parallelism=3)
+    assert dot.count('"events[0]" -> "totals[') == 3
+    assert dot.count('-> "output[0]"') == 3
+
+
+def test_the_architecture_diagram_shows_every_layer_and_module_in_the_contract_order():
+    """diagrams/architecture.svg is drawn from the package: every layer, every module, in import-linter's order."""
+    import tomllib
+    from pathlib import Path
+
+    from ministream.tools.diagram import LAYERS, architecture_dot, layer_imports, package_modules
+
+    root = Path(__file__).resolve().parents[2]
+    contract = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"][0]
+    assert [layer.removeprefix("ministream.") for layer in reversed(contract["layers"])] == list(LAYERS)
+    dot = architecture_dot()
+    for layer, modules in package_modules().items():
+        assert f'"{layer}" [label="{layer}' in dot
+        assert all(module in dot for module in modules), layer
+    assert all(LAYERS.index(importer) > LAYERS.index(imported) for importer, imported in layer_imports())
+    assert (root / "diagrams" / "architecture.svg").exists()

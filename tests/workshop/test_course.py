@@ -1,0 +1,23 @@
+"""The course (``workshop/course.py``): the notebooks in the lessons' teaching order, each opening with its
+goals and closing with a recap."""
+
+import pytest
+
+from ministream.lessons import all_lessons
+from ministream.workshop.course import course
+
+pytestmark = pytest.mark.notebook
+
+
+def test_every_lesson_notebook_opens_with_goals_and_closes_with_a_recap():
+    """Each notebook of the course says what the learner will be able to do, and ends with a recap."""
+    steps = course()
+    assert steps and all(step.opening for step in steps), [s.name for s in steps if not s.opening]
+    assert all(step.recap for step in steps), [s.name for s in steps if not s.recap]
+
+
+def test_course_follows_the_teaching_order_of_the_lessons():
+    """The course orders notebooks by their first lesson's place in the teaching order, whatever their number."""
+    order = {lesson.name: i for i, lesson in enumerate(all_lessons())}
+    places = [order[step.lessons[0]] for step in course() if step.lessons]
+    assert places == sorted(places) and course()[0].lessons[0] == "running-aggregation"
