@@ -4,7 +4,7 @@ Each block of the page marked ``<!-- recorded: NAME -->`` is the output of a com
 process, exactly as a reader would type it (with the project's venv): the cluster is started on its default
 ports, ``compare --all`` runs locally and then on the cluster, and the cluster is stopped. The commands run in
 a copy of the last commit (``git archive HEAD``), so that work in progress in the tree cannot change what is
-recorded. ``tests/test_cluster.py`` checks the page's claims (same summary, every lesson, today's lessons).
+recorded. ``tests/spark/test_cluster.py`` checks the page's claims (same summary, every lesson, today's lessons).
 
     .venv/bin/python tutorials/record_cluster.py        # about five minutes on 2 cores
 """

@@ -6,7 +6,7 @@ it, times it, and reads its last line ("LESSON: A of N random scripts match Spar
 same with the other settings of the lessons that teach a choice (``VARIANTS``, fewer scripts each). The
 commands run in a copy of the last commit (``git archive HEAD``), so that work in progress in the tree cannot
 change what is recorded. Failing scripts, if any, are copied to ``tests/data/fuzz/<lesson and parameters>/``
-and the page names the command that replays each. ``tests/test_fuzz.py`` checks the first table (every
+and the page names the command that replays each. ``tests/tools/test_fuzz.py`` checks the first table (every
 lesson, 20 scripts, a replay per disagreement).
 
     .venv/bin/python tutorials/record_fuzz.py                    # both tables: about 70 minutes on 2 cores

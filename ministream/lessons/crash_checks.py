@@ -1,6 +1,6 @@
 """Crash checks: a lesson run with a crash and without, and whether the recovered output is the failure-free one.
 
-This is what ``ministream run LESSON --crash-at N`` and the property test in ``tests/test_recovery.py`` do:
+This is what ``ministream run LESSON --crash-at N`` and the property test in ``tests/checkpoints/test_recovery.py`` do:
 
 1. run the lesson without a crash (:func:`failure_free_outputs`): one output, or, in the continuous model
    with several inputs, every output the interleaving can give;

@@ -20,7 +20,7 @@ windows a while longer and *fires them again* for late rows.
 
 Only the micro-batch side has a PySpark twin: ``ministream compare`` checks it batch for batch against Spark.
 The continuous side has no twin (Spark's own "continuous processing" mode supports no aggregations); it is
-checked by its rules instead (``tests/test_continuous.py``, ``tests/test_lesson_microbatch_vs_continuous.py``).
+checked by its rules instead (``tests/models/test_continuous.py``, ``tests/lessons/test_microbatch_vs_continuous.py``).
 
 >>> print(window_table())
 window                key  micro-batch (Spark)  continuous (Flink)

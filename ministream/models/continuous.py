@@ -27,7 +27,7 @@ lets a script say exactly what happened before the clock moved.)
 
 **What may depend on the interleaving.** With one source upstream of each keyed step, each key's rows and the
 watermarks reach the key's subtask in script order, so the *multiset* of output rows is the same for every
-seed and parallelism (``tests/test_continuous.py`` checks it). With two sources feeding one step (a join, a
+seed and parallelism (``tests/models/test_continuous.py`` checks it). With two sources feeding one step (a join, a
 union), the interleaving decides which rows arrive before which watermark of the other input: a row can be
 late under one seed and on time under another, in ministream as in Flink, because the two inputs' watermarks
 advance independently. ministream does not hide that: run such a pipeline under several seeds to see it.

@@ -19,7 +19,7 @@ the current key in the processor's *time mode*: ``"event_time"`` (a timer fires 
 it), ``"processing_time"`` (when the batch timestamp reaches it) or ``"none"`` (no timers).
 
 **A micro-batch, as Spark's ``transformWithState`` runs it** (measured on PySpark 4.3, see
-``tests/test_process_rules.py`` and the tutorials for each rule):
+``tests/operators/test_process.py`` and the tutorials for each rule):
 
 1. in event-time mode, rows with event time ``<= WM_{k-1}`` are late and dropped (in the other modes none);
 2. ``handle_input_rows`` runs once for each key that has rows, with all of them;

@@ -6,7 +6,7 @@ contains its event time (``time/windows.py`` says which); the state holds one ac
 (key, window); an output row is ``{key columns..., window_start, window_end, aggregates...}``.
 
 **Micro-batch model (Spark).** Batch k runs with two watermarks (``operator.BatchInfo``): ``late_watermark``
-= WM_{k-1} and ``watermark`` = WM_k. The rules, each pinned by ``tests/test_microbatch_rules.py``:
+= WM_{k-1} and ``watermark`` = WM_k. The rules, each pinned by ``tests/models/test_microbatch.py``:
 
 1. *late rows are dropped per window*: a row is not added to a window whose ``end <= WM_{k-1}``; with sliding
    windows it may still count in its other windows (Spark drops the partial aggregate of that window);

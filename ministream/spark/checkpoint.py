@@ -1,7 +1,7 @@
 """Spark's checkpoints: a query that crashes in the middle of a micro-batch, restarted from its checkpoint.
 
 A Structured Streaming query keeps its progress in its ``checkpointLocation`` (the rules, confirmed on PySpark
-4.3 by ``tests/test_lesson_checkpoint_recovery.py`` and ``tests/test_lesson_rescale.py``):
+4.3 by ``tests/lessons/test_checkpoint_recovery.py`` and ``tests/lessons/test_rescale.py``):
 
 1. before batch k reads anything, Spark writes ``offsets/k``: the batch's end offsets, watermark and timestamp;
 2. the batch runs and ``foreachBatch(df, k)`` receives its output; when the function returns, Spark writes

@@ -4,7 +4,7 @@ A keyed step that keeps something for every key it has ever seen grows forever. 
 every write stamps the entry with ``expires_at = now + ttl``, where ``now`` is the processing time of the
 batch that wrote it (Spark's *batch timestamp*). The rules, as Spark's ``transformWithState`` has them
 (``TTLState.scala``, ``ValueStateImplWithTTL`` and friends), each pinned by a test in
-``tests/test_process_rules.py``:
+``tests/operators/test_process.py``:
 
 1. an entry is expired when ``now >= expires_at``;
 2. a read never returns an expired entry, even before it is cleaned up;

@@ -9,7 +9,7 @@ arrives: close a session 30 seconds after its last event, send a heartbeat every
 - a **processing-time timer** fires when the processing-time clock reaches it: ``timestamp <= now`` (the
   clock is a ``ministream.time.clock.ManualClock``, moved by the test or the script).
 
-Rules, each pinned by a test in ``tests/test_timers.py``:
+Rules, each pinned by a test in ``tests/time/test_timers.py``:
 
 1. at most one timer per (key, timestamp) in each time domain: registering it again changes nothing;
 2. timers fire in timestamp order; timers with the same timestamp fire in key order (Flink leaves ties in

@@ -213,7 +213,7 @@ def timer_cases() -> list[Case]:
 def check_due_timers(due_timers) -> Passed:
     """Exercise: ``due_timers(timers, watermark)`` returns the ``(expiry, key)`` timers that fire at the end of
     a batch with this watermark, in firing order. Checked against ``ministream.time.timers`` (the rule of Spark's
-    ``transformWithState``, measured in tests/test_process_rules.py).
+    ``transformWithState``, measured in tests/operators/test_process.py).
 
     >>> check_due_timers(lambda timers, wm: sorted(t for t in timers if t[0] <= wm))
     ✓ due_timers: 4 cases agree with ministream.time.timers
@@ -346,7 +346,7 @@ def check_restart_at(restart_at) -> Passed:
     """Exercise: ``restart_at(offsets, commits)``: a query restarts on a checkpoint whose ``offsets/`` holds the
     batch ids ``offsets`` and whose ``commits/`` holds ``commits``; return ``(batch_id, rerun)``: the batch it
     runs first and whether that batch runs again. Checked against ministream's ``MicroBatchCheckpoints`` (the
-    rule Spark follows, confirmed in tests/test_lesson_checkpoint_recovery.py).
+    rule Spark follows, confirmed in tests/lessons/test_checkpoint_recovery.py).
 
     >>> def restart_at(offsets, commits):
     ...     if not offsets:
