@@ -18,6 +18,7 @@ def _counts(run) -> list:
 
 
 def test_the_output_does_not_depend_on_the_backend():
+    """The lesson's running count is the same, batch for batch, in memory, in RocksDB and in Redis."""
     outputs = [_counts(LESSON.run(params={"backend": backend})) for backend in ("memory", "rocksdb", "redis")]
     assert (
         outputs[0]
@@ -39,6 +40,7 @@ def test_naive_writes_to_an_external_store_count_the_replayed_batch_twice():
 
 
 def test_ministream_state_rows_after_every_batch():
+    """`ministream state` shows each key's count as it stands after every batch."""
     rows = [sorted((r["key"], r["count"]) for r in batch.rows) for batch in ministream_state_rows(LESSON)]
     assert rows == [[("a", 2), ("b", 1)], [("a", 3), ("b", 1), ("c", 1)], [("a", 3), ("b", 3), ("c", 1)]]
 
@@ -46,6 +48,7 @@ def test_ministream_state_rows_after_every_batch():
 @pytest.mark.spark
 @pytest.mark.parametrize("backend", ["memory", "rocksdb"])
 def test_twin_matches_on_both_spark_state_stores(spark, backend):
+    """The twin gives ministream's batches on Spark's HDFS-backed and on its RocksDB state store."""
     assert compare_lesson(LESSON, params={"backend": backend}).matches
 
 
@@ -63,5 +66,6 @@ def test_spark_checkpoint_of_each_state_store(spark, backend, files):
 @pytest.mark.spark
 @pytest.mark.parametrize("name", ["state-backends", "running-aggregation"])
 def test_state_after_every_batch_equals_sparks(spark, name):
+    """After every batch, ministream's state (kept in RocksDB) equals what Spark's state reader reads."""
     result = compare_state(get_lesson(name), state_backend="rocksdb")
     assert result.matches, result.table()

@@ -124,6 +124,7 @@ def test_a_marked_key_is_written_back_and_an_unmarked_one_is_not():
 
 
 def test_an_untracked_table_writes_back_its_whole_working_set():
+    """A table whose writer marks nothing is written back whole: a value changed in place still reaches the store."""
     backend = _backend()
     table = backend.table("u")
     table.setdefault(7, {})["x"] = {"n": 1}
@@ -134,6 +135,7 @@ def test_an_untracked_table_writes_back_its_whole_working_set():
 
 
 def test_deletes_and_replaced_key_groups_reach_the_store():
+    """Deleted keys and a deleted key group are deleted in the store at the next write-back."""
     backend = _backend()
     table = backend.table("t")
     table[1] = {"a": 1, "b": 2}
@@ -147,12 +149,14 @@ def test_deletes_and_replaced_key_groups_reach_the_store():
 
 
 def test_restore_into_a_store_takes_only_the_owned_key_groups():
+    """A restore writes into the store only the key groups the subtask owns."""
     backend = _backend()
     backend.restore({1: {"t": {"a": 1}}, 100: {"t": {"z": 26}}}, key_groups=range(64))
     assert entries_of(backend.store, "t") == {1: {"a": 1}}
 
 
 def test_redis_backends_start_a_server_on_loopback_and_drop_their_keys():
+    """The Redis backends start redis-server on 127.0.0.1 and remove their keys when closed."""
     backends = RedisBackends()
     backend = backends.create("step", 0)
     backend.table("t").setdefault(3, {})["k"] = 1
@@ -165,11 +169,13 @@ def test_redis_backends_start_a_server_on_loopback_and_drop_their_keys():
 
 
 def test_a_missing_redis_server_says_what_to_install(monkeypatch):
+    """Without redis-server, the error says what to install."""
     monkeypatch.setattr(redis_server.shutil, "which", lambda name: None)
     with pytest.raises(PipelineError, match="apt-get install -y redis-server"):
         redis_server.RedisServer()
 
 
 def test_an_unknown_backend_is_refused():
+    """An unknown backend name is refused with the names that exist."""
     with pytest.raises(PipelineError, match="use one of memory, rocksdb, redis"):
         get_lesson("running-aggregation").run(state_backend="cassandra")
