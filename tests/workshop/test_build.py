@@ -12,6 +12,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from ministream.lessons import all_lessons
 from ministream.workshop.build import course_sources, notebook_text, stale_notebooks, with_solutions
 from ministream.workshop.commands import main as workshop
 from ministream.workshop.course import LESSON_NOTEBOOKS, course
