@@ -381,8 +381,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None, out=None) -> int:
     """Run the command line; returns the exit status (the console script exits with it)."""
+    from ministream.spark.session import report_progress  # no PySpark needed until a session starts
+
     out = out or sys.stdout
     argv = sys.argv[1:] if argv is None else list(argv)
+    report_progress(sys.stderr)
     if argv[:1] == ["bench"]:  # its options are its own (ministream.tools.bench.main)
         return bench_main(argv[1:], out)
     args = build_parser().parse_args(argv)
