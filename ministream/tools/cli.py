@@ -22,6 +22,8 @@ import json
 import sys
 from functools import partial
 
+from tqdm import tqdm
+
 from ministream.checkpoints.crash_checks import check_recovery
 from ministream.checkpoints.storage import DirectoryStorage, MemoryStorage
 from ministream.core.events import EventsFileError
@@ -210,31 +212,27 @@ def cmd_compare(args, out) -> int:
         print(result.table(), file=out)
         print(f"{lesson.name}: {result.summary()}", file=out)
         return EXIT_OK if result.matches else EXIT_DIFFERS
-    rows = [("lesson", "batches matched", "rows matched", "result")]
-    failures = 0
-    for lesson in all_lessons():
+    lessons = all_lessons()
+    header = ("lesson", "batches matched", "rows matched", "result")
+    widths = [max(len(header[0]), *(len(lesson.name) for lesson in lessons)), len(header[1]), len(header[2])]
+
+    def line(cells) -> str:
+        return "  ".join(cell.ljust(width) for cell, width in zip(cells, [*widths, 0])).rstrip()
+
+    print(f"every lesson in ministream and in Spark, a line as each one finishes ({len(lessons)} lessons)", file=out)
+    print(line(header), file=out, flush=True)
+    differing = []
+    for lesson in lessons:
         result = compare_lesson(lesson, None, params, parallelism=args.parallelism, master=args.master)
-        failures += not result.matches
-        rows.append(
-            (
-                lesson.name,
-                f"{result.batches_matched}/{len(result.batches)}",
-                f"{result.rows_matched}/{result.rows_total}",
-                "match" if result.matches else "DIFFERS",
-            )
-        )
         if not result.matches:
-            print(f"{lesson.name} differs:\n{result.table()}", file=out)
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
-    for row in rows:
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip(), file=out)
-    count = len(rows) - 1
-    print(f"{count - failures} of {count} lessons match Spark batch for batch", file=out)
-    return EXIT_DIFFERS if failures else EXIT_OK
-
-
-def _log_line(prefix: str, out, line: str) -> None:
-    print(f"{prefix}{line}", file=out, flush=True)
+            differing.append((lesson, result))
+        batches = f"{result.batches_matched}/{len(result.batches)}"
+        rows = f"{result.rows_matched}/{result.rows_total}"
+        print(line((lesson.name, batches, rows, "match" if result.matches else "DIFFERS")), file=out, flush=True)
+    for lesson, result in differing:
+        print(f"{lesson.name} differs:\n{result.table()}", file=out)
+    print(f"{len(lessons) - len(differing)} of {len(lessons)} lessons match Spark batch for batch", file=out)
+    return EXIT_DIFFERS if differing else EXIT_OK
 
 
 def cmd_fuzz(args, out) -> int:
@@ -246,22 +244,31 @@ def cmd_fuzz(args, out) -> int:
     lessons = all_lessons() if args.all else [get_lesson(args.lesson)]
     params = _params(args.param)
     failures = 0
-    for lesson in lessons:
-        if lesson.twin is None:
-            print(f"{lesson.name}: no Spark twin, nothing to compare", file=out)
-            continue
-        report = fuzz_lesson(
-            lesson,
-            args.runs,
-            args.seed,
-            params if not args.all else None,
-            out_dir=args.out,
-            shrink_budget=args.shrink_budget,
-            parallelism=args.parallelism,
-            log=partial(_log_line, f"{lesson.name} ", out),
-        )
-        failures += not report.matches
-        print(report.summary(), file=out, flush=True)
+    twins = [lesson for lesson in lessons if lesson.twin is not None]
+    # A bar on stderr counts the scripts; each script's line and each lesson's summary print above it, on out.
+    with tqdm(total=args.runs * len(twins), desc="fuzz", unit="script", file=sys.stderr) as bar:
+
+        def log(lesson, line: str) -> None:
+            bar.write(f"{lesson.name} {line}", file=out)
+            bar.update(1)
+
+        for lesson in lessons:
+            if lesson.twin is None:
+                bar.write(f"{lesson.name}: no Spark twin, nothing to compare", file=out)
+                continue
+            bar.set_description(f"fuzz {lesson.name}")
+            report = fuzz_lesson(
+                lesson,
+                args.runs,
+                args.seed,
+                params if not args.all else None,
+                out_dir=args.out,
+                shrink_budget=args.shrink_budget,
+                parallelism=args.parallelism,
+                log=partial(log, lesson),
+            )
+            failures += not report.matches
+            bar.write(report.summary(), file=out)
     return EXIT_DIFFERS if failures else EXIT_OK
 
 
@@ -299,7 +306,8 @@ def cmd_cluster(args, out) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ministream", description=__doc__.split("\n\n")[0])
+    summary = __doc__.split("\n\n")[0].replace("``", "")  # the docstring's reST quotes are not for a terminal
+    parser = argparse.ArgumentParser(prog="ministream", description=summary)
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("lessons", help="list the lessons").set_defaults(handler=cmd_lessons)
 
@@ -385,20 +393,23 @@ def main(argv: list[str] | None = None, out=None) -> int:
 
     out = out or sys.stdout
     argv = sys.argv[1:] if argv is None else list(argv)
-    report_progress(sys.stderr)
-    if argv[:1] == ["bench"]:  # its options are its own (ministream.tools.bench.main)
-        return bench_main(argv[1:], out)
-    args = build_parser().parse_args(argv)
+    report_progress(sys.stderr)  # "starting Spark (about 10 s)", a planned crash in one line...
     try:
+        if argv[:1] == ["bench"]:  # its options are its own (ministream.tools.bench.main)
+            return bench_main(argv[1:], out)
+        args = build_parser().parse_args(argv)
         return args.handler(args, out)
     except (PipelineError, EventsFileError, TimeFormatError) as error:
-        print(f"ministream: error: {error}", file=sys.stderr)
+        for line in str(error).splitlines():  # several bad lines of an events file: one line each
+            print(f"ministream: error: {line}", file=sys.stderr)
         return EXIT_ERROR
     except Exception as error:  # Spark's failures, in the user's terms
         if type(error).__name__ in ("SparkQueryError", "SparkUnavailableError", "ClusterError"):
             print(f"ministream: Spark error: {error}", file=sys.stderr)
             return EXIT_ERROR
         raise
+    finally:
+        report_progress(None)
 
 
 if __name__ == "__main__":

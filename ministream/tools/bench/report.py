@@ -7,6 +7,8 @@ import os
 import platform
 import sys
 
+from tqdm import tqdm
+
 from ministream.tools.bench.checkpoints import bench_checkpoints
 from ministream.tools.bench.engine import bench_engine, bench_memory
 from ministream.tools.bench.spark import bench_spark
@@ -31,17 +33,25 @@ def machine() -> dict:
     }
 
 
-def run_benchmarks(*, events: int = EVENTS, spark: bool = True, say=lambda text: None) -> dict:
+def run_benchmarks(*, events: int = EVENTS, spark: bool = True, say=lambda text: None, stage=None) -> dict:
     """Every figure, in one run: engine throughput, the loop floor, memory, checkpoints, Spark, the workshop
-    path."""
+    path; ``stage(name, done, total)`` is told as each part begins (``done`` parts finished) and at the end."""
     figures: dict = {}
     described = machine()  # before the run, so that its load average is the machine's, not the benchmark's
     data = make_events(events)
-    bench_engine(figures, data, say)
-    bench_memory(figures, say)
-    bench_checkpoints(figures, say)
+    parts = [
+        ("engine", lambda: bench_engine(figures, data, say)),
+        ("memory", lambda: bench_memory(figures, say)),
+        ("checkpoints", lambda: bench_checkpoints(figures, say)),
+    ]
     if spark:
-        bench_spark(figures, data, say)
+        parts.append(("spark", lambda: bench_spark(figures, data, say)))
+    for done, (name, measure) in enumerate(parts):
+        if stage is not None:
+            stage(name, done, len(parts))
+        measure()
+    if stage is not None:
+        stage("", len(parts), len(parts))
     return {"machine": described, "figures": figures}
 
 
@@ -128,8 +138,20 @@ def main(argv=None, out=None) -> int:
     parser.add_argument("--no-spark", action="store_true", help="skip the Spark figures")
     parser.add_argument("--markdown", metavar="FILE", help="also write the figures as a Markdown page")
     args = parser.parse_args(argv)
-    say = (lambda text: print(text, file=sys.stderr)) if args.json else (lambda text: print(text, file=out))
-    report = run_benchmarks(events=args.events, spark=not args.no_spark, say=say)
+    lines = sys.stderr if args.json else out
+    with tqdm(desc="bench", unit="part", file=sys.stderr, leave=True) as bar:  # a bar on stderr, lines above it
+
+        def stage(name: str, done: int, total: int) -> None:
+            bar.total = total
+            bar.set_description("bench" if done == total else f"bench: {name}")
+            bar.update(done - bar.n)
+
+        report = run_benchmarks(
+            events=args.events,
+            spark=not args.no_spark,
+            say=lambda text: bar.write(text, file=lines),
+            stage=stage,
+        )
     if args.markdown:
         with open(args.markdown, "w", encoding="utf-8") as page:
             page.write(markdown_page(report, argv))
