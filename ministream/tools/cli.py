@@ -7,7 +7,7 @@
         [--incremental K]                      (K delta checkpoints after each full one)
     ministream compare LESSON | --all          ministream against the PySpark twin, batch by batch
     ministream fuzz LESSON | --all [--runs N]  ministream against Spark on random events, failures shrunk
-    ministream diagrams                        render every lesson's dataflow into diagrams/
+    ministream diagrams                        render every lesson's diagrams and plots into diagrams/
     ministream cluster start|stop|status       a Spark standalone master and worker on 127.0.0.1
 
 ``run`` and ``compare`` take ``--events FILE`` (the lesson on your own events, JSON Lines) and
@@ -35,6 +35,7 @@ from ministream.tools import cluster
 from ministream.tools.bench.report import main as bench_main
 from ministream.tools.diagram import render_lessons
 from ministream.tools.fuzz import fuzz_lesson
+from ministream.tools.pictures import write_pictures
 
 EXIT_OK, EXIT_DIFFERS, EXIT_ERROR = 0, 1, 2
 
@@ -274,7 +275,7 @@ def cmd_fuzz(args, out) -> int:
 
 def cmd_diagrams(args, out) -> int:
 
-    for path in render_lessons(args.out):
+    for path in render_lessons(args.out) + write_pictures(args.out):
         print(f"wrote {path}", file=out)
     return EXIT_OK
 
@@ -372,7 +373,9 @@ def build_parser() -> argparse.ArgumentParser:
     # listed for --help only: main() hands `bench` and its own options to tools/bench/report.py before parsing
     commands.add_parser("bench", help="benchmarks: events/s against a plain loop and Spark (ministream.tools.bench)")
 
-    diagrams = commands.add_parser("diagrams", help="render every lesson's dataflow to SVG")
+    diagrams = commands.add_parser(
+        "diagrams", help="render every lesson's diagrams (SVG) and its tutorial's plots (PNG)"
+    )
     diagrams.add_argument("--out", default="diagrams", help="the folder to write to")
     diagrams.set_defaults(handler=cmd_diagrams)
 
