@@ -18,7 +18,7 @@ GOOD = '{"batch": 0, "ts": "2024-01-01T10:00:00Z", "key": "a", "value": 1}'
 def ministream(*args, cwd=ROOT, timeout=900):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     command = [sys.executable, "-m", "ministream.tools.cli", *map(str, args)]
-    return subprocess.run(command, capture_output=True, text=True, cwd=cwd, env=env, timeout=timeout)
+    return subprocess.run(command, check=False, capture_output=True, text=True, cwd=cwd, env=env, timeout=timeout)
 
 
 def refused(*args, cwd=ROOT) -> str:
@@ -82,12 +82,16 @@ def test_every_bad_line_of_a_file_is_reported(tmp_path):
         + "\n"
     )
     assert refused("run", "running-aggregation", "--events", events).splitlines() == [
-        f"ministream: error: {events} line 2: this is not valid JSON (Expecting value at column 1): write each "
-        'event as one JSON object on its own line, like {"batch": 0, "ts": "2024-01-01T10:00:05Z", "key": "a", '
-        '"value": 1.0}',
+        (
+            f"ministream: error: {events} line 2: this is not valid JSON (Expecting value at column 1): write each "
+            'event as one JSON object on its own line, like {"batch": 0, "ts": "2024-01-01T10:00:05Z", "key": "a", '
+            '"value": 1.0}'
+        ),
         f"ministream: error: {events} line 3, field 'value': 'x' is not a number: give a number like 1.5",
-        f"ministream: error: {events} line 5, field 'key': missing: every event needs 'batch', 'ts', 'key' and "
-        """'value', like {"batch": 0, "ts": "2024-01-01T10:00:05Z", "key": "a", "value": 1.0}""",
+        (
+            f"ministream: error: {events} line 5, field 'key': missing: every event needs 'batch', 'ts', 'key' and "
+            """'value', like {"batch": 0, "ts": "2024-01-01T10:00:05Z", "key": "a", "value": 1.0}"""
+        ),
         f"ministream: error: {events}: 3 bad lines",
     ]
 
@@ -165,3 +169,21 @@ def test_compare_all_prints_a_line_per_lesson_as_it_finishes():
         "Spark's query stopped in batch 3 as planned: foreachBatch raised after 1 of 3 rows",
         "Spark's query stopped in batch 3 as planned: foreachBatch raised after 1 of 3 rows",
     ]
+
+
+def test_the_activation_line_of_the_readme_puts_ministream_on_the_path():
+    """The README's `source .venv/bin/activate` (here: this interpreter's environment) makes `ministream ...` work
+    as the README writes it."""
+    assert "source .venv/bin/activate" in (ROOT / "README.md").read_text()
+    activate = Path(sys.prefix) / "bin" / "activate"
+    done = subprocess.run(
+        ["bash", "-c", f"source {activate} && ministream lessons"],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={key: value for key, value in os.environ.items() if key != "VIRTUAL_ENV"},
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0].startswith("running-aggregation ")
