@@ -337,6 +337,8 @@ def windows_plot(
     for label, watermark in (watermarks or {}).items():
         axes.axvline(seconds(watermark), color="tab:orange", linestyle="--", linewidth=1)
         axes.text(seconds(watermark), len(keys) - 0.35, f" {label}", color="tab:orange", fontsize=8)
+    axes.use_sticky_edges = False  # a margin on both sides, even where a bar starts
+    axes.autoscale_view()
     axes.set_yticks(range(len(keys)), keys)
     axes.set_ylim(-0.5, len(keys) - 0.2)
     axes.set_xlabel(f"event time (seconds after {format_clock(base)})")
@@ -442,6 +444,8 @@ def join_plot(
             zorder=4,
             label="emitted with nulls (no match)",
         )
+    axes.use_sticky_edges = False  # a margin on both sides, even where a bar starts
+    axes.autoscale_view()
     axes.set_yticks(range(len(keys)), keys)
     axes.set_ylim(-0.6, len(keys) - 0.3)
     axes.set_xlabel(f"event time (seconds after {format_clock(base)})")
