@@ -15,10 +15,10 @@ A Structured Streaming query keeps its progress in its ``checkpointLocation`` (t
    the rows written before the crash appear twice.
 
 :func:`run_query_with_crash` plays that out: the sink function writes ``after_rows`` rows of batch
-``crash_batch`` and raises; the query fails; a second query on the same checkpoint finishes the run. The crash is planned, so it is reported
-in one line on the ``ministream.spark`` logger (``Spark's query stopped in batch 3 as planned: foreachBatch
-raised after 1 of 3 rows``) and Spark's own report of it (an ERROR line and a Java stack of some forty lines)
-is silenced for that query; any other failure still shows in full.
+``crash_batch`` and raises; the query fails; a second query on the same checkpoint finishes the run. The
+crash is planned, so it is reported in one line on the ``ministream.spark`` logger (``Spark's query stopped in
+batch 3 as planned: foreachBatch raised after 1 of 3 rows``), and Spark's own report of it (an ERROR line and
+a Java stack of some forty lines) is silenced for that query; any other failure still shows in full.
 
 >>> run = run_query_with_crash(df, "append", crash_batch=3)        # doctest: +SKIP
 >>> run.batch_ids                                                 # doctest: +SKIP
