@@ -4,7 +4,8 @@
 #   make test-engine  the tests that need no Spark, Jupyter, Graphviz or cluster (they pass without PySpark installed)
 #   make lint        ruff format --check, ruff check, the layer contracts (lint-imports) and mypy
 #   make demo        every lesson run by ministream and by Spark, side by side
-#   make diagrams    regenerate diagrams/*.svg
+#   make run ARGS=".."   the ministream command without activating .venv (make run ARGS="compare tumbling-window")
+#   make diagrams    regenerate diagrams/*.svg and the tutorials' plots, diagrams/plots/*.png
 #   make notebooks   JupyterLab on notebooks/, opening 00-start-here (extra options with JUPYTER_ARGS)
 #   make workshop-check  notebooks/ checked to be what its modules generate, then every notebook run headless with its exercises solved
 #   make docs        refresh the source code included in tutorials/*.md and the README lessons table
@@ -34,7 +35,7 @@ export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(PY)
 export SPARK_LOCAL_IP := 127.0.0.1
 export TZ := UTC
 
-.PHONY: help setup java graphviz redis demo test test-engine lint diagrams notebooks workshop-check docs cluster-start cluster-stop
+.PHONY: help setup java graphviz redis demo run test test-engine lint diagrams notebooks workshop-check docs cluster-start cluster-stop
 
 help:
 	@sed -n 's/^#   make /make /p' $(firstword $(MAKEFILE_LIST))
@@ -79,9 +80,13 @@ $(STAMP): pyproject.toml | $(PY)
 	$(PY) -m ministream.spark.precompile
 	$(PY) -m ipykernel install --sys-prefix --name ministream --display-name "Python (ministream)"
 	touch $@
+	@echo "ministream is installed in $(VENV): 'source $(VENV)/bin/activate' puts the ministream command on your PATH"
 
 demo: setup
 	$(VENV)/bin/ministream compare --all
+
+run: setup
+	$(VENV)/bin/ministream $(ARGS)
 
 test: setup
 	$(PY) -m pytest $(PYTEST_ARGS)

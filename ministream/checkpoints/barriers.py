@@ -394,7 +394,7 @@ def barriers_dot(graph: PhysicalGraph, title: str = "") -> str:
     lines = [
         'digraph "barriers" {',
         "  rankdir=LR;",
-        f'  label="{title}"; labelloc=t;',
+        f'  label="{title}"; labelloc=t; fontname="Helvetica";',
         '  node [shape=box, style="rounded", fontname="Helvetica"]; edge [fontname="Helvetica"];',
     ]
     for subtask in graph.subtasks:
@@ -403,8 +403,17 @@ def barriers_dot(graph: PhysicalGraph, title: str = "") -> str:
             style = ', color="red", style="dashed", fontcolor="red"' if position in subtask.held_back else ""
             held = " (held back)" if position in subtask.held_back else ""
             lines.append(f'  "{sender}" -> "{subtask}" [label="{_describe(channel.messages)}{held}"{style}];')
+    lines.append(LEGEND)
     lines.append("}")
     return "\n".join(lines)
+
+
+LEGEND = (
+    '  "legend" [shape=plaintext, fontsize=10, label="on each arrow, what waits in that channel, oldest first:\\l'
+    "  3 rows: rows not read yet\\l  B1: the barrier of checkpoint 1\\l  W: a watermark\\l"
+    '  empty: nothing waits\\l  red and dashed: an input held back\\l"];'
+)
+"""The key to :func:`barriers_dot`'s symbols, drawn with every picture."""
 
 
 def _describe(messages) -> str:

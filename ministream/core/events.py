@@ -13,7 +13,9 @@ separate on purpose: an event can arrive late, in a batch long after its time.
 [[{'ts': 1704103205000, 'key': 'a', 'value': 1.0}], [], [{'ts': 1704103201000, 'key': 'a', 'value': 2.5}]]
 
 Every mistake is reported with the file, the line, the field and a hint, because a reader of this file is
-learning, not debugging a parser.
+learning, not debugging a parser; a file with several bad lines gets them all (up to :data:`MAX_REPORTED`),
+so they can be fixed in one go. A file that cannot be read at all (missing, a folder, not UTF-8 text) is
+one message naming the file and what is wrong with it.
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ from collections.abc import Iterable
 import attrs
 
 from ministream.time.units import TimeFormatError, format_ts, parse_timestamp
+
+MAX_REPORTED = 10
+"""How many bad lines of a file one error reports; the message counts the rest."""
 
 _EXAMPLE = {str: "a", float: 1.0, int: 1}
 _JSON_TYPE = {list: "an array", str: "a string", bool: "true/false", type(None): "null"}
@@ -69,6 +74,26 @@ class EventsFileError(ValueError):
     def detail(self) -> str:
         """The field and the problem, without the place in the file."""
         return f"field {self.field!r}: {self.problem}" if self.field else self.problem
+
+
+class BadLinesError(EventsFileError):
+    """Several bad lines of one events file: one line of the message per bad line (at most
+    :data:`MAX_REPORTED`), then how many there are in all; its own fields are the first bad line's.
+
+    >>> bad = [EventsFileError("e.jsonl", 2, None, "not JSON"), EventsFileError("e.jsonl", 5, "ts", "missing")]
+    >>> print(BadLinesError(bad))
+    e.jsonl line 2: not JSON
+    e.jsonl line 5, field 'ts': missing
+    e.jsonl: 2 bad lines
+    """
+
+    def __init__(self, errors: list[EventsFileError], total: int | None = None):
+        first = errors[0]
+        super().__init__(first.path, first.line, first.field, first.problem)
+        self.errors = errors
+        total = len(errors) if total is None else total
+        shown = "" if total == len(errors) else f", the first {len(errors)} shown above"
+        self.args = ("\n".join([*map(str, errors), f"{first.path}: {total} bad lines{shown}"]),)
 
 
 def _shown(value) -> str:
@@ -198,10 +223,17 @@ def parse_events(
     scripts: dict[str | None, list[list[dict]]] = {name: [] for name in ([*streams] if streams else [None])}
     last_batch, last_line = -1, None
 
+    errors: list[EventsFileError] = []  # without dead letters: the bad lines, reported together at the end
+    bad_lines = 0
+
     def set_aside(number: int, text: str, bad: _Bad) -> None:
+        nonlocal bad_lines
         error = EventsFileError(source_name, number, *bad.args)
         if dead_letters is None:
-            raise error from None
+            bad_lines += 1
+            if len(errors) < MAX_REPORTED:
+                errors.append(error)
+            return
         dead_letters.append(DeadLetter(error.path, number, text, error.detail))
 
     for number, text in enumerate(lines, start=1):
@@ -214,13 +246,15 @@ def parse_events(
             set_aside(number, text, bad)
             continue
         if batch < last_batch:
-            raise EventsFileError(
-                source_name,
-                number,
+            backwards = _Bad(
                 "batch",
                 f"batch {batch} comes after batch {last_batch} on line {last_line}: batches "
                 f"must not go backwards, so sort the lines by batch",
             )
+            if dead_letters is not None:
+                raise EventsFileError(source_name, number, *backwards.args)
+            set_aside(number, text, backwards)
+            continue
         last_batch, last_line = batch, number
         for batches in scripts.values():
             batches.extend([] for _ in range(batch + 1 - len(batches)))
@@ -230,6 +264,10 @@ def parse_events(
             set_aside(number, text, bad)
             continue
         scripts[stream][batch].append(row)
+    if len(errors) == 1 and bad_lines == 1:
+        raise errors[0]
+    if errors:
+        raise BadLinesError(errors, bad_lines)
     if last_batch < 0:
         count = len(dead_letters or [])
         aside = f" ({count} bad line{'s' if count > 1 else ''} set aside)" if count else ""
@@ -240,7 +278,8 @@ def parse_events(
 
 
 def read_events(path, fields: list[Field], streams: list[str] | None = None, dead_letters: list | None = None):
-    """Read an events file (JSON Lines, UTF-8); see :func:`parse_events` for what it returns.
+    """Read an events file (JSON Lines, UTF-8); see :func:`parse_events` for what it returns. A file that
+    cannot be read is an :class:`EventsFileError` naming it and saying why.
 
     >>> import tempfile
     >>> from pathlib import Path
@@ -250,9 +289,40 @@ def read_events(path, fields: list[Field], streams: list[str] | None = None, dea
     ...                         '{"batch": 1, "ts": "2024-01-01T10:00:01Z", "user": "bob"}\\n')
     ...     read_events(path, [Field("user", str)])
     [[{'ts': 1704103205000, 'user': 'ann'}], [{'ts': 1704103201000, 'user': 'bob'}]]
+    >>> read_events("no-such-file.jsonl", [Field("key", str)])
+    Traceback (most recent call last):
+    ...
+    ministream.core.events.EventsFileError: no-such-file.jsonl: there is no such file (paths are read from the folder the command runs in)
     """
-    with open(path, encoding="utf-8-sig") as lines:
-        return parse_events(lines, fields, streams, source_name=str(path), dead_letters=dead_letters)
+    text = _read_text(path)
+    return parse_events(text.split("\n"), fields, streams, source_name=str(path), dead_letters=dead_letters)
+
+
+def _read_text(path) -> str:
+    """The whole text of an events file, or an :class:`EventsFileError` that says why it cannot be read."""
+    try:
+        with open(path, "rb") as file:
+            data = file.read()
+    except FileNotFoundError:
+        problem = "there is no such file (paths are read from the folder the command runs in)"
+        raise EventsFileError(path, None, None, problem) from None
+    except IsADirectoryError:
+        problem = "this is a folder, not an events file: give the path of a .jsonl file"
+        raise EventsFileError(path, None, None, problem) from None
+    except PermissionError:
+        raise EventsFileError(path, None, None, "the file cannot be read: permission denied") from None
+    except OSError as error:
+        raise EventsFileError(path, None, None, f"the file cannot be read: {error.strerror or error}") from None
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        problem = "this is UTF-16 text (it starts with a UTF-16 byte order mark): save the file as UTF-8"
+        raise EventsFileError(path, None, None, problem)
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
+        problem = f"this is not UTF-8 text (byte 0x{data[error.start]:02x} at column {column}): save the file as UTF-8"
+        raise EventsFileError(path, line, None, problem) from None
 
 
 def write_events(path, script, fields: list[Field], streams: list[str] | None = None) -> None:

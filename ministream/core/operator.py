@@ -178,6 +178,11 @@ class Operator:
     def should_run_another_batch(self, watermark: int | None) -> bool:
         return False
 
+    def explain_waiting(self, batch: BatchInfo, next_watermark: int | None) -> None:
+        """Micro-batch, when the run is traced: after ``batch``, say what the step holds back that the next
+        batch's watermark (``next_watermark``, from this batch's rows) lets out: why a result looks one batch
+        late. By default there is nothing to say."""
+
     def on_watermark(self, watermark: int) -> None:
         """Continuous model: by default a step passes its watermark on downstream."""
         self.ctx.emit_watermark(watermark)

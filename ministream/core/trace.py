@@ -5,7 +5,8 @@ lines with the batch they belong to, the watermark, and the state size of every 
 batch. ``ministream run LESSON --trace`` prints it; notebooks plot from it.
 
 Kinds of lines: ``emit`` (a row left a step, and why), ``late`` (a row was dropped by the watermark, and the
-rule), ``evict`` (state was removed), ``timer`` (a timer fired), ``watermark`` and ``state``.
+rule), ``evict`` (state was removed), ``timer`` (a timer fired), ``wait`` (a window held back until the next
+batch's watermark: why results look one batch late), ``watermark`` and ``state``.
 
 >>> trace = Trace()
 >>> trace.begin_batch(0, watermark=None)

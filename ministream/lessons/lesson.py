@@ -41,8 +41,23 @@ class Param:
     """A duration that may be zero or negative (a window offset); others must be longer than zero."""
 
     def parse(self, text) -> Any:
-        """Read a value given as text (``"10 seconds"``) into the parameter's type (10000)."""
+        """Read a value given as text (``"10 seconds"``) into the parameter's type (10000); a duration needs its
+        unit, since a bare number could mean seconds as well as milliseconds.
+
+        >>> Param("size", 10_000, "the length of each window").parse("10 seconds")
+        10000
+        >>> Param("size", 10_000, "the length of each window").parse("10")
+        Traceback (most recent call last):
+        ...
+        ministream.errors.PipelineError: --param size: '10' has no unit: write it like '10 seconds' or '10 milliseconds'
+        """
         if self.kind == "duration":
+            if isinstance(text, str) and text.strip().lstrip("-").isdigit() and int(text) != 0:
+                number = text.strip()
+                raise PipelineError(
+                    f"--param {self.name}: {text!r} has no unit: write it like '{number} seconds' or "
+                    f"'{number} milliseconds'"
+                )
             try:
                 value = parse_duration(text)
             except TimeFormatError as error:

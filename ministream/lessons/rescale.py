@@ -31,6 +31,7 @@ from ministream.core.sinks import CollectingSink
 from ministream.core.sources import ScriptedSource
 from ministream.lessons.checkpoint_recovery import RecoveryLesson
 from ministream.lessons.lesson import BASE_TIME, Param, event
+from ministream.models.microbatch import run_microbatch
 
 
 def visit(second: float, user: str, value: float = 1.0) -> dict:
@@ -96,6 +97,22 @@ def twin(inputs, params):
 def keys_by_subtask(graph, step: str) -> dict[int, list]:
     """Which keys each subtask of a keyed step holds in its state (``{subtask: [keys]}``)."""
     return {subtask.index: sorted(subtask.operator.ctx.state.keys("aggregate")) for subtask in graph.by_step[step]}
+
+
+def keys_moved(params: dict | None = None) -> tuple[dict[int, list], dict[int, list]]:
+    """Which keys each subtask of ``counts`` holds in the checkpoint the recovering run restores (``before``
+    subtasks, after the batches it covers), and at the end of that run (``after`` subtasks).
+
+    >>> keys_moved()
+    ({0: ['alice', 'heidi'], 1: ['bob', 'erin']}, {0: ['heidi'], 1: ['alice'], 2: ['bob'], 3: ['erin']})
+    """
+    values = LESSON.resolve_params(params)
+    run = LESSON.run(params=params)
+    restored = run.attempts[-1].restored_from  # checkpoint k: the state after batch k
+    checkpointed = run_microbatch(
+        pipeline(LESSON.default_script[: restored + 1], values), output_mode="update", parallelism=values["before"]
+    )
+    return keys_by_subtask(checkpointed.graph, "counts"), keys_by_subtask(run.graph, "counts")
 
 
 def spark_state_partitions(checkpoint_dir) -> dict:

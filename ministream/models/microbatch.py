@@ -188,6 +188,9 @@ def run_microbatch(
             after_batch(batch, graph)
         if watermarks:
             late_watermark, watermark = watermark, watermarks.advance()
+            if tracer:  # what the batch's own rows will let out one batch later
+                for operator in stateful:
+                    operator.explain_waiting(batch, watermark)
         if checkpoints is not None:
             checkpoints.commit_batch(batch, graph, watermarks, watermark, late_watermark)
         batch_id += 1

@@ -246,6 +246,21 @@ class WindowAggregate(Operator):
             and watermark > self.evicted_with
         )
 
+    def explain_waiting(self, batch, next_watermark):
+        """Append mode: each window this batch keeps although its end is within the next batch's watermark (the
+        "one batch late" moment: the batch ran with the watermark of the batches before it)."""
+        if self.ctx.output_mode != "append" or not self.column_has_watermark or next_watermark is None:
+            return
+        for (start, end), by_key in self.windows.items():
+            if (batch.watermark or 0) < end <= next_watermark:
+                for key in by_key:
+                    self.ctx.explain(
+                        "wait",
+                        f"window {describe_window(start, end)} of key {key!r} held back: end {format_clock(end)} > "
+                        f"this batch's watermark {format_clock(batch.watermark or 0)}; this batch's rows move the "
+                        f"watermark to {format_clock(next_watermark)}, so the next batch emits it",
+                    )
+
     def _make_rows(self, windows: list) -> list[dict]:
         """The output rows of ``[(window, {key: accumulators})]``: the key columns, ``window_start``,
         ``window_end``, then the aggregates (one column at a time, for every row)."""

@@ -7,6 +7,13 @@ epoch and naive datetimes would otherwise be read in local time), a small fixed 
 watermark of every batch back. The same code runs on a cluster: pass its master URL or set
 ``MINISTREAM_SPARK_MASTER``.
 
+Spark is quiet from the moment it starts: its logging is set to errors only by ``log4j2.properties`` (shipped
+beside this module, passed to the JVM with ``-Dlog4j.configurationFile``), and the few lines the JVM and
+PySpark's workers print themselves (the incubator-module banner, the ``transformWithState`` worker's notes)
+are held back by :func:`quiet_line` on their way to ``sys.stderr``; everything else, errors and their stacks
+included, still shows. Starting takes about ten seconds, so the session says so on the ``ministream.spark``
+logger (the command line prints it; :func:`report_progress` shows it anywhere else).
+
 >>> spark = spark_session()            # doctest: +SKIP
 >>> spark.conf.get("spark.sql.session.timeZone")   # doctest: +SKIP
 'UTC'
@@ -15,9 +22,13 @@ watermark of every batch back. The same code runs on a cluster: pass its master 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
+import subprocess
 import sys
+import threading
+from pathlib import Path
 
 DEFAULT_MASTER = "local[2]"
 """Two worker threads, one per core of the machines the workshop runs on."""
@@ -57,6 +68,20 @@ with the default it shows none unless the 60 s tick falls inside its run (``tuto
 Costs). Maintenance never changes a query's results.
 """
 
+LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
+"""Spark's logging for ministream: errors only (a log4j2 configuration, shipped with the package)."""
+
+QUIET_JAVA_OPTIONS = f'-Dlog4j.configurationFile="{LOG_CONFIG}"'
+"""The JVM option that gives Spark :data:`LOG_CONFIG` before it logs its first line."""
+
+QUIET_LINES = (
+    "WARNING: Using incubator modules:",  # the JVM, for the --add-modules=jdk.incubator.vector Spark adds
+    "Starting Streaming TransformWithStateInPandas Python worker",  # PySpark's transformWithState driver
+    "Streaming TransformWithStateInPandas Python worker ",  # worker prints each of its steps to stdout
+)
+"""The beginnings of lines that the JVM and PySpark's workers print themselves, outside log4j: notes for
+Spark's developers, held back from a learner's screen."""
+
 SETTINGS = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.shuffle.partitions": str(SHUFFLE_PARTITIONS),
@@ -66,8 +91,8 @@ SETTINGS = {
     "spark.driver.memory": "1g",
     "spark.sql.streaming.stateStore.maintenanceInterval": MAINTENANCE_INTERVAL,
     "spark.sql.adaptive.enabled": "false",
-    "spark.driver.extraJavaOptions": f"-Duser.timezone=UTC {FAST_START_JVM_OPTIONS}",
-    "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
+    "spark.driver.extraJavaOptions": f"-Duser.timezone=UTC {FAST_START_JVM_OPTIONS} {QUIET_JAVA_OPTIONS}",
+    "spark.executor.extraJavaOptions": f"-Duser.timezone=UTC {QUIET_JAVA_OPTIONS}",
 }
 """Session settings shared by every twin (see the module docstring for why)."""
 
@@ -85,7 +110,11 @@ Spark's default, made for HDFS and object stores."""
 LOCAL_SETTINGS = {"spark.sql.streaming.checkpointFileManagerClass": LOCAL_CHECKPOINT_FILES}
 """Settings added on a ``local[...]`` master only."""
 
+STARTING = "starting Spark (about 10 s)"
+"""What the ``ministream.spark`` logger says while a session starts."""
+
 _session = None
+_log = logging.getLogger("ministream.spark")
 
 
 class SparkUnavailableError(RuntimeError):
@@ -132,13 +161,85 @@ def spark_session(master: str | None = None):
 
     from pyspark.sql import SparkSession
 
+    settings = {**SETTINGS, **(LOCAL_SETTINGS if master.startswith("local") else {})}
+    _log.info(STARTING)
+    _launch_quiet_jvm(master, settings)
     builder = SparkSession.builder.master(master).appName("ministream")
-    local = master.startswith("local")
-    for key, value in {**SETTINGS, **(LOCAL_SETTINGS if local else {})}.items():
+    for key, value in settings.items():
         builder = builder.config(key, value)
     _session = builder.getOrCreate()
     _session.sparkContext.setLogLevel("ERROR")
     return _session
+
+
+def quiet_line(line: str) -> bool:
+    """Whether a line the JVM printed on its stderr is one of :data:`QUIET_LINES`, held back from the screen.
+
+    >>> quiet_line("WARNING: Using incubator modules: jdk.incubator.vector")
+    True
+    >>> quiet_line("26/11/24 03:47:52 ERROR MicroBatchExecution: Query q terminated with error")
+    False
+    """
+    return line.startswith(QUIET_LINES)
+
+
+def _relay(pipe) -> None:
+    """Copy the JVM's stderr to ``sys.stderr`` line by line, without :data:`QUIET_LINES` (nor the blank line
+    each of PySpark's worker notes ends with); runs on a daemon thread for the life of the JVM."""
+    after_quiet = False
+    for raw in iter(pipe.readline, b""):
+        line = raw.decode("utf-8", errors="replace")
+        if quiet_line(line) or (after_quiet and not line.strip()):
+            after_quiet = True
+            continue
+        after_quiet = False
+        try:
+            sys.stderr.write(line)
+            sys.stderr.flush()
+        except (OSError, ValueError):  # stderr closed (the interpreter is exiting): keep draining the pipe
+            pass
+
+
+def _launch_quiet_jvm(master: str, settings: dict) -> None:
+    """Start Spark's JVM as PySpark would, with its stderr through :func:`_relay`; nothing to do when this
+    process already has a JVM (a session started earlier, or PySpark started by ``spark-submit``)."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    with SparkContext._lock:
+        if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+            return
+        conf = SparkConf().setMaster(master).setAppName("ministream").setAll(list(settings.items()))
+        gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
+        threading.Thread(target=_relay, args=(gateway.proc.stderr,), name="spark-stderr", daemon=True).start()
+        SparkContext._gateway = gateway
+        SparkContext._jvm = gateway.jvm
+
+
+def report_progress(stream=None) -> None:
+    """Show what the ``ministream`` loggers say while work goes on (``starting Spark (about 10 s)``...) as
+    plain lines on ``stream``; the command line passes ``sys.stderr``, a notebook may pass ``sys.stdout``.
+    Calling it again moves the lines to another stream; ``None`` stops them.
+
+    >>> import io; seen = io.StringIO(); report_progress(seen)
+    >>> logging.getLogger("ministream.spark").info(STARTING); seen.getvalue()
+    'starting Spark (about 10 s)\\n'
+    >>> report_progress(None)
+
+    Args:
+        stream: a text stream, or ``None``.
+    """
+    logger = logging.getLogger("ministream")
+    for handler in [h for h in logger.handlers if getattr(h, "ministream_progress", False)]:
+        logger.removeHandler(handler)
+    if stream is None:
+        logger.setLevel(logging.NOTSET)
+        return
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    handler.ministream_progress = True  # type: ignore[attr-defined]
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
 
 
 def stop_session() -> None:

@@ -7,7 +7,7 @@
         [--incremental K]                      (K delta checkpoints after each full one)
     ministream compare LESSON | --all          ministream against the PySpark twin, batch by batch
     ministream fuzz LESSON | --all [--runs N]  ministream against Spark on random events, failures shrunk
-    ministream diagrams                        render every lesson's dataflow into diagrams/
+    ministream diagrams                        render every lesson's diagrams and plots into diagrams/
     ministream cluster start|stop|status       a Spark standalone master and worker on 127.0.0.1
     ministream workshop [list|copy DIR|check|build|timings]   the notebooks: listed, copied, run headless
 
@@ -23,6 +23,8 @@ import json
 import sys
 from functools import partial
 
+from tqdm import tqdm
+
 from ministream.checkpoints.storage import DirectoryStorage, MemoryStorage
 from ministream.core.events import EventsFileError
 from ministream.core.results import format_row
@@ -37,6 +39,7 @@ from ministream.tools import cluster
 from ministream.tools.bench.report import main as bench_main
 from ministream.tools.diagram import render_lessons
 from ministream.tools.fuzz import fuzz_lesson
+from ministream.tools.pictures import write_pictures
 from ministream.workshop.commands import main as workshop_main
 
 EXIT_OK, EXIT_DIFFERS, EXIT_ERROR = 0, 1, 2
@@ -222,31 +225,27 @@ def cmd_compare(args, out) -> int:
             print(f"{lesson.name} state: {state.summary()}", file=out)
             return EXIT_OK if result.matches and state.matches else EXIT_DIFFERS
         return EXIT_OK if result.matches else EXIT_DIFFERS
-    rows = [("lesson", "batches matched", "rows matched", "result")]
-    failures = 0
-    for lesson in all_lessons():
+    lessons = all_lessons()
+    header = ("lesson", "batches matched", "rows matched", "result")
+    widths = [max(len(header[0]), *(len(lesson.name) for lesson in lessons)), len(header[1]), len(header[2])]
+
+    def line(cells) -> str:
+        return "  ".join(cell.ljust(width) for cell, width in zip(cells, [*widths, 0])).rstrip()
+
+    print(f"every lesson in ministream and in Spark, a line as each one finishes ({len(lessons)} lessons)", file=out)
+    print(line(header), file=out, flush=True)
+    differing = []
+    for lesson in lessons:
         result = compare_lesson(lesson, None, params, parallelism=args.parallelism, master=args.master)
-        failures += not result.matches
-        rows.append(
-            (
-                lesson.name,
-                f"{result.batches_matched}/{len(result.batches)}",
-                f"{result.rows_matched}/{result.rows_total}",
-                "match" if result.matches else "DIFFERS",
-            )
-        )
         if not result.matches:
-            print(f"{lesson.name} differs:\n{result.table()}", file=out)
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
-    for row in rows:
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip(), file=out)
-    count = len(rows) - 1
-    print(f"{count - failures} of {count} lessons match Spark batch for batch", file=out)
-    return EXIT_DIFFERS if failures else EXIT_OK
-
-
-def _log_line(prefix: str, out, line: str) -> None:
-    print(f"{prefix}{line}", file=out, flush=True)
+            differing.append((lesson, result))
+        batches = f"{result.batches_matched}/{len(result.batches)}"
+        rows = f"{result.rows_matched}/{result.rows_total}"
+        print(line((lesson.name, batches, rows, "match" if result.matches else "DIFFERS")), file=out, flush=True)
+    for lesson, result in differing:
+        print(f"{lesson.name} differs:\n{result.table()}", file=out)
+    print(f"{len(lessons) - len(differing)} of {len(lessons)} lessons match Spark batch for batch", file=out)
+    return EXIT_DIFFERS if differing else EXIT_OK
 
 
 def cmd_fuzz(args, out) -> int:
@@ -258,28 +257,37 @@ def cmd_fuzz(args, out) -> int:
     lessons = all_lessons() if args.all else [get_lesson(args.lesson)]
     params = _params(args.param)
     failures = 0
-    for lesson in lessons:
-        if lesson.twin is None:
-            print(f"{lesson.name}: no Spark twin, nothing to compare", file=out)
-            continue
-        report = fuzz_lesson(
-            lesson,
-            args.runs,
-            args.seed,
-            params if not args.all else None,
-            out_dir=args.out,
-            shrink_budget=args.shrink_budget,
-            parallelism=args.parallelism,
-            log=partial(_log_line, f"{lesson.name} ", out),
-        )
-        failures += not report.matches
-        print(report.summary(), file=out, flush=True)
+    twins = [lesson for lesson in lessons if lesson.twin is not None]
+    # A bar on stderr counts the scripts; each script's line and each lesson's summary print above it, on out.
+    with tqdm(total=args.runs * len(twins), desc="fuzz", unit="script", file=sys.stderr) as bar:
+
+        def log(lesson, line: str) -> None:
+            bar.write(f"{lesson.name} {line}", file=out)
+            bar.update(1)
+
+        for lesson in lessons:
+            if lesson.twin is None:
+                bar.write(f"{lesson.name}: no Spark twin, nothing to compare", file=out)
+                continue
+            bar.set_description(f"fuzz {lesson.name}")
+            report = fuzz_lesson(
+                lesson,
+                args.runs,
+                args.seed,
+                params if not args.all else None,
+                out_dir=args.out,
+                shrink_budget=args.shrink_budget,
+                parallelism=args.parallelism,
+                log=partial(log, lesson),
+            )
+            failures += not report.matches
+            bar.write(report.summary(), file=out)
     return EXIT_DIFFERS if failures else EXIT_OK
 
 
 def cmd_diagrams(args, out) -> int:
 
-    for path in render_lessons(args.out):
+    for path in render_lessons(args.out) + write_pictures(args.out):
         print(f"wrote {path}", file=out)
     return EXIT_OK
 
@@ -332,7 +340,8 @@ def cmd_state(args, out) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ministream", description=__doc__.split("\n\n")[0])
+    summary = __doc__.split("\n\n")[0].replace("``", "")  # the docstring's reST quotes are not for a terminal
+    parser = argparse.ArgumentParser(prog="ministream", description=summary)
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("lessons", help="list the lessons").set_defaults(handler=cmd_lessons)
 
@@ -407,7 +416,9 @@ def build_parser() -> argparse.ArgumentParser:
     # listed for --help only: main() hands `bench` and its own options to tools/bench/report.py before parsing
     commands.add_parser("bench", help="benchmarks: events/s against a plain loop and Spark (ministream.tools.bench)")
 
-    diagrams = commands.add_parser("diagrams", help="render every lesson's dataflow to SVG")
+    diagrams = commands.add_parser(
+        "diagrams", help="render every lesson's diagrams (SVG) and its tutorial's plots (PNG)"
+    )
     diagrams.add_argument("--out", default="diagrams", help="the folder to write to")
     diagrams.set_defaults(handler=cmd_diagrams)
 
@@ -429,23 +440,29 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None, out=None) -> int:
     """Run the command line; returns the exit status (the console script exits with it)."""
+    from ministream.spark.session import report_progress  # no PySpark needed until a session starts
+
     out = out or sys.stdout
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["bench"]:  # its options are its own (ministream.tools.bench.main)
-        return bench_main(argv[1:], out)
-    if argv[:1] == ["workshop"]:  # its subcommands are its own (ministream.workshop.commands)
-        return workshop_main(argv[1:], out, prog="ministream workshop")
-    args = build_parser().parse_args(argv)
+    report_progress(sys.stderr)  # "starting Spark (about 10 s)", a planned crash in one line...
     try:
+        if argv[:1] == ["bench"]:  # its options are its own (ministream.tools.bench.main)
+            return bench_main(argv[1:], out)
+        if argv[:1] == ["workshop"]:  # its subcommands are its own (ministream.workshop.commands)
+            return workshop_main(argv[1:], out, prog="ministream workshop")
+        args = build_parser().parse_args(argv)
         return args.handler(args, out)
     except (PipelineError, EventsFileError, TimeFormatError) as error:
-        print(f"ministream: error: {error}", file=sys.stderr)
+        for line in str(error).splitlines():  # several bad lines of an events file: one line each
+            print(f"ministream: error: {line}", file=sys.stderr)
         return EXIT_ERROR
     except Exception as error:  # Spark's failures, in the user's terms
         if type(error).__name__ in ("SparkQueryError", "SparkUnavailableError", "ClusterError"):
             print(f"ministream: Spark error: {error}", file=sys.stderr)
             return EXIT_ERROR
         raise
+    finally:
+        report_progress(None)
 
 
 if __name__ == "__main__":

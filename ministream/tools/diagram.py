@@ -3,18 +3,20 @@
 :func:`to_dot` is a pure function from a dataflow to text, so tests compare it with a golden string. With
 ``parallelism`` it draws the *physical* plan: each step's subtasks, and one arrow per channel, so a learner
 sees a hash edge fan out into every subtask of the keyed step. ``make diagrams`` (``ministream diagrams``)
-renders every lesson into ``diagrams/LESSON.svg``.
+renders every lesson into ``diagrams/LESSON.svg``. Every diagram is laid out top to bottom with one font, and
+long settings wrap, so that it fits a notebook or a page (at most about 900 points wide).
 
 >>> from ministream.lessons import get_lesson
 >>> lesson = get_lesson("running-aggregation")
 >>> print(to_dot(lesson.pipeline(lesson.default_script, lesson.resolve_params())))
 digraph "running-aggregation" {
-  rankdir=LR;
-  node [shape=box, style="rounded,filled", fillcolor="#eef3fb", fontname="Helvetica"];
-  edge [fontname="Helvetica", fontsize=10];
-  "events" [label="events\\nsource", fillcolor="#e3f4e1"];
-  "totals" [label="totals\\naggregate\\nkey: key\\naggregates: count=count(*), sum=sum(value)", fillcolor="#fdf0d5"];
-  "output" [label="output\\nsink", fillcolor="#e3f4e1"];
+  rankdir=TB;
+  graph [fontname="Helvetica", fontsize=11, nodesep=0.3, ranksep=0.35];
+  node [shape=box, style="rounded,filled", fillcolor="#eef3fb", fontname="Helvetica", fontsize=11];
+  edge [fontname="Helvetica", fontsize=9, color="#556677"];
+  "events" [label="events\\nsource\\n", fillcolor="#e3f4e1"];
+  "totals" [label="totals\\naggregate\\nkey: key\\laggregates: count=count(*),\\l  sum=sum(value)\\l", fillcolor="#fdf0d5"];
+  "output" [label="output\\nsink\\n", fillcolor="#e3f4e1"];
   "events" -> "totals" [label="hash by key"];
   "totals" -> "output" [label="gather"];
 }
@@ -25,26 +27,63 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from ministream.checkpoints.storage import MemoryStorage
 from ministream.core.plan import Dataflow
 from ministream.core.steps import Step
-from ministream.lessons import all_lessons
+from ministream.lessons import all_lessons, get_lesson
 from ministream.lessons.barrier_alignment import ALIGNMENT_SEED, checkpointed_run
+from ministream.lessons.rescale import keys_moved
 from ministream.operators.planner import physical_graph
+from ministream.state.keygroups import key_group_range
+from ministream.time.units import format_clock
 
 PACKAGE = Path(__file__).resolve().parents[1]
 """The folder of the installed ``ministream`` package, whose modules the architecture diagram reads."""
 
 COLORS = {"source": "#e3f4e1", "sink": "#e3f4e1", "keyed": "#fdf0d5"}
 
+FONT = "Helvetica"
+"""The one font of every diagram: nodes, arrows and the graph's own labels."""
+
+LINE_WIDTH = 36
+"""Characters per line of a step's description: longer settings wrap, so diagrams grow down, not across."""
+
+HEADER = [
+    f'  graph [fontname="{FONT}", fontsize=11, nodesep=0.3, ranksep=0.35];',
+    f'  node [shape=box, style="rounded,filled", fillcolor="#eef3fb", fontname="{FONT}", fontsize=11];',
+    f'  edge [fontname="{FONT}", fontsize=9, color="#556677"];',
+]
+"""The attributes every lesson diagram starts with: one font, and a layout read top to bottom."""
+
 
 def _quote(text: str) -> str:
     return '"' + str(text).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def wrap(line: str, width: int = LINE_WIDTH) -> list[str]:
+    """A line of a label cut at spaces into lines of at most ``width`` characters (a longer word stays whole);
+    the lines after the first are indented, so a wrapped setting reads as one.
+
+    >>> wrap("between: impression_time + 0 seconds <= click_time <= impression_time + 20 seconds")
+    ['between: impression_time + 0 seconds', '  <= click_time <= impression_time +', '  20 seconds']
+    """
+    lines: list[str] = []
+    for word in line.split(" "):
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word if not lines else "  " + word)
+    return lines
+
+
 def _label(step: Step) -> str:
-    lines = [step.name, step.kind]
-    lines += [f"{name}: {value}" for name, value in step.describe().items()]
-    return "\\n".join(line.replace('"', "'") for line in lines)
+    """A step's label: its name and its kind (once, when the name is the kind) centred, then its settings,
+    wrapped and aligned left (DOT ends a centred line with ``\\n``, a left-aligned one with ``\\l``)."""
+    title = [step.name] if step.kind == step.name else [step.name, step.kind]
+    settings = [line for name, value in step.describe().items() for line in wrap(f"{name}: {value}")]
+    text = "".join(line.replace('"', "'") + "\\n" for line in title)
+    text += "".join(line.replace('"', "'") + "\\l" for line in settings)
+    return text
 
 
 def _color(step: Step) -> str:
@@ -57,13 +96,9 @@ def _edge_label(edge) -> str:
 
 
 def to_dot(flow: Dataflow, parallelism: int | None = None) -> str:
-    """The dataflow as DOT text: the logical plan, or with ``parallelism`` the physical one (subtasks)."""
-    lines = [
-        f"digraph {_quote(flow.name)} {{",
-        "  rankdir=LR;",
-        '  node [shape=box, style="rounded,filled", fillcolor="#eef3fb", fontname="Helvetica"];',
-        '  edge [fontname="Helvetica", fontsize=10];',
-    ]
+    """The dataflow as DOT text, read top to bottom: the logical plan, or with ``parallelism`` the physical one
+    (each step a frame holding its description and its subtasks, one arrow per channel)."""
+    lines = [f"digraph {_quote(flow.name)} {{", "  rankdir=TB;", *HEADER]
     if parallelism is None:
         for step in flow.steps:
             color = _color(step)
@@ -78,18 +113,21 @@ def to_dot(flow: Dataflow, parallelism: int | None = None) -> str:
         graph = physical_graph(flow, parallelism)
         for step in flow.steps:
             color = _color(step)
+            fill = f", fillcolor={_quote(color)}" if color else ""
+            # The description is a node beside the subtasks, not the frame's label: arrows go round nodes,
+            # while they would cross a frame's label on their way in.
             lines.append(f"  subgraph {_quote('cluster_' + step.name)} {{")
-            lines.append(f'    label="{_label(step)}"; style="rounded"; color="#8899aa";')
+            lines.append('    style="rounded"; color="#8899aa";')
+            lines.append(f'    {{ rank=same; {_quote(step.name)} [shape=plaintext, style="", label="{_label(step)}"];')
             for subtask in graph.by_step[step.name]:
-                fill = f", fillcolor={_quote(color)}" if color else ""
-                lines.append(f'    {_quote(str(subtask))} [label="{subtask}"{fill}];')
+                lines.append(f'      {_quote(str(subtask))} [label="{subtask}"{fill}];')
+            lines.append("    }")
             lines.append("  }")
         for subtask in graph.subtasks:
             for _partition, channels, edge in subtask.output.routes:
-                for channel in channels:
-                    lines.append(
-                        f"  {_quote(str(subtask))} -> {_quote(channel.receiver)} [label={_quote(_edge_label(edge))}];"
-                    )
+                for number, channel in enumerate(channels):  # the route's name once, on its first arrow
+                    label = f" [label={_quote(_edge_label(edge))}]" if number == 0 else ""
+                    lines.append(f"  {_quote(str(subtask))} -> {_quote(channel.receiver)}{label};")
     lines.append("}")
     return "\n".join(lines)
 
@@ -202,6 +240,154 @@ def architecture_dot() -> str:
     return "\n".join(lines)
 
 
+def _lines(*lines: str) -> str:
+    """A node label of several centred lines (quotes made safe)."""
+    return "\\n".join(line.replace('"', "'") for line in lines)
+
+
+def _cell(text: str, **style) -> str:
+    """One cell of an HTML-like DOT table, its text escaped and wrapped (``\\n`` starts a line); ``style`` gives
+    attributes (``bgcolor``...)."""
+    lines = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").split("\n")
+    escaped = "<br/>".join(wrapped for line in lines for wrapped in wrap(line, 30))
+    font = style.pop("color", None)
+    if font:
+        escaped = f'<font color="{font}">{escaped}</font>'
+    attributes = "".join(f' {name.replace("_", "")}="{value}"' for name, value in style.items())
+    return f"<td{attributes}>{escaped}</td>"
+
+
+def recovery_timeline_dot(run, storage, name: str = "checkpoint-recovery") -> str:
+    """A crash and its recovery as a timeline, read top to bottom: every batch each run started, with the
+    watermark it ran with, the offsets log entry written before it read (``offsets/k``), the checkpoint written
+    when it ended (``chk-k``, the commit), the crash, and the restart that restores the last checkpoint and runs
+    the batch that was planned but never committed again, under the same id and watermark.
+
+    Args:
+        run: a traced ``recovery.RecoveredRun`` of the micro-batch model (``lesson.run(storage=..., trace=True)``).
+        storage: the checkpoint storage it wrote to.
+        name: the graph's name.
+
+    >>> from ministream.checkpoints.storage import MemoryStorage
+    >>> from ministream.lessons import get_lesson
+    >>> storage = MemoryStorage()
+    >>> dot = recovery_timeline_dot(get_lesson("checkpoint-recovery").run(storage=storage, trace=True), storage)
+    >>> print(dot.splitlines()[-3])
+    <tr><td></td><td>4</td><td>10:00:35</td><td>offsets/4: events up to 5</td><td bgcolor="#e3f4e1">chk-4 written</td><td>ran to the end</td></tr>
+    """
+    runs: list[list[int]] = []  # the batch ids each attempt ran, in order: a batch id that does not grow starts one
+    for summary in run.trace.batches:
+        if not runs or summary.batch_id <= runs[-1][-1]:
+            runs.append([])
+        runs[-1].append(summary.batch_id)
+    committed = set(storage.checkpoint_ids())
+    header = [
+        "",
+        "batch",
+        "watermark",
+        "offsets log: written\nbefore the batch reads\n(Spark: offsets/k)",
+        "checkpoint: written when\nthe batch ends, the commit\n(Spark: commits/k)",
+        "what happened",
+    ]
+    rows = ["<tr>" + "".join(_cell(text, bgcolor="#eeeeee") for text in header) + "</tr>"]
+    for number, (attempt, batch_ids) in enumerate(zip(run.attempts, runs)):
+        if attempt.restored_from is not None:
+            rows.append(
+                "<tr>"
+                + _cell("restart", bgcolor="#fdf0d5")
+                + _cell("", bgcolor="#fdf0d5")
+                + _cell("", bgcolor="#fdf0d5")
+                + _cell(
+                    f"offsets/{batch_ids[0]} without chk-{batch_ids[0]}:\nbatch {batch_ids[0]} runs again",
+                    bgcolor="#fdf0d5",
+                )
+                + _cell(f"restore chk-{attempt.restored_from}", bgcolor="#fdf0d5")
+                + _cell("a new process, its state\nfrom the checkpoint", bgcolor="#fdf0d5")
+                + "</tr>"
+            )
+        for position, batch_id in enumerate(batch_ids):
+            planned = storage.offsets(batch_id) or {}
+            watermark = planned.get("watermark")
+            offsets = ", ".join(f"{source} up to {offset}" for source, offset in planned.get("offsets", {}).items())
+            crashed = attempt.crash is not None and position == len(batch_ids) - 1
+            if crashed:
+                checkpoint, done = (
+                    _cell("none: never committed", color="#c0392b"),
+                    _cell(attempt.crash, color="#c0392b"),
+                )
+            else:
+                again = attempt.restored_from is not None and position == 0
+                checkpoint = _cell(f"chk-{batch_id} written", bgcolor="#e3f4e1") if batch_id in committed else _cell("")
+                done = _cell(
+                    "ran again, same id and watermark"
+                    if again
+                    else "ran"
+                    if position < len(batch_ids) - 1
+                    else "ran to the end"
+                )
+            rows.append(
+                "<tr>"
+                + _cell(("first run" if number == 0 else "restarted run") if position == 0 else "")
+                + _cell(batch_id)
+                + _cell("-" if watermark is None else "0 (none yet)" if watermark == 0 else format_clock(watermark))
+                + _cell(f"offsets/{batch_id}: {offsets}" if planned else "")
+                + checkpoint
+                + done
+                + "</tr>"
+            )
+    return "\n".join(
+        [
+            f"digraph {_quote(name)} {{",
+            *HEADER,
+            f'  label="{name}: a crash and its recovery, top to bottom"; labelloc=t;',
+            '  "timeline" [shape=plaintext, style="", label=<<table border="0" cellborder="1" cellspacing="0" cellpadding="4">',
+            *rows,
+            "</table>>];",
+            "}",
+        ]
+    )
+
+
+def rescale_dot(before: dict[int, list], after: dict[int, list], step: str, name: str = "rescale") -> str:
+    """A rescale as a picture: the subtasks of ``step`` before (top) and after (bottom), each with its range of
+    key groups and the keys in its state, and an arrow for every range of key groups that moves.
+
+    >>> print(rescale_dot({0: ["alice"]}, {0: [], 1: ["alice"]}, "counts").splitlines()[-1])
+    }
+    >>> [line.strip() for line in rescale_dot({0: ["alice"]}, {0: [], 1: ["alice"]}, "counts").splitlines() if "->" in line]
+    ['"before_0" -> "after_0" [label="key groups 0-63"];', '"before_0" -> "after_1" [label="key groups 64-127"];']
+    """
+    lines = [
+        f"digraph {_quote(name)} {{",
+        "  rankdir=TB;",
+        *HEADER,
+        f'  label="{name}: key groups move, keys go with them"; labelloc=t;',
+    ]
+    for when, subtasks in (("before", before), ("after", after)):
+        parallelism = len(subtasks)
+        nodes = []
+        for index, keys in subtasks.items():
+            groups = key_group_range(index, parallelism)
+            label = _lines(
+                f"{step}[{index}] of {parallelism} ({when})",
+                f"key groups {groups.start}-{groups.stop - 1}",
+                *wrap("keys: " + (", ".join(map(str, keys)) or "none"), 30),
+            )
+            lines.append(f'  "{when}_{index}" [label="{label}"];')
+            nodes.append(_quote(f"{when}_{index}"))
+        lines.append(f"  {{ rank=same; {'; '.join(nodes)}; }}")
+    old, new = len(before), len(after)
+    for index in before:
+        mine = key_group_range(index, old)
+        for target in after:
+            theirs = key_group_range(target, new)
+            low, high = max(mine.start, theirs.start), min(mine.stop, theirs.stop)
+            if low < high:
+                lines.append(f'  "before_{index}" -> "after_{target}" [label="key groups {low}-{high - 1}"];')
+    lines.append("}")
+    return "\n".join(lines)
+
+
 def render_svg(dot_text: str, path: str | Path) -> Path:
     """Render DOT text to an SVG file with Graphviz's ``dot`` (installed by ``make setup``)."""
     import graphviz
@@ -213,21 +399,35 @@ def render_svg(dot_text: str, path: str | Path) -> Path:
 
 
 def render_lessons(directory: str | Path = "diagrams", parallelism: int = 2) -> list[Path]:
-    """Render every lesson's dataflow (logical, and physical at ``parallelism``) into ``directory``."""
+    """Render every lesson's dataflow (logical, and physical at ``parallelism``) into ``directory``, and the
+    checkpoint lessons' pictures of what they teach: the crash and restore as a timeline, the barriers in
+    flight, the key groups that move in a rescale."""
 
     written = []
     for lesson in all_lessons():
         flow = lesson.pipeline(lesson.default_script, lesson.resolve_params())
         written.append(render_svg(to_dot(flow), Path(directory) / f"{lesson.name}.svg"))
         written.append(render_svg(to_dot(flow, parallelism), Path(directory) / f"{lesson.name}.physical.svg"))
-    written.append(write_barrier_diagram(directory))
+    written += write_barrier_diagrams(directory)
+    storage = MemoryStorage()
+    recovered = get_lesson("checkpoint-recovery").run(storage=storage, trace=True)
+    timeline = recovery_timeline_dot(recovered, storage)
+    written.append(render_svg(timeline, Path(directory) / "checkpoint-recovery.timeline.svg"))
+    before, after = keys_moved()
+    written.append(render_svg(rescale_dot(before, after, "counts"), Path(directory) / "rescale.keygroups.svg"))
     written.append(render_svg(architecture_dot(), Path(directory) / "architecture.svg"))
     return written
 
 
-def write_barrier_diagram(directory: str | Path = "diagrams") -> Path:
-    """Render the first held-back moment of the barrier lesson's ``ALIGNMENT_SEED`` run to
-    ``barrier-alignment.barriers.svg``: the physical graph with the rows and barriers waiting in each channel
-    (``checkpoints.barriers.barriers_dot``)."""
-    _caption, dot = checkpointed_run(seed=ALIGNMENT_SEED, pictures=True).pictures[0]
-    return render_svg(dot, Path(directory) / "barrier-alignment.barriers.svg")
+BARRIER_MOMENTS = 3
+"""How many moments of the barrier lesson's run are drawn: enough to see barriers travel and inputs held back."""
+
+
+def write_barrier_diagrams(directory: str | Path = "diagrams") -> list[Path]:
+    """Render the first :data:`BARRIER_MOMENTS` held-back moments of the barrier lesson's ``ALIGNMENT_SEED`` run:
+    the physical graph with the rows and barriers waiting in each channel (``checkpoints.barriers.barriers_dot``),
+    to ``barrier-alignment.barriers.svg``, ``barrier-alignment.barriers-2.svg``..."""
+    pictures = checkpointed_run(seed=ALIGNMENT_SEED, pictures=True).pictures[:BARRIER_MOMENTS]
+    names = ["barrier-alignment.barriers.svg"]
+    names += [f"barrier-alignment.barriers-{number}.svg" for number in range(2, len(pictures) + 1)]
+    return [render_svg(dot, Path(directory) / name) for (_caption, dot), name in zip(pictures, names)]

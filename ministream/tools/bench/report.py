@@ -7,6 +7,8 @@ import os
 import platform
 import sys
 
+from tqdm import tqdm
+
 from ministream.tools.bench.checkpoints import bench_checkpoints
 from ministream.tools.bench.engine import bench_engine, bench_memory
 from ministream.tools.bench.spark import bench_spark
@@ -32,17 +34,25 @@ def machine() -> dict:
     }
 
 
-def run_benchmarks(*, events: int = EVENTS, spark: bool = True, say=lambda text: None) -> dict:
+def run_benchmarks(*, events: int = EVENTS, spark: bool = True, say=lambda text: None, stage=None) -> dict:
     """Every figure, in one run: engine throughput, the loop floor, memory, checkpoints, Spark, the workshop
-    path."""
+    path; ``stage(name, done, total)`` is told as each part begins (``done`` parts finished) and at the end."""
     figures: dict = {}
     described = machine()  # before the run, so that its load average is the machine's, not the benchmark's
     data = make_events(events)
-    bench_engine(figures, data, say)
-    bench_memory(figures, say)
-    bench_checkpoints(figures, say)
+    parts = [
+        ("engine", lambda: bench_engine(figures, data, say)),
+        ("memory", lambda: bench_memory(figures, say)),
+        ("checkpoints", lambda: bench_checkpoints(figures, say)),
+    ]
     if spark:
-        bench_spark(figures, data, say)
+        parts.append(("spark", lambda: bench_spark(figures, data, say)))
+    for done, (name, measure) in enumerate(parts):
+        if stage is not None:
+            stage(name, done, len(parts))
+        measure()
+    if stage is not None:
+        stage("", len(parts), len(parts))
     return {"machine": described, "figures": figures}
 
 
@@ -132,12 +142,22 @@ def main(argv=None, out=None) -> int:
         "--state", action="store_true", help="only the state backends: memory, RocksDB, Redis (bench/state.py)"
     )
     args = parser.parse_args(argv)
-    say = (lambda text: print(text, file=sys.stderr)) if args.json else (lambda text: print(text, file=out))
-    if args.state:
-        report = {"machine": machine(), "figures": {}}
-        bench_state_backends(report["figures"], say)
-    else:
-        report = run_benchmarks(events=args.events, spark=not args.no_spark, say=say)
+    lines = sys.stderr if args.json else out
+    with tqdm(desc="bench", unit="part", file=sys.stderr, leave=True) as bar:  # a bar on stderr, lines above it
+
+        def stage(name: str, done: int, total: int) -> None:
+            bar.total = total
+            bar.set_description("bench" if done == total else f"bench: {name}")
+            bar.update(done - bar.n)
+
+        def say(text: str) -> None:
+            bar.write(text, file=lines)
+
+        if args.state:
+            report = {"machine": machine(), "figures": {}}
+            bench_state_backends(report["figures"], say)
+        else:
+            report = run_benchmarks(events=args.events, spark=not args.no_spark, say=say, stage=stage)
     if args.markdown:
         with open(args.markdown, "w", encoding="utf-8") as page:
             page.write(markdown_page(report, argv))
