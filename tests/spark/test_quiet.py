@@ -11,7 +11,7 @@ import pytest
 
 from ministream.spark.session import STARTING, _relay
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "ministream.tools.cli"]
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from ministream.core.events import MAX_REPORTED
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 GOOD = '{"batch": 0, "ts": "2024-01-01T10:00:00Z", "key": "a", "value": 1}'
 
 

@@ -24,7 +24,7 @@ from ministream.tools.diagram import (
 from ministream.tools.pictures import FOLDER, PICTURES
 from ministream.tools.plots import ink, png_bytes
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DIAGRAMS = ROOT / "diagrams"
 MAX_WIDTH_PT = 900
 DURATIONS = ("delay", "size", "slide", "gap", "timeout", "ttl", "heartbeat", "lateness", "within", "window")
