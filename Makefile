@@ -93,7 +93,7 @@ test: setup
 
 # The engine's tests: those marked spark, notebook, viz or cluster (pyproject.toml) are deselected, and the modules
 # that import PySpark or nbformat as they load are not collected at all, so that this runs with the dev extra only.
-ENGINE_TESTS := -m "not spark and not notebook and not viz and not cluster" --ignore=tests/spark \
+ENGINE_TESTS := -m "not spark and not notebook and not viz and not cluster and not slow" --ignore=tests/spark \
 	--ignore=tests/workshop/test_build.py --ignore=tests/workshop/test_course.py \
 	--ignore=tests/workshop/test_notebooks.py --ignore=tests/tools/test_plots.py
 

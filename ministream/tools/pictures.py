@@ -168,6 +168,12 @@ PICTURES = [
         ),
     ),
     Picture(
+        "state-backends",
+        "state",
+        "keys in state after each batch: the same on every backend",
+        lambda: state("state-backends", params={"backend": "rocksdb"}, what="keys in state (RocksDB)"),
+    ),
+    Picture(
         "tumbling-window", "arrivals", "events against arrival, with the watermark", lambda: arrivals("tumbling-window")
     ),
     Picture("tumbling-window", "windows", "the windows each batch emitted", lambda: windows("tumbling-window")),

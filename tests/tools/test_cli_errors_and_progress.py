@@ -122,6 +122,7 @@ def test_help_has_no_rest_quotes(command):
     assert "``" not in done.stdout
 
 
+@pytest.mark.slow
 def test_bench_shows_a_progress_bar_on_stderr():
     """`ministream bench` draws a bar on stderr, one part at a time, and prints its figures on stdout."""
     done = ministream("bench", "--no-spark", "--events", "2000")
