@@ -11,8 +11,9 @@ either model; a continuous run's ``arrivals_at(sink)`` gives rows and watermarks
 
 The others: :func:`windows_plot` (windows or sessions as bars over the events they hold, each labelled with
 the batch that emitted it), :func:`join_plot` (each left row's time range, and the right rows that fell in
-it), :func:`state_plot` (the state a step holds after each batch) and :func:`bars_plot` (a count per batch,
-or per subtask, side by side).
+it), :func:`state_plot` (the state a step holds after each batch), :func:`bars_plot` (a count per batch,
+or per subtask, side by side) and :func:`watermark_plot` (the watermark batch by batch, under each policy or
+model, with the rows each batch emitted).
 
 Every plot is a ``PlotFigure`` (:func:`plot_figure_class`): a matplotlib ``Figure`` that draws itself as a PNG wherever Python
 objects are shown as images (``_repr_png_``: JupyterLab, a notebook saved with its outputs, any IPython
@@ -529,6 +530,62 @@ def bars_plot(values: dict[str, list[int]], *, xlabel: str, ylabel: str, title: 
     axes.yaxis.get_major_locator().set_params(integer=True)
     axes.set_xlabel(xlabel)
     axes.set_ylabel(ylabel)
+    axes.legend(fontsize=8)
+    if title:
+        axes.set_title(title)
+    return figure
+
+
+# -- the watermark batch by batch --------------------------------------------------------------------------------
+
+
+def watermark_plot(
+    watermarks: dict[str, list],
+    emitted: dict[str, list[tuple[int, int]]] | None = None,
+    *,
+    title: str | None = None,
+):
+    """The watermark of each batch as steps, one line per label (a policy, a model...), and the event time of
+    rows as points at the batch that emitted them: a row is emitted once the watermark reaches it. Returns the
+    figure.
+
+    A watermark that has not moved yet (``None``, or 0: the epoch, Spark's first) is left out of the line.
+
+    >>> axes = watermark_plot({"min": [0, 0, 5_000, 12_000]}, {"closed": [(3, 4_000)]}).axes[0]
+    >>> axes.get_lines()[0].get_ydata().tolist()[2:], axes.collections[0].get_offsets().tolist()
+    ([5.0, 12.0], [[3.0, 4.0]])
+    >>> axes.get_lines()[0].get_ydata().tolist()[0]  # batch 0: no watermark yet
+    nan
+
+    Args:
+        watermarks: ``{label: [watermark of batch 0, of batch 1, ...]}`` in ms (``BatchResult.watermark``).
+        emitted: ``{label: [(batch id, event time), ...]}``: rows drawn as points, one marker per label.
+        title: the figure's title.
+    """
+    emitted = emitted or {}
+    times = [mark for marks in watermarks.values() for mark in marks if mark] + [
+        time for points in emitted.values() for _, time in points
+    ]
+    base = _minute(times)
+
+    def seconds(ms):
+        if not ms or ms >= MAX_TIME or ms < base - 60_000:  # none yet, the end, or Spark's first (the epoch)
+            return math.nan
+        return (ms - base) / 1000
+
+    figure = _figure(6, 3)
+    axes = figure.add_subplot()
+    for label, marks in watermarks.items():
+        axes.plot(range(len(marks)), [seconds(mark) for mark in marks], drawstyle="steps-post", marker=".", label=label)
+    for (label, points), marker in zip(emitted.items(), "ox^sv"):
+        axes.scatter(
+            [batch for batch, _ in points], [seconds(time) for _, time in points], marker=marker, zorder=3, label=label
+        )
+    length = max((len(marks) for marks in watermarks.values()), default=0)
+    axes.set_xticks(range(length))
+    axes.set_xlabel("batch")
+    axes.yaxis.set_major_formatter(lambda value, _: format_clock(base + round(value * 1000)))  # clock times
+    axes.set_ylabel("event time")
     axes.legend(fontsize=8)
     if title:
         axes.set_title(title)

@@ -16,7 +16,7 @@ from ministream.lessons import all_lessons
 from ministream.workshop.build import course_sources, notebook_text, stale_notebooks, with_solutions
 from ministream.workshop.commands import main as workshop
 from ministream.workshop.course import LESSON_NOTEBOOKS, course
-from ministream.workshop.notebooks.cells import NotebookSource, markdown, to_notebook, with_exercises
+from ministream.workshop.notebooks.cells import PROGRESS, NotebookSource, markdown, to_notebook, with_exercises
 
 pytestmark = pytest.mark.notebook
 
@@ -52,7 +52,23 @@ def test_exercises_go_before_the_recap():
     cells = with_exercises(source)
     tags = [cell.tags for cell in cells]
     assert tags.count(("exercise",)) == 3 and tags.count(("check", "raises-exception")) == 3
-    assert cells[-1].source.startswith("## Recap") and "Exercise 2.1" in cells[2].source
+    assert cells[-1].source.startswith("## Recap") and "Exercise 2.1" in cells[3].source
+
+
+def test_lesson_notebooks_show_progress_first():
+    """A lesson notebook's first code cell shows what long work says (Spark starting, a planned crash) as plain
+    lines; the start-here notebook, which starts no Spark, has no such cell."""
+    for source in course_sources():
+        first_code = next(cell for cell in with_exercises(source) if cell.kind == "code")
+        assert (first_code.source == PROGRESS) == bool(source.lessons), source.name
+
+
+def test_notebooks_draw_with_the_package():
+    """No notebook cell draws with matplotlib itself: every plot comes from ``ministream.tools.plots``, which
+    returns figures that show as images in any notebook (no plotting code lives only in a notebook)."""
+    for source in course_sources():
+        for cell in source.cells:
+            assert not re.search(r"matplotlib|\bplt\.|\bFigure\(", cell.source), f"{source.name}: {cell.source[:80]}"
 
 
 def test_notebooks_are_what_their_modules_generate():

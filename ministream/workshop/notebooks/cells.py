@@ -14,7 +14,8 @@ same source always gives the same file.
 >>> source.name
 '02-windows.ipynb'
 >>> [(cell.id, cell.tags) for cell in with_exercises(source)]  # doctest: +NORMALIZE_WHITESPACE
-[('windows-0', ()), ('windows-1', ()), ('workshop-exercises', ()), ('workshop-windows_of-task', ()),
+[('windows-0', ()), ('windows-progress', ()), ('windows-1', ()), ('workshop-exercises', ()),
+ ('workshop-windows_of-task', ()),
  ('workshop-windows_of', ('exercise',)), ('workshop-windows_of-check', ('check', 'raises-exception')),
  ('windows-2', ())]
 """
@@ -45,6 +46,14 @@ cases aimed at one rule each, then on this lesson's events, and compares with Sp
 per kernel, so the first check that needs Spark takes a while). When something differs, it says which event,
 batch or row, what you answered, what Spark did, and **the rule that was missed**. The checks do not need the
 cells above them."""
+
+
+PROGRESS = """\
+from ministream.workshop.progress import show_progress
+
+show_progress()  # long work says what it does ("starting Spark (about 10 s)"...) under the cell that runs it"""
+"""The first code cell of every lesson notebook: Spark's start and a planned crash shown as one plain line
+each (``ministream.workshop.progress``), instead of nothing or a red box."""
 
 
 @attrs.frozen
@@ -131,8 +140,11 @@ def exercise_cells(exercise: Exercise, number: str) -> list[Cell]:
 
 def with_exercises(source: NotebookSource) -> list[Cell]:
     """Every cell of the notebook, numbered, with the exercises of its lessons (numbered ``4.1``, ``4.2``...)
-    before its recap, or at its end when it has none."""
+    before its recap, or at its end when it has none, and, in a lesson notebook, the :data:`PROGRESS` cell
+    after its opening."""
     cells = [attrs.evolve(cell, id=f"{source.slug}-{index}") for index, cell in enumerate(source.cells)]
+    if source.lessons:
+        cells.insert(1, Cell("code", PROGRESS, id=f"{source.slug}-progress"))
     exercises = exercises_of(source.lessons)
     if not exercises:
         return cells
@@ -204,7 +216,7 @@ def event_time_plot(title: str) -> Cell:
     """
     return code(f"""TITLE = {title!r}
 from ministream.tools.plots import event_time_plot, watermarks_at_arrival
-from ministream.operators.window import dropped_flags
+from ministream.time.lateness import dropped_flags
 
 params = lesson.resolve_params()
 watermarks = watermarks_at_arrival(lesson.default_script, params["delay"], model="microbatch")

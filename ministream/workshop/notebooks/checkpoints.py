@@ -44,15 +44,13 @@ print(storage.offsets(3))
 print(run.trace.format())"""),
         markdown("""The state is restored exactly; the sink decides whether the row written before the crash is seen twice.
 Below, the rows of each batch for both sinks."""),
-        code("""import matplotlib.pyplot as plt
+        code("""from ministream.tools.plots import bars_plot
 
 exactly = [len(batch.rows) for batch in run.output()]
 at_least = [len(batch.rows) for batch in lesson.run(params={"delivery": "at_least_once"}).output()]
-fig, ax = plt.subplots(figsize=(5, 2.5))
-ax.bar([b - 0.2 for b in range(len(exactly))], exactly, width=0.4, label="exactly once (transactional)")
-ax.bar([b + 0.2 for b in range(len(at_least))], at_least, width=0.4, label="at least once (appending)")
-ax.set_xlabel("batch"); ax.set_ylabel("rows"); ax.legend()
-assert (exactly, at_least) == ([0, 0, 0, 3, 1], [0, 0, 0, 4, 1])"""),
+assert (exactly, at_least) == ([0, 0, 0, 3, 1], [0, 0, 0, 4, 1])
+bars_plot({"exactly once (transactional)": exactly, "at least once (appending)": at_least},
+          xlabel="batch", ylabel="rows in the sink", title="rows of each batch in the sink")"""),
         markdown("""### Spark, crashed and restarted on its checkpoint
 
 The twin runs with a `checkpointLocation`: `foreachBatch` writes one row of batch 3 and raises, the query

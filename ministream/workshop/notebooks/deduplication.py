@@ -29,16 +29,15 @@ from ministream.tools.diagram import to_dot
 
 graphviz.Source(to_dot(lesson.pipeline(lesson.default_script, lesson.resolve_params()), parallelism=2))"""),
         markdown("""## Three keys, three state sizes"""),
-        code("""import matplotlib.pyplot as plt
+        code("""from ministream.tools.plots import state_plot, state_sizes
 
-fig, ax = plt.subplots(figsize=(5, 2.5))
+sizes = {}
 for key in ("id", "id_and_time", "within"):
     run = lesson.run(params={"key": key}, trace=True)
-    sizes = [summary.state_sizes["dedup"] for summary in run.trace.batches]
-    ax.step(range(len(sizes)), sizes, where="mid", label=key)
+    sizes[key] = state_sizes(run)["dedup"]
     print(key)
     print_batches(run.output(), sys.stdout)
-ax.set_xlabel("batch"); ax.set_ylabel("keys in state"); ax.legend()"""),
+state_plot(sizes, ylabel="keys in state", title="state of step 'dedup', for each key")"""),
         markdown("""## The trace of `within`: late rows first, then copies, then expiry"""),
         code("""print(lesson.run(params={"key": "within"}, trace=True).trace.format())"""),
         markdown("""## Against Spark"""),

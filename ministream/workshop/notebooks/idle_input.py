@@ -29,18 +29,14 @@ from ministream.tools.diagram import to_dot
 
 graphviz.Source(to_dot(lesson.pipeline(lesson.default_script, lesson.resolve_params())))"""),
         markdown("""## The watermark under both policies"""),
-        code("""import matplotlib.pyplot as plt
-from ministream.lessons.lesson import BASE_TIME
-from ministream.time.units import format_clock
+        code("""from ministream.time.units import format_clock
+from ministream.tools.plots import watermark_plot
 
 runs = {policy: lesson.run(params={"policy": policy}, trace=True) for policy in ("min", "max")}
-fig, ax = plt.subplots(figsize=(5, 2.5))
-for policy, run in runs.items():
-    marks = [batch.watermark for batch in run.output()]
-    print(policy, [format_clock(m) for m in marks])
-    # seconds after 10:00:00; a watermark still at 1970 (0) is left out of the plot
-    ax.plot(range(len(marks)), [(m - BASE_TIME) / 1000 if m else float("nan") for m in marks], "o-", label=policy)
-ax.set_xlabel("batch"); ax.set_ylabel("watermark, s after 10:00"); ax.legend()"""),
+marks = {policy: [batch.watermark for batch in run.output()] for policy, run in runs.items()}
+for policy, watermarks in marks.items():
+    print(policy, [format_clock(m) for m in watermarks])
+watermark_plot(marks, title="the watermark under each policy (still at 1970: not drawn)")"""),
         markdown("""## `min`: right, but silent while the clicks are idle"""),
         code("""print_batches(runs["min"].output(), sys.stdout)"""),
         markdown("""## `max`: on time, but click a is late and impression a is padded with nulls"""),

@@ -47,18 +47,14 @@ and what it returned. Batch 6 is a no-data batch: the watermark rose after the s
 print(run.trace.format())"""),
         markdown("""A row comes out when the watermark reaches its time, not before: every heartbeat or timeout (dots) is
 at or below the watermark of the batch that emits it (the line)."""),
-        code("""import matplotlib.pyplot as plt
-from ministream.lessons.lesson import BASE_TIME
+        code("""from ministream.tools.plots import watermark_plot
 
 batches = run.output()
-fig, ax = plt.subplots(figsize=(6, 3))
-ax.step([b.batch_id for b in batches], [(b.watermark - BASE_TIME) / 1000 if b.watermark > BASE_TIME else 0
-                                         for b in batches], where="post", label="watermark WM_k")
-for kind, marker in (("heartbeat", "o"), ("closed", "x")):
-    points = [(b.batch_id, (r["time"] - BASE_TIME) / 1000) for b in batches for r in b.rows if r["kind"] == kind]
-    ax.scatter(*zip(*points), marker=marker, label=kind)
-ax.set_xlabel("batch"); ax.set_ylabel("seconds after 10:00:00"); ax.legend()
-assert all(r["time"] <= b.watermark for b in batches for r in b.rows)"""),
+assert all(r["time"] <= b.watermark for b in batches for r in b.rows)
+emitted = {kind: [(b.batch_id, r["time"]) for b in batches for r in b.rows if r["kind"] == kind]
+           for kind in ("heartbeat", "closed")}
+watermark_plot({"watermark WM_k": [b.watermark for b in batches]}, emitted,
+               title="heartbeats and timeouts, at the batch that emits them")"""),
         markdown("""The PySpark twin, on the same batches (the first Spark run in a kernel takes about 20 seconds):"""),
         code("""result = compare_lesson(sessions)
 print(result.table())
@@ -74,11 +70,11 @@ for line in run.trace.of_kind("ttl"):
     print(line.batch_id, line.text)"""),
         markdown("""A read misses an expired entry at once; the cleanup at the end of the batch frees its room. The state
 size shows the cleanups of batches 3 and 4."""),
-        code("""sizes = [summary.state_sizes["visits"] for summary in run.trace.batches]
-fig, ax = plt.subplots(figsize=(4, 2.5))
-ax.step(range(len(sizes)), sizes, where="mid")
-ax.set_xlabel("batch"); ax.set_ylabel("state entries"); ax.set_title("state of step 'visits'")
-assert sizes == [4, 4, 4, 2, 2]"""),
+        code("""from ministream.tools.plots import state_plot, state_sizes
+
+sizes = state_sizes(run)
+assert sizes == {"visits": [4, 4, 4, 2, 2]}
+state_plot(sizes, ylabel="state entries", title="state of step 'visits'")"""),
         markdown("""Spark's batches read the wall clock, so the comparison runs Spark first and then ministream on the batch
 timestamps Spark wrote in its checkpoint:"""),
         code("""result = compare_lesson(ttl)

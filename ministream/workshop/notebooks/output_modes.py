@@ -33,15 +33,10 @@ for mode, run in runs.items():
         markdown("""## Rows emitted per batch
 
 `append` emits little and late, `update` a little every batch, `complete` the whole table every batch."""),
-        code("""from matplotlib.figure import Figure
+        code("""from ministream.tools.plots import bars_plot
 
-figure = Figure(figsize=(6, 3), layout="constrained")
-axes = figure.add_subplot()
-for offset, (mode, run) in zip((-0.25, 0, 0.25), runs.items()):
-    counts = [len(batch.rows) for batch in run.output()]
-    axes.bar([i + offset for i in range(len(counts))], counts, width=0.25, label=mode)
-axes.set_xlabel("batch"); axes.set_ylabel("rows emitted"); axes.legend()
-figure"""),
+counts = {mode: [len(batch.rows) for batch in run.output()] for mode, run in runs.items()}
+bars_plot(counts, xlabel="batch", ylabel="rows emitted", title="rows emitted per batch, in each output mode")"""),
         markdown("""## Late rows and state
 
 The row at 10:00:03 in batch 3 is late in `append` and `update` and counts in `complete`; only `complete`

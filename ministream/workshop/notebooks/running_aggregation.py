@@ -37,13 +37,11 @@ The trace says why each row was emitted, and how much state each step holds afte
         code("""run = lesson.run(params={"mode": "update"}, trace=True)
 print(run.trace.format())"""),
         markdown("""The state grows and never shrinks: nothing tells the engine that a key is finished."""),
-        code("""import matplotlib.pyplot as plt
+        code("""from ministream.tools.plots import state_plot, state_sizes
 
-sizes = [summary.state_sizes["totals"] for summary in run.trace.batches]
-fig, ax = plt.subplots(figsize=(4, 2.5))
-ax.step(range(len(sizes)), sizes, where="mid")
-ax.set_xlabel("batch"); ax.set_ylabel("keys in state"); ax.set_title("state size of step 'totals'")
-assert sizes == [2, 3, 3]"""),
+sizes = state_sizes(run)  # {step: [entries after batch 0, after batch 1, ...]}
+assert sizes == {"totals": [2, 3, 3]}
+state_plot(sizes, ylabel="keys in state", title="state of step 'totals'")"""),
         markdown("""## Complete mode
 
 Every key, every batch:"""),

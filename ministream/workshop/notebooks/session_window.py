@@ -47,31 +47,13 @@ Each dot is an event (x: its event time, y: its key), each bar a session that wa
 batch that emitted it. The cross is the late row. The dashed lines are the watermarks of batches 2, 3 and 5.
 Notice `c`: the session `[10:00:03, 10:00:13)` was emitted in batch 2; `c@6`, not late, then opened a second
 session that overlaps it."""),
-        code("""import matplotlib.pyplot as plt
+        code("""from ministream.time.lateness import dropped_flags
+from ministream.tools.plots import windows_plot
 
-base = lesson.default_script[0][0]["ts"] - 1_000  # 10:00:00
-seconds = lambda ms: (ms - base) / 1000
-keys = sorted({row["key"] for batch in lesson.default_script for row in batch})
-fig, ax = plt.subplots(figsize=(8, 3))
-drawn = {key: [] for key in keys}  # sessions drawn so far per key: one that overlaps them is drawn higher
-for batch in run.output():
-    for row in batch.rows:
-        start, end = row["window_start"], row["window_end"]
-        y = keys.index(row["key"]) + 0.3 * sum(s < end and start < e for s, e in drawn[row["key"]])
-        drawn[row["key"]].append((start, end))
-        ax.barh(y, seconds(row["window_end"]) - seconds(row["window_start"]), left=seconds(row["window_start"]),
-                height=0.25, alpha=0.4)
-        ax.text(seconds(row["window_end"]) + 0.5, y - 0.1, f"emitted in batch {batch.batch_id}", fontsize=8)
-for batch in lesson.default_script:
-    for row in batch:
-        ax.plot(seconds(row["ts"]), keys.index(row["key"]), "k.")
-for late in run.late_rows():
-    ax.plot(seconds(late.row["ts"]), keys.index(late.row["key"]), "rx", markersize=10)
-for batch_id in (2, 3, 5):
-    ax.axvline(seconds(run.watermarks[batch_id]), linestyle="--", color="grey")
-ax.set_yticks(range(len(keys)), keys)
-ax.set_xlabel("event time (seconds after 10:00:00)")
-assert len(run.late_rows()) == 1"""),
+assert len(run.late_rows()) == 1
+late = dropped_flags(lesson.default_script, run.late_rows())  # one flag per event, in arrival order
+windows_plot(lesson.default_script, run.output(), late=late,
+             watermarks={f"WM_{k}": run.watermarks[k] for k in (2, 3, 5)}, title="sessions, and the batch that emitted each")"""),
         markdown("""## A gap per row
 
 `gap_by=key`: key `a` waits 10 s, key `b` 20 s, other keys have no gap (a `when` without `otherwise` in Spark),
@@ -103,8 +85,10 @@ print(compare_lesson(lesson).table())"""),
 `fuzz_lesson` draws random scripts aimed at the edges of sessions and compares each one with Spark
 (`ministream fuzz session-window --runs 20` does more)."""),
         code("""from ministream.tools.fuzz import fuzz_lesson
+from ministream.workshop.progress import progress_bar
 
-report = fuzz_lesson(lesson, runs=2, seed=4, log=print)
+with progress_bar(2, "fuzz session-window", unit="script") as step:
+    report = fuzz_lesson(lesson, runs=2, seed=4, log=step)
 assert report.matches"""),
         markdown("""## Recap
 

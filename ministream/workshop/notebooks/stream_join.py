@@ -47,15 +47,12 @@ print(run.trace.format())"""),
         markdown("""## Each side's state, batch by batch
 
 Impressions wait until `impression_time <= WM - within - 1 ms`, clicks until `click_time <= WM - 1 ms`."""),
-        code("""import matplotlib.pyplot as plt
-from ministream.operators.stream_join import state_sizes_by_side
+        code("""from ministream.operators.stream_join import state_sizes_by_side
+from ministream.tools.plots import state_plot
 
 sizes = state_sizes_by_side(run.trace, "join")
-fig, ax = plt.subplots(figsize=(5, 2.5))
-for side, values in sizes.items():
-    ax.step(range(len(values)), values, where="mid", label=side)
-ax.set_xlabel("batch"); ax.set_ylabel("rows in join state"); ax.legend()
-assert sizes == {"impressions": [2, 3, 4, 3, 3, 3], "clicks": [1, 5, 7, 3, 3, 1]}"""),
+assert sizes == {"impressions": [2, 3, 4, 3, 3, 3], "clicks": [1, 5, 7, 3, 3, 1]}
+state_plot(sizes, ylabel="rows in join state", title="join state, by side")"""),
         markdown("""## The PySpark twin, on the same batches
 
 `compare_lesson` runs the twin on a local Spark session (the first run in a kernel takes about 20 seconds)."""),

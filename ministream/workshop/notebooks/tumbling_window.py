@@ -56,15 +56,11 @@ open when it arrived."""),
         markdown("""## State is bounded by the watermark
 
 Windows enter state as events arrive and leave it when the watermark passes their end."""),
-        code("""from matplotlib.figure import Figure
+        code("""from ministream.tools.plots import state_plot, state_sizes
 
-sizes = [summary.state_sizes["per_window"] for summary in run.trace.batches]
-figure = Figure(figsize=(4, 2.5), layout="constrained")
-axes = figure.add_subplot()
-axes.step(range(len(sizes)), sizes, where="mid")
-axes.set_xlabel("batch"); axes.set_ylabel("windows in state"); axes.set_title("state of step 'per_window'")
-assert sizes == [2, 3, 4, 2, 1]
-figure"""),
+sizes = state_sizes(run)  # {step: [entries after batch 0, after batch 1, ...]}
+assert sizes == {"per_window": [2, 3, 4, 2, 1]}
+state_plot(sizes, ylabel="windows in state", title="state of step 'per_window'")"""),
         markdown("""## The PySpark twin, on the same batches
 
 `compare_lesson` runs the twin on a local Spark session (the first run in a kernel takes a while: Spark
