@@ -1,5 +1,5 @@
 # ministream: every target first runs `setup`, which builds .venv and checks the machine.
-#   make setup       .venv with ministream and its extras, Debian graphviz and redis-server, a Jupyter kernel, a Java check
+#   make setup       .venv with ministream and its extras, Debian graphviz, redis-server and chromium, a Jupyter kernel, a Java check
 #   make test        the test suite (pass options with PYTEST_ARGS="-k events -x")
 #   make test-engine  the tests that need no Spark, Jupyter, Graphviz or cluster (they pass without PySpark installed)
 #   make lint        ruff format --check, ruff check, the layer contracts (lint-imports) and mypy
@@ -19,7 +19,7 @@ SHELL := /bin/bash
 VENV  := .venv
 PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-EXTRAS := spark,viz,notebooks,dev
+EXTRAS := spark,viz,notebooks,browser,dev
 
 # The Python that creates .venv: the first of these that is 3.11 or newer and can make a venv with pip
 # (override with BASE_PYTHON=...).
@@ -35,12 +35,12 @@ export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(PY)
 export SPARK_LOCAL_IP := 127.0.0.1
 export TZ := UTC
 
-.PHONY: help setup java graphviz redis demo run test test-engine lint diagrams notebooks workshop-check docs cluster-start cluster-stop
+.PHONY: help setup java graphviz redis chromium demo run test test-engine lint diagrams notebooks workshop-check docs cluster-start cluster-stop
 
 help:
 	@sed -n 's/^#   make /make /p' $(firstword $(MAKEFILE_LIST))
 
-setup: java graphviz redis $(STAMP)
+setup: java graphviz redis chromium $(STAMP)
 
 # PySpark 4 runs on Java 17 or newer; JAVA_HOME, when set, is the Java PySpark starts.
 java:
@@ -70,6 +70,15 @@ redis:
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -o DPkg::Lock::Timeout=300 redis-server; }
 
+# The browser test (tests/workshop/test_browser.py) opens JupyterLab in Debian's chromium, headless, driven by
+# Playwright: Playwright's own browser download cannot be used offline, Debian's package can.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  command -v apt-get >/dev/null 2>&1 || { echo "ministream's browser test needs Chromium at /usr/bin/chromium: install chromium with your package manager" >&2; exit 1; }; \
+	  echo "Installing Debian chromium (the browser test runs the notebooks in JupyterLab in it, headless)"; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -o DPkg::Lock::Timeout=300 chromium; }
+
 $(PY):
 	@test -n "$(BASE_PYTHON)" || { echo "ministream needs Python 3.11 or newer to create $(VENV): install python3.11 and python3.11-venv, or run make BASE_PYTHON=/path/to/python3.11" >&2; exit 1; }
 	$(BASE_PYTHON) -m venv $(VENV)
@@ -93,9 +102,9 @@ test: setup
 
 # The engine's tests: those marked spark, notebook, viz or cluster (pyproject.toml) are deselected, and the modules
 # that import PySpark or nbformat as they load are not collected at all, so that this runs with the dev extra only.
-ENGINE_TESTS := -m "not spark and not notebook and not viz and not cluster and not slow" --ignore=tests/spark \
-	--ignore=tests/workshop/test_build.py --ignore=tests/workshop/test_course.py \
-	--ignore=tests/workshop/test_notebooks.py --ignore=tests/tools/test_plots.py
+ENGINE_TESTS := -m "not spark and not notebook and not viz and not cluster and not slow and not browser" \
+	--ignore=tests/spark --ignore=tests/workshop/test_build.py --ignore=tests/workshop/test_course.py \
+	--ignore=tests/workshop/test_notebooks.py --ignore=tests/workshop/test_browser.py --ignore=tests/tools/test_plots.py
 
 test-engine: setup
 	$(PY) -m pytest $(ENGINE_TESTS) $(PYTEST_ARGS)

@@ -3,7 +3,8 @@
 A notebook of the course is a :class:`NotebookSource`: its number, its name, the lessons it teaches, and its
 cells (:func:`markdown` and :func:`code`), written by the lesson's author in one module of this package. The
 build adds the exercises of its lessons before its recap (:func:`with_exercises`: per exercise, the task, the
-cell the learner writes in and the check) and renders it with nbformat (:func:`to_notebook`), with the
+cell the learner writes in and the check), puts the :data:`PROGRESS` cell first in a lesson notebook (so
+that Spark's start and a planned crash show as plain lines) and renders it with nbformat (:func:`to_notebook`), with the
 metadata every notebook of the course carries: the kernel ``make setup`` registers, "Python (ministream)".
 
 Every cell has a fixed id (the notebook's slug and the cell's place, or the exercise's function), so that the
@@ -51,7 +52,7 @@ cells above them."""
 PROGRESS = """\
 from ministream.workshop.progress import show_progress
 
-show_progress()  # long work says what it does ("starting Spark (about 10 s)"...) under the cell that runs it"""
+show_progress()  # long work says what it does under its cell: "starting Spark (about 10 s)"..."""
 """The first code cell of every lesson notebook: Spark's start and a planned crash shown as one plain line
 each (``ministream.workshop.progress``), instead of nothing or a red box."""
 
@@ -211,14 +212,14 @@ def event_time_plot(title: str) -> Cell:
     """The cell that plots a run's events against their arrival order, with the watermark each one is
     judged against and the rows dropped as late (after a cell that made ``run``).
 
-    >>> print(event_time_plot("late rows").source.splitlines()[0])
-    TITLE = 'late rows'
+    >>> print(event_time_plot("late rows").source.splitlines()[-1])
+                   title='late rows')
     """
-    return code(f"""TITLE = {title!r}
+    return code(f"""from ministream.time.lateness import dropped_flags
 from ministream.tools.plots import event_time_plot, watermarks_at_arrival
-from ministream.time.lateness import dropped_flags
 
 params = lesson.resolve_params()
 watermarks = watermarks_at_arrival(lesson.default_script, params["delay"], model="microbatch")
-dropped = dropped_flags(lesson.default_script, run.late_rows())
-event_time_plot(lesson.default_script, watermarks, late=dropped, title=TITLE)""")
+dropped = dropped_flags(lesson.default_script, run.late_rows())  # what the window step dropped as late
+event_time_plot(lesson.default_script, watermarks, late=dropped,
+               title={title!r})""")
