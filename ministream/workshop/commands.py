@@ -3,6 +3,7 @@
     ministream workshop [list]                    the course: notebooks in teaching order, lessons, exercises
     ministream workshop copy DIR [--force]        write the notebooks into DIR, to open them in Jupyter
     ministream workshop check [NOTEBOOK...]       run notebooks headless, exercises solved; exit 1 if one fails
+                                                  (a progress bar on stderr, a line per notebook)
         [--folder DIR]                            (the notebooks of DIR, checked to be current, instead of the
                                                   ones the installed package generates)
     ministream workshop build [DIR]               regenerate the notebooks of DIR (default notebooks) from
@@ -33,6 +34,7 @@ from ministream.workshop.build import build, copy_notebooks, course_sources, sta
 from ministream.workshop.course import course
 from ministream.workshop.exercises import exercises_of
 from ministream.workshop.notebooks.cells import KERNELSPEC, NotebookSource, to_notebook
+from ministream.workshop.progress import progress_bar
 from ministream.workshop.timings import GUIDE, execute, last_line, measure, timings_table, write_table
 
 EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
@@ -77,14 +79,20 @@ def cmd_check(args, out) -> int:
             failed.append(problem)
             print(f"STALE   {problem}: run `python -m ministream.workshop build {folder}`", file=out)
     notebooks = _selected(args.notebooks, folder)
-    with tempfile.TemporaryDirectory(prefix="ministream-workshop-") as scratch:
+    # A bar on stderr counts the notebooks and names the one running; each one's result prints above it, on out.
+    with (
+        tempfile.TemporaryDirectory(prefix="ministream-workshop-") as scratch,
+        progress_bar(len(notebooks), "workshop check", unit="notebook", out=out) as step,
+    ):
         for name, notebook in notebooks:
+            step.doing(f"running {name}")
             try:
                 execute(notebook, folder or Path(scratch))
-                print(f"ok      {name}", file=out, flush=True)
+                step(f"ok      {name}")
             except Exception as error:  # report every notebook, then fail
                 failed.append(name)
-                print(f"FAILED  {name}: {last_line(error)}", file=out, flush=True)
+                step(f"FAILED  {name}: {last_line(error)}")
+        step.doing("workshop check")
     ran = len(notebooks) - len([name for name in failed if name in dict(notebooks)])
     print(f"{ran} of {len(notebooks)} notebooks ran with their solutions", file=out)
     return EXIT_FAILED if failed else EXIT_OK

@@ -54,13 +54,29 @@ def show_progress(shown: bool = True) -> None:
     report_progress(CurrentStdout() if shown else None)
 
 
+class Steps:
+    """What :func:`progress_bar` yields: call it with a finished step's line (written above the bar, and the bar
+    moves on by one); :meth:`doing` names the step under way on the bar."""
+
+    def __init__(self, bar, out) -> None:
+        self.bar, self.out = bar, out
+
+    def __call__(self, line: str) -> None:
+        self.bar.write(line, file=self.out)
+        self.bar.update(1)
+
+    def doing(self, what: str) -> None:
+        self.bar.set_description(what)
+
+
 @contextlib.contextmanager
 def progress_bar(total: int, what: str, unit: str = "step", out=None, disable: bool = False):
     """A progress bar of ``total`` steps labelled ``what`` (``tqdm.auto``: a widget in a notebook, a line of
-    text on stderr in a terminal); yields ``step(line)``, which writes the step's line above the bar and moves
-    the bar on by one.
+    text on stderr in a terminal); yields a :class:`Steps`: ``step(line)`` writes a finished step's line above
+    the bar and moves the bar on by one, ``step.doing(text)`` names the step under way.
 
     >>> with progress_bar(1, "fuzz", disable=True) as step:
+    ...     step.doing("script 0")
     ...     step("session-window script 0: agrees")
     session-window script 0: agrees
 
@@ -73,11 +89,5 @@ def progress_bar(total: int, what: str, unit: str = "step", out=None, disable: b
     """
     from tqdm.auto import tqdm
 
-    lines = out if out is not None else CurrentStdout()
     with tqdm(total=total, desc=what, unit=unit, disable=disable) as bar:
-
-        def step(line: str) -> None:
-            bar.write(line, file=lines)
-            bar.update(1)
-
-        yield step
+        yield Steps(bar, out if out is not None else CurrentStdout())

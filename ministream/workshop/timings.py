@@ -22,6 +22,7 @@ import copy
 import os
 import re
 import time
+import uuid
 from pathlib import Path
 
 import attrs
@@ -52,15 +53,24 @@ def execute(notebook, folder: Path, solutions: bool = True, timeout: int = 1800,
     return it, executed.
 
     The kernel is ``python3``, the Python that runs this function, whichever kernel the notebook asks for: a
-    check runs the ministream it was started from. A cell that raises stops the run with nbclient's
-    ``CellExecutionError``, which names the cell.
+    check runs the ministream it was started from. It talks to this process over local sockets (``ipc``), which
+    need no network port (and so the kernel prints no warning about unencrypted TCP on the terminal). A cell
+    that raises stops the run with nbclient's ``CellExecutionError``, which names the cell.
     """
+    from jupyter_client import KernelManager
+    from jupyter_core.paths import jupyter_runtime_dir
     from nbclient import NotebookClient
 
     notebook = with_solutions(notebook) if solutions else copy.deepcopy(notebook)
-    NotebookClient(
-        notebook, timeout=timeout, kernel_name=kernel, resources={"metadata": {"path": str(folder)}}
-    ).execute()
+    Path(jupyter_runtime_dir()).mkdir(parents=True, exist_ok=True)
+    # the sockets' path is absolute: the kernel runs in another folder than this process
+    sockets = Path(jupyter_runtime_dir()) / f"ministream-{uuid.uuid4().hex[:12]}-ipc"
+    manager = KernelManager(kernel_name=kernel, transport="ipc", ip=str(sockets))
+    try:
+        NotebookClient(notebook, km=manager, timeout=timeout, resources={"metadata": {"path": str(folder)}}).execute()
+    finally:
+        if manager.has_kernel:
+            manager.shutdown_kernel(now=True)
     return notebook
 
 

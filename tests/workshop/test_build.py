@@ -123,6 +123,16 @@ def test_workshop_list_and_copy(tmp_path):
     assert stale_notebooks(tmp_path / "mine") == []
 
 
+def test_workshop_check_reports_each_notebook_under_a_progress_bar(capsys):
+    """``workshop check`` prints a line per notebook it ran and keeps a progress bar (tqdm) on stderr that
+    counts the notebooks."""
+    out = io.StringIO()
+    assert workshop(["check", "00-start-here.ipynb"], out) == 0
+    assert out.getvalue().splitlines() == ["ok      00-start-here.ipynb", "1 of 1 notebooks ran with their solutions"]
+    bar = capsys.readouterr().err
+    assert "workshop check" in bar and "1/1" in bar
+
+
 def test_build_needs_a_folder(tmp_path, monkeypatch):
     """``workshop build`` writes into an existing folder only (default notebooks/ of the working directory)."""
     monkeypatch.chdir(tmp_path)
