@@ -1,6 +1,9 @@
 """The course (``workshop/course.py``): the notebooks in the lessons' teaching order, each opening with its
 goals and closing with a recap."""
 
+import re
+from pathlib import Path
+
 import pytest
 
 from ministream.lessons import all_lessons
@@ -21,3 +24,19 @@ def test_course_follows_the_teaching_order_of_the_lessons():
     order = {lesson.name: i for i, lesson in enumerate(all_lessons())}
     places = [order[step.lessons[0]] for step in course() if step.lessons]
     assert places == sorted(places) and course()[0].lessons[0] == "running-aggregation"
+
+
+def test_the_readme_says_which_notebook_teaches_which_lesson():
+    """The README names every notebook that teaches several lessons, with its lessons, and every lesson that no
+    notebook teaches yet: what it says about the notebooks is what the course is."""
+    readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text().split())
+    paragraph = readme[readme.index("## The lessons") : readme.index("<!-- lessons -->")]
+    shared = {
+        name: tuple(re.findall(r"`([a-z-]+)`", lessons))
+        for name, lessons in re.findall(r"`(\d\d-[a-z-]+\.ipynb)` teaches ((?:`[a-z-]+`(?:, | and )?)+)", paragraph)
+    }
+    assert shared == {step.name: step.lessons for step in course() if len(step.lessons) > 1}
+    taught = {lesson for step in course() for lesson in step.lessons}
+    untaught = [lesson.name for lesson in all_lessons() if lesson.name not in taught]
+    said = re.search(r"No notebook teaches ((?:`[a-z-]+`(?:, | and )?)+) yet", paragraph)
+    assert (re.findall(r"`([a-z-]+)`", said.group(1)) if said else []) == untaught
