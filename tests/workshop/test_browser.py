@@ -42,8 +42,9 @@ CHROMIUM_ARGS = [
 ]
 KERNEL_DISPLAY = KERNELSPEC["display_name"]
 """The kernel every notebook asks for, "Python (ministream)": JupyterLab starts it without asking."""
-NOTEBOOKS = ["00-start-here.ipynb", "02-tumbling-window.ipynb", "15-checkpoints.ipynb"]
-"""The notebooks opened: the start, one with plots and Spark, the one whose Spark query crashes on purpose."""
+NOTEBOOKS = ["00-start-here.ipynb", "02-tumbling-window.ipynb", "04-session-window.ipynb", "15-checkpoints.ipynb"]
+"""The notebooks opened: the start, one with plots and Spark, one with a progress bar (a fuzz run), and the one
+whose Spark queries crash on purpose."""
 
 EXPECTED_LINES = {
     "02-tumbling-window.ipynb": ["starting Spark (about 10 s)"],
@@ -55,8 +56,11 @@ EXPECTED_LINES = {
 }
 """Lines each notebook shows as plain output: Spark starting in a fresh kernel, the planned crash in one line."""
 
-PLOTS = {"02-tumbling-window.ipynb": 2, "15-checkpoints.ipynb": 1}
+PLOTS = {"02-tumbling-window.ipynb": 2, "04-session-window.ipynb": 1, "15-checkpoints.ipynb": 1}
 """The plots each notebook draws (PNG images), at least."""
+
+BARS = {"04-session-window.ipynb": 1}
+"""The progress bars (tqdm's widget) each notebook shows."""
 
 RUN_TIMEOUT = 900
 """Seconds a notebook may take to run all its cells (about a minute and a half on a busy 2-core machine)."""
@@ -182,6 +186,7 @@ def what_shows(page) -> dict:
                 images: [...output.querySelectorAll('img')].map(img => ({
                     src: img.getAttribute('src')?.slice(0, 22) ?? '', width: img.naturalWidth,
                     height: img.naturalHeight})),
+                bars: output.querySelectorAll('.widget-hprogress').length,
             })),
         }));
         return {cells};
@@ -221,7 +226,7 @@ def shut_down_kernels(base: str, token: str) -> None:
 def test_notebooks_run_all_in_a_browser(jupyterlab, browser):
     """In JupyterLab in Chromium, Run All Cells runs each notebook to its end in a fresh kernel, and the screen
     shows every plot as an image, the unsolved exercises' one-line hints and no other error, no stderr box and
-    no Java stack; Spark's start and the planned crash are one plain line each."""
+    no Java stack, a fuzz run's progress bar; Spark's start and each planned crash are one plain line each."""
     base, token = jupyterlab
     hints = {source.name: len(exercises_of(source.lessons)) for source in course_sources()}
     page = browser.new_page(viewport={"width": 1280, "height": 900})
@@ -241,13 +246,16 @@ def test_notebooks_run_all_in_a_browser(jupyterlab, browser):
         text = "\n".join(output["text"] for output in outputs)
         report.append(
             f"{name}: {len(shown['cells'])} code cells run in {seconds:.0f} s, {len(pngs)} plots and "
-            f"{len(diagrams)} diagrams shown, {len(errors)} error outputs "
+            f"{len(diagrams)} diagrams, {sum(o['bars'] for o in outputs)} progress bars shown, {len(errors)} error outputs "
             f"({len(one_line_hints)} exercise hints), {len(shots)} screenshots in {shots[0].parent}"
         )
         problems += [f"{name}: an image is not drawn: {image}" for image in images if image["width"] < 50]
         problems += [f"{name}: error or stderr box: {text[:300]!r}" for text in errors if text not in one_line_hints]
         if len(pngs) < PLOTS.get(name, 0):
             problems.append(f"{name}: {len(pngs)} plots shown, {PLOTS[name]} drawn")
+        bars = sum(output["bars"] for output in outputs)
+        if bars != BARS.get(name, 0):
+            problems.append(f"{name}: {bars} progress bars shown, {BARS.get(name, 0)} expected")
         if len(one_line_hints) != hints[name]:
             problems.append(f"{name}: {len(one_line_hints)} exercise hints shown, {hints[name]} exercises")
         if JAVA_STACK.search(text):
