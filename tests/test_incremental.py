@@ -7,7 +7,7 @@ import pytest
 
 from ministream import CollectingSink, Count, Dataflow, ScriptedSource
 from ministream.checkpoints.coordinator import Checkpoint, load_checkpoint, load_latest
-from ministream.checkpoints.crash_checks import failure_free_outputs, run_lesson_with_recovery, same_output
+from ministream.checkpoints.crash_checks import recovered_outputs, run_lesson_with_recovery, same_output
 from ministream.checkpoints.incremental import snapshot_operator
 from ministream.checkpoints.recovery import run_with_recovery
 from ministream.checkpoints.restore import restore_graph
@@ -46,7 +46,7 @@ def test_snapshot_plus_deltas_restores_what_a_full_checkpoint_restores(name, mod
         assert load_checkpoint(incremental, checkpoint_id) == load_checkpoint(full, checkpoint_id), checkpoint_id
     if len(full.checkpoint_ids()) > 2:
         assert _deltas(incremental)
-    expected = failure_free_outputs(lesson, model=model, parallelism=settings.get("parallelism", 1))
+    expected = recovered_outputs(lesson, run, model=model, parallelism=settings.get("parallelism", 1))
     assert any(same_output(model, run.output(), output) for output in expected)
 
 

@@ -51,7 +51,10 @@ class BatchInfo:
     ``watermark`` is this batch's own: state at or before it is evicted (and append output emitted) at the end
     of this batch. Both are ``None`` when the pipeline has no watermark. ``processing_time`` is the batch
     timestamp (Spark's ``batchTimestampMs``): what the processing-time clock read when the batch started,
-    ``None`` when the run was given no batch timestamps.
+    ``None`` when the run was given no batch timestamps. ``has_data`` is false for a *no-data batch* (one that
+    reads nothing, run so that a new watermark can emit and evict: ``core/triggers.py``); ``position`` is the
+    script position (trigger firing) that ran the batch, and ``end`` the position its reading stops before
+    (a ``Trigger.once()`` batch reads several positions at once).
     """
 
     batch_id: int
@@ -59,6 +62,22 @@ class BatchInfo:
     late_watermark: int | None = None
     has_data: bool = True
     processing_time: int | None = None
+    position: int | None = None
+    end: int | None = None
+
+
+def watermark_moved(last: BatchInfo | None, watermark: int | None) -> bool:
+    """Spark's usual reason for a no-data batch (``shouldRunAnotherBatch``): the new watermark is above the one
+    the step's last batch *of this run* evicted with. Before a run's first batch there is no last batch, so
+    a restarted query runs no no-data batch until it has run a batch (Spark asks its last execution, and a
+    restarted query has none).
+
+    >>> watermark_moved(BatchInfo(3, watermark=5_000), 9_000), watermark_moved(BatchInfo(3, watermark=5_000), 5_000)
+    (True, False)
+    >>> watermark_moved(None, 9_000), watermark_moved(BatchInfo(0), 9_000)
+    (False, False)
+    """
+    return last is not None and watermark is not None and last.watermark is not None and watermark > last.watermark
 
 
 @attrs.define

@@ -29,7 +29,7 @@ A no-data batch runs after the script whenever the watermark moved (Spark's dedu
 
 from __future__ import annotations
 
-from ministream.core.operator import Operator
+from ministream.core.operator import Operator, watermark_moved
 from ministream.errors import PipelineError
 from ministream.state.keygroups import key_group_of
 from ministream.time.lateness import LateRow
@@ -157,7 +157,7 @@ class Deduplicate(Operator):
 
     def should_run_another_batch(self, watermark):
         """Spark's dedup asks for a no-data batch whenever the watermark moved, even with nothing to evict."""
-        return self.event_time is not None
+        return self.event_time is not None and watermark_moved(self.batch, watermark)
 
     def state_size(self):
         return sum(len(keys) for keys in self.seen.values())

@@ -33,11 +33,11 @@ it), ``"processing_time"`` (when the batch timestamp reaches it) or ``"none"`` (
 
 ``TimerValues`` gives the batch's watermark ``WM_k`` and its processing time (the batch timestamp); both
 are ``None`` in time mode ``"none"`` (Spark gives -1), and the watermark is ``None`` in a query without one
-(Spark gives 0). After the script, when the watermark has gone up, one
-more *no-data batch* runs in event-time and ``"none"`` modes, so that timers can fire. In processing-time
-mode Spark asks for another batch after every batch, for ever; ministream runs the script's batches only, as
-Spark does with ``spark.sql.streaming.noDataMicroBatches.enabled=false``: give the script empty batches to
-let processing time pass.
+(Spark gives 0). When the watermark has gone up, a *no-data batch* runs in event-time and ``"none"`` modes
+at the next trigger with no new data (a ``None`` position of the script, or after its end), so that timers
+can fire. In processing-time mode Spark asks for a batch at every trigger, for ever: give the script ``None``
+positions (triggers with no data) or empty batches, each with its batch timestamp, to let processing time
+pass (``core/triggers.py``).
 
 >>> from ministream import Dataflow, ScriptedSource, CollectingSink, run_microbatch
 >>> class Alarm(Processor):
@@ -67,7 +67,7 @@ from functools import partial
 
 import attrs
 
-from ministream.core.operator import Operator
+from ministream.core.operator import Operator, watermark_moved
 from ministream.errors import PipelineError
 from ministream.operators.processor_handle import EVENT_TIME, NO_TIME, PROCESSING_TIME, ProcessorHandle
 from ministream.time.lateness import LateRow
@@ -271,11 +271,13 @@ class ProcessOperator(Operator):
                 )
 
     def should_run_another_batch(self, watermark):
-        """A no-data batch runs when the watermark went up, in event-time and ``"none"`` modes (Spark's
-        ``TransformWithStateExec.shouldRunAnotherBatch``), whether or not a timer is due."""
-        if self.time_mode == PROCESSING_TIME or self.batch is None or self.batch.watermark is None:
-            return False
-        return watermark > self.batch.watermark
+        """Spark's ``TransformWithStateExec.shouldRunAnotherBatch``: in processing-time mode at every trigger
+        (its timers follow the clock); in the other modes when the watermark went up, whether or not a timer
+        is due. (After the script, ministream runs a no-data batch only when the watermark moved: the clock
+        stands still there, so a processing-time one could change nothing.)"""
+        if self.time_mode == PROCESSING_TIME:
+            return self.batch is not None
+        return watermark_moved(self.batch, watermark)
 
     # --- the continuous model -----------------------------------------------------------------------------
 

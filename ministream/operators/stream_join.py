@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import attrs
 
-from ministream.core.operator import Operator
+from ministream.core.operator import Operator, watermark_moved
 from ministream.errors import PipelineError
 from ministream.state.keygroups import key_group_of
 from ministream.time.lateness import LateRow
@@ -117,6 +117,7 @@ class StreamJoin(Operator):
         # {key_group: {key: [[row, matched], ...]}}, one per side
         self.state = (ctx.state.table("left"), ctx.state.table("right"))
         self.arrived = ([], [])
+        self.batch = None  # the batch running, then the last one this run ran
         self.late_rows = []  # every LateRow (time/lateness.py): what Run.late_rows() reports
         # marked for incremental checkpoints; not copy on write: a snapshot copies the lists
         self.changed = (ctx.state.track_changes("left"), ctx.state.track_changes("right"))
@@ -144,10 +145,15 @@ class StreamJoin(Operator):
                 sizes,
             )
 
+    def on_batch_start(self, batch):
+        self.batch = batch
+
     def should_run_another_batch(self, watermark):
         """Spark runs a no-data batch for a join whenever the watermark moved and some state can be evicted
         by it (a state watermark exists for either side)."""
-        return any(self._state_watermark(side, watermark) is not None for side in (0, 1))
+        return watermark_moved(self.batch, watermark) and any(
+            self._state_watermark(side, watermark) is not None for side in (0, 1)
+        )
 
     # -- the rules ----------------------------------------------------------------------------------------
 

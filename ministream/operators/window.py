@@ -45,7 +45,7 @@ when the step has one (``stream.side_output("late")``; Spark has no such thing, 
 from __future__ import annotations
 
 from ministream.core.aggregates import identity, table_folder
-from ministream.core.operator import BatchInfo, Operator
+from ministream.core.operator import BatchInfo, Operator, watermark_moved
 from ministream.errors import PipelineError
 from ministream.operators.aggregate import key_columns_of
 from ministream.operators.window_state import WindowsByWindow
@@ -236,12 +236,7 @@ class WindowAggregate(Operator):
     def should_run_another_batch(self, watermark):
         """Spark's rule: in append and update mode, run a no-data batch when the new watermark is above the
         one the last batch evicted with, whether or not any window would go."""
-        return (
-            self.ctx.output_mode in ("append", "update")
-            and watermark is not None
-            and self.evicted_with is not None
-            and watermark > self.evicted_with
-        )
+        return self.ctx.output_mode in ("append", "update") and watermark_moved(self.batch, watermark)
 
     def _make_rows(self, windows: list) -> list[dict]:
         """The output rows of ``[(window, {key: accumulators})]``: the key columns, ``window_start``,
