@@ -257,3 +257,16 @@ class FilterOperator(Operator):
         if len(kept) < len(records):
             self.ctx.drop("filtered out", rows=len(records) - len(kept))
         self.ctx.emit(kept)
+
+
+class UnionOperator(Operator):
+    """The rows of every input, passed on as they come (a ``union`` step).
+
+    >>> union = UnionOperator()
+    >>> ctx = StepContext.for_testing(); union.open(ctx)
+    >>> union.process([{"n": 1}], 0); union.process([{"n": 2}], 1); ctx.emitted
+    [{'n': 1}, {'n': 2}]
+    """
+
+    def process(self, records, input_index):
+        self.ctx.emit(list(records))

@@ -76,6 +76,7 @@ def run_microbatch(
     checkpoints=None,
     trigger: Trigger | None = None,
     no_data_batches: bool = True,
+    process_all_available: bool = True,
 ) -> Run:
     """Run a dataflow batch by batch, as Spark runs a streaming query, and return what the sinks received.
 
@@ -98,6 +99,9 @@ def run_microbatch(
             firing per script position), ``Trigger.once()`` or ``Trigger.available_now()``.
         no_data_batches: Spark's ``spark.sql.streaming.noDataMicroBatches.enabled``: whether a firing with no
             new data may run a no-data batch (``core/triggers.py`` says when one runs).
+        process_all_available: after the script, run the no-data batch the last watermark asks for, as
+            ``query.processAllAvailable()`` waits for it; ``False``: stop right after the script's last
+            firing, as a query stopped between two ticks of its trigger does.
     """
     check_pipeline(flow, output_mode)
     trigger = trigger if trigger is not None else Trigger.processing_time()
@@ -152,7 +156,9 @@ def run_microbatch(
             if not has_data and (trigger.kind == "available_now" or not asks_for_no_data_batch()):
                 position = end
                 continue
-        elif watermark is not None and watermark != late_watermark and asks_for_no_data_batch():
+        elif (
+            process_all_available and watermark is not None and watermark != late_watermark and asks_for_no_data_batch()
+        ):
             end, has_data = position, False  # after the script: the trailing no-data batch
         else:
             break

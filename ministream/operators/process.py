@@ -22,10 +22,12 @@ it), ``"processing_time"`` (when the batch timestamp reaches it) or ``"none"`` (
 ``tests/test_process_rules.py`` and the tutorials for each rule):
 
 1. in event-time mode, rows with event time ``<= WM_{k-1}`` are late and dropped (in the other modes none);
-2. ``handle_input_rows`` runs once for each key that has rows, with all of them;
+2. ``handle_input_rows`` runs once for each key that has rows, with all of them (in the query's first batch
+   only, ``handle_initial_state`` first sees each row of the step's ``initial_state``, and emits nothing);
 3. then the expired timers fire in expiry order: event-time timers with ``expiry <= WM_k``,
-   processing-time timers with ``expiry <= batch timestamp``; a fired timer is deleted after its handler
-   ran; a timer that a timer handler registers waits for the next batch, even if it is due already;
+   processing-time timers with ``expiry <= batch timestamp``; a timer stays registered while its handler
+   runs (``list_timers()`` there still lists it) and is deleted after it; a timer that a timer handler
+   registers waits for the next batch, even if it is due already;
 4. then the state entries whose time-to-live ran out are removed;
 5. ``init`` runs at the start of every batch and ``close`` at its end, on a fresh copy of the processor,
    as on a Spark cluster: anything kept in the processor's own attributes is gone by the next batch. Keep it
@@ -70,6 +72,7 @@ import attrs
 from ministream.core.operator import Operator, watermark_moved
 from ministream.errors import PipelineError
 from ministream.operators.processor_handle import EVENT_TIME, NO_TIME, PROCESSING_TIME, ProcessorHandle
+from ministream.state.keygroups import key_group_of, subtask_of_key_group
 from ministream.time.lateness import LateRow
 from ministream.time.timers import TimerService
 from ministream.time.units import format_ts
@@ -119,6 +122,10 @@ class Processor:
         """One of the key's timers expired; return or yield output rows."""
         return ()
 
+    def handle_initial_state(self, key, initial_state: dict, timer_values: TimerValues) -> None:
+        """One row of the step's ``initial_state`` (``process(..., initial_state=[...])``), before the first
+        batch's rows: set the key's state from it. It emits nothing (Spark's ``handleInitialState``)."""
+
     def close(self) -> None:
         """The batch is over (called at the end of every batch)."""
 
@@ -140,12 +147,20 @@ class ProcessOperator(Operator):
     counts_rows = True  # each row that is not late is "handed to the processor" (what it does is its business)
 
     def __init__(
-        self, processor: Processor, time_mode: str, event_time_column: str | None = None, output_mode: str | None = None
+        self,
+        processor: Processor,
+        time_mode: str,
+        event_time_column: str | None = None,
+        output_mode: str | None = None,
+        initial_state: tuple[dict, ...] | None = None,
+        key_columns: tuple[str, ...] = (),
     ):
         self.template = processor
         self.time_mode = time_mode
         self.column = event_time_column
         self.output_mode = output_mode
+        self.initial_state = initial_state  # rows for handle_initial_state, in the query's first batch
+        self.key_columns = key_columns
 
     @staticmethod
     def check_output_mode(step_name: str, output_mode: str, has_watermark: bool) -> None:
@@ -165,6 +180,7 @@ class ProcessOperator(Operator):
         self.processing_time = None
         self.watermark = None  # continuous model: the step's watermark
         self.late_rows: list[LateRow] = []
+        self.restored = False  # restored from a checkpoint: the initial state was applied long ago
         self.handle = ProcessorHandle(ctx.state, self.timers, self.time_mode, now=lambda: self.processing_time)
         self.processor = None
         if ctx.model == "continuous":
@@ -217,6 +233,8 @@ class ProcessOperator(Operator):
 
     def on_batch_end(self, batch):
         values = self.timer_values(batch.watermark)
+        if self.initial_state is not None and batch.batch_id == 0 and not self.restored:
+            self._apply_initial_state(values)
         for key, rows in self.rows_by_key.items():
             self.ctx.count("handed to the processor", len(rows))
             self._call(
@@ -232,13 +250,26 @@ class ProcessOperator(Operator):
             self._clean_up(self.processing_time)
         self.processor.close()
 
+    def _apply_initial_state(self, values: TimerValues) -> None:
+        """Rule 0: in the query's first batch (not after a restart from a checkpoint), before any input row,
+        ``handle_initial_state`` sees each initial-state row of this subtask's keys; it emits nothing."""
+        for row in self.initial_state:
+            key = row[self.key_columns[0]] if len(self.key_columns) == 1 else tuple(row[c] for c in self.key_columns)
+            if subtask_of_key_group(key_group_of(key), self.ctx.parallelism) != self.ctx.subtask:
+                continue
+            self.ctx.state.set_current_key(key)
+            self.processor.handle_initial_state(key, row, values)
+            if self.ctx.tracing:
+                self.ctx.explain("initial", f"key {key!r}: its initial state was set")
+
     def _expired_timers(self, watermark) -> list[tuple[int, object]]:
-        """Rule 3: the timers due now, in expiry order, taken before any handler runs (so a timer that a
-        handler registers waits for the next batch)."""
+        """Rule 3: the timers due now, in expiry order, found before any handler runs (so a timer that a
+        handler registers waits for the next batch). They stay registered until their handler has run:
+        ``list_timers()`` in a handler still lists the timer being handled."""
         if self.time_mode == EVENT_TIME:
-            return self.timers.pop_expired_event_time(watermark)
+            return self.timers.due_event_time(watermark)
         if self.time_mode == PROCESSING_TIME:
-            return self.timers.pop_expired_processing_time(self.processing_time)
+            return self.timers.due_processing_time(self.processing_time)
         return []
 
     def _fire(self, key, expiry: int, values: TimerValues) -> None:
@@ -325,3 +356,4 @@ class ProcessOperator(Operator):
         super().restore(snapshot, key_groups)
         self.timers.restore(snapshot.get("timers", {}), key_groups)
         self.watermark = snapshot.get("watermark")
+        self.restored = True

@@ -41,6 +41,7 @@ from __future__ import annotations
 import attrs
 
 from ministream.core.operator import Operator, watermark_moved
+from ministream.core.steps import RowCondition
 from ministream.errors import PipelineError
 from ministream.state.keygroups import key_group_of
 from ministream.time.lateness import LateRow
@@ -50,8 +51,9 @@ from ministream.time.units import format_ts
 
 @attrs.frozen
 class JoinSide:
-    """What the join knows of one input: a name for traces, the column its watermark tracks (``None``
-    without a watermark), and its columns when the pipeline declares them (``select``), for null padding.
+    """What the join knows of one input: a name for traces, its event-time column (the column its watermark
+    tracks, or the end of a window column; ``None`` without a watermark: its rows are never late), and its
+    columns when the plan knows them (``select``, a source's columns), for null padding.
 
     >>> JoinSide("clicks", watermark_column="click_time", columns=("click_ad", "click_time")).columns
     ('click_ad', 'click_time')
@@ -95,11 +97,30 @@ class StreamJoin(Operator):
         left: JoinSide,
         right: JoinSide,
         key_time: tuple[str, str] | None = None,
+        *,
+        left_where: RowCondition | None = None,
+        right_where: RowCondition | None = None,
+        where=None,
+        null_safe: bool = False,
+        using: tuple[str, ...] = (),
     ):
         self.how = how
         self.time_range = time_range
         self.sides = (left, right)
         self.key_time = key_time  # (left column, right column): event time inside the join key
+        self.where = where  # a condition on a (left, right) pair
+        self.null_safe = null_safe
+        self.using = using  # key columns that appear once in the output
+        # Rule 2 of each side's one-sided condition: Spark's optimizer moves it below the join (the rows that
+        # fail it never reach the join) unless the side is preserved by an outer join, where it stays in the
+        # join and a failing row gets its null-padded row at once.
+        conditions = (left_where, right_where)
+        self.pushed = tuple(None if self._preserved(side) else conditions[side] for side in (0, 1))
+        self.pre_join = tuple(conditions[side] if self._preserved(side) else None for side in (0, 1))
+
+    def _preserved(self, side: int) -> bool:
+        """Whether the side's rows are emitted even without a match (an outer join's preserved side)."""
+        return self.how == "full_outer" or self.how == ("left_outer", "right_outer")[side]
 
     @staticmethod
     def check_output_mode(step_name: str, output_mode: str, has_watermark: bool) -> None:
@@ -126,7 +147,8 @@ class StreamJoin(Operator):
         self.arrived[input_index].extend(pairs)
 
     def on_batch_end(self, batch):
-        left_rows, right_rows = (self._drop_late(side, rows, batch) for side, rows in enumerate(self.arrived))
+        arrived = [self._pushed_down(side, rows) for side, rows in enumerate(self.arrived)]
+        left_rows, right_rows = (self._drop_late(side, rows, batch) for side, rows in enumerate(arrived))
         self.arrived = ([], [])
         out = []
         for key, row in left_rows:  # rule 2: left rows meet the right state first
@@ -157,11 +179,28 @@ class StreamJoin(Operator):
 
     # -- the rules ----------------------------------------------------------------------------------------
 
+    def _pushed_down(self, side: int, pairs: list) -> list:
+        """The conditions Spark's optimizer moves below the join (a one-sided condition of a side that is not
+        preserved; ``key IS NOT NULL`` on such a side when keys are compared with ``=``): rows that fail them
+        never reach the join, so they are neither late nor stored."""
+        condition = self.pushed[side]
+        nulls_out = not self.null_safe and not self._preserved(side)
+        if condition is None and not nulls_out:
+            return pairs
+        kept = [
+            (key, row)
+            for key, row in pairs
+            if (condition is None or condition.fn(row)) and not (nulls_out and _has_null(key))
+        ]
+        if len(kept) < len(pairs):
+            self.ctx.drop("filtered by the join condition", rows=len(pairs) - len(kept))
+        return kept
+
     def _drop_late(self, side: int, pairs: list, batch) -> list:
         """Rule 1: rows at or before the previous batch's watermark are late: not joined, not stored. The
-        column tested is the side's event time: its watermarked column, or the event-time column of the key
-        (a window's end) when the key has one."""
-        column = self.key_time[side] if self.key_time else self.sides[side].watermark_column
+        column tested is the side's own event time (its watermarked column, or its window's end); a side
+        without a watermark has no late rows, even when the other side's watermark evicts its state."""
+        column = self.sides[side].watermark_column
         if column is None or batch.late_watermark is None:
             return pairs
         kept = []
@@ -180,8 +219,17 @@ class StreamJoin(Operator):
         return kept
 
     def _join_new_row(self, side: int, key, row: dict) -> list[dict]:
-        """A new row meets the other side's stored rows of its key; then it is stored (rules 2 and 3)."""
-        other = self.state[1 - side].get(key_group_of(key), {}).get(key, [])
+        """A new row meets the other side's stored rows of its key; then it is stored (rules 2 and 3). A row
+        that fails its side's condition (kept in the join because the side is preserved) can never match: its
+        null-padded row comes out at once and it is not stored."""
+        condition = self.pre_join[side]
+        if condition is not None and not condition.fn(row):
+            self.ctx.count("emitted padded with nulls at once (fails its side's condition)")
+            padded = self._pad(side, row)
+            self._explain_emit([padded], f"{self.sides[side].name} row fails its side's join condition: padded now")
+            return [padded]
+        matchable = self.null_safe or not _has_null(key)  # with '=', a null key matches nothing
+        other = self.state[1 - side].get(key_group_of(key), {}).get(key, []) if matchable else []
         semi = self.how == "left_semi"
         out = []
         for entry in other:
@@ -189,6 +237,8 @@ class StreamJoin(Operator):
             if semi and side == 1 and entry[1]:
                 continue  # left semi: a left row is emitted at its first match only
             if self.time_range is not None and not self.time_range.holds(left, right):
+                continue
+            if self.where is not None and not self.where(left, right):
                 continue
             if not entry[1]:
                 entry[1] = True
@@ -198,7 +248,7 @@ class StreamJoin(Operator):
                 if side == 0:
                     break  # one output row per left row, however many right rows match
             else:
-                out.append(joined_row(left, right))
+                out.append(self._joined(left, right))
         if semi and side == 0 and out:
             self.ctx.count("matched once, not stored (left semi)")
             self._explain_emit(out, "left semi: the left row matched, emitted once and not stored")
@@ -265,7 +315,18 @@ class StreamJoin(Operator):
                 "before the join (stream.select(...)), as Spark knows them from the schema"
             )
         nulls = dict.fromkeys(columns)
-        return joined_row(row, nulls) if side == 0 else joined_row(nulls, row)
+        return self._joined(row, nulls) if side == 0 else self._joined(nulls, row)
+
+    def _joined(self, left: dict, right: dict) -> dict:
+        """A joined row (:func:`joined_row`); with ``using`` keys, each key column once: the right side's
+        value in a right outer join, otherwise the left's, or the right's where the left is padded."""
+        if not self.using:
+            return joined_row(left, right)
+        merged = dict(left)
+        for column in self.using:
+            if self.how == "right_outer" or merged.get(column) is None:
+                merged[column] = right.get(column)
+        return joined_row(merged, {c: v for c, v in right.items() if c not in self.using})
 
     def _explain_emit(self, rows: list[dict], why: str) -> None:
         if self.ctx.tracing:
@@ -281,6 +342,11 @@ class StreamJoin(Operator):
 
     def state_size(self):
         return sum(self.state_sizes().values())
+
+
+def _has_null(key) -> bool:
+    """Whether a join key is null or has a null part."""
+    return key is None or (isinstance(key, tuple) and None in key)
 
 
 def joined_row(left: dict, right: dict) -> dict:
