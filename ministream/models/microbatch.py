@@ -42,7 +42,7 @@ from ministream.errors import PipelineError
 from ministream.models.run import Run
 from ministream.operators.planner import check_output_mode, physical_graph
 from ministream.time.clock import ManualClock
-from ministream.time.watermarks import MicroBatchWatermarks
+from ministream.time.watermarks import MicroBatchWatermarks, check_policy
 
 OUTPUT_MODES = ("append", "update", "complete")
 
@@ -104,6 +104,7 @@ def run_microbatch(
             firing, as a query stopped between two ticks of its trigger does.
     """
     check_pipeline(flow, output_mode)
+    check_policy(watermark_policy)
     trigger = trigger if trigger is not None else Trigger.processing_time()
     tracer = (trace if isinstance(trace, Trace) else Trace()) if trace else None
     clock = ManualClock(batch_timestamps[0]) if batch_timestamps else None

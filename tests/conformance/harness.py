@@ -148,6 +148,17 @@ class CheckWatermark:
 
 
 @attrs.frozen
+class Assert:
+    """An assertion on the query rather than on its output (Spark's ``Assert`` / ``AssertOnQuery``): ``engine``
+    gets the case's inputs as ministream streams of a fresh plan, ``spark`` (when the Spark replay runs it)
+    the inputs as DataFrames; each raises ``AssertionError`` when the query is not as the test says."""
+
+    what: str
+    engine: Callable[[dict], None]
+    spark: Callable[[dict], None] | None = None
+
+
+@attrs.frozen
 class NewStream:
     """A second ``testStream(...)`` in the same test: a new sink, a new checkpoint, and ``query`` (default: the
     current one). ``keep_data``: the inputs keep the rows added so far (a new query then reads them all in
@@ -388,6 +399,16 @@ class EngineReplay:
             self.read = self.cleared = len(self.batches)
         elif isinstance(step, (Check, CheckWatermark, ExpectFailure)):
             self.segment_checks.append((number, step, len(self.timeline.ticks)))
+        elif isinstance(step, Assert):
+            flow = Dataflow("assert")
+            streams = {
+                name: flow.source(name, ScriptedSource([], columns=self.case.columns(name)))
+                for name in self.case.inputs
+            }
+            try:
+                step.engine(streams)
+            except AssertionError as error:
+                raise CaseFailure(f"step {number} ({step.what}): {error}") from error
         else:
             raise TypeError(f"case {self.case.id!r}: unknown step {step!r}")
 
