@@ -42,7 +42,6 @@ runs each ``kind``. Every assigner has a ``kind`` (``"tumbling"``, ``"sliding"``
 from __future__ import annotations
 
 import re
-
 from collections.abc import Callable
 from typing import Protocol
 
