@@ -353,7 +353,7 @@ def check_no_policy(policy: str):
 
         session = inputs["value"].sparkSession
         try:
-            with pytest.raises(PySparkException, match="(?i)valid values are 'min' and 'max'"):
+            with pytest.raises(PySparkException, match=r"(?i)valid values are 'min' and 'max'"):
                 session.conf.set(POLICY, policy)
         finally:
             session.conf.unset(POLICY)
