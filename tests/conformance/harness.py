@@ -357,24 +357,8 @@ class EngineReplay:
         return self.timelines.setdefault(self.checkpoint, _Timeline())
 
     def run(self) -> None:
-        """Replay the steps, block by block (a block is one ``testStream``: the steps up to a ``NewStream``)."""
-        blocks, block = [], []
-        for step in self.case.steps:
-            if isinstance(step, NewStream):
-                blocks.append(block)
-                block = [step]
-            else:
-                block.append(step)
-        blocks.append(block)
-        number = 0
-        for block in blocks:
-            must_run = [i for i, step in enumerate(block) if _needs_a_running_query(step)]
-            first = must_run[0] if must_run else len(block)
-            if not any(isinstance(step, StartStream) for step in block[:first]):  # StreamTest's rule
-                block.insert(1 if block and isinstance(block[0], NewStream) else 0, StartStream())
-            for step in block:
-                self._step(number, step)
-                number += 1
+        for number, step in enumerate(planned_steps(self.case)):
+            self._step(number, step)
         self._end_segment()
 
     def _step(self, number: int, step) -> None:
@@ -546,6 +530,27 @@ class EngineReplay:
                 for name, rows in (tick or {}).items():
                     merged.setdefault(name, []).extend(rows)
             self.pending = merged or None
+
+
+def planned_steps(case: Case) -> list:
+    """The case's steps with the starts Spark's ``StreamTest`` adds: a ``testStream`` block (the steps up to a
+    ``NewStream``) with no ``StartStream`` before its first step that needs a running query starts with one."""
+    blocks, block = [], []
+    for step in case.steps:
+        if isinstance(step, NewStream):
+            blocks.append(block)
+            block = [step]
+        else:
+            block.append(step)
+    blocks.append(block)
+    steps = []
+    for block in blocks:
+        must_run = [i for i, step in enumerate(block) if _needs_a_running_query(step)]
+        first = must_run[0] if must_run else len(block)
+        if not any(isinstance(step, StartStream) for step in block[:first]):
+            block.insert(1 if block and isinstance(block[0], NewStream) else 0, StartStream())
+        steps += block
+    return steps
 
 
 def _needs_a_running_query(step) -> bool:
