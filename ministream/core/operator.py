@@ -270,3 +270,33 @@ class UnionOperator(Operator):
 
     def process(self, records, input_index):
         self.ctx.emit(list(records))
+
+
+class SortOperator(Operator):
+    """A batch's rows, held until the batch ends, then emitted in order (a ``sort`` step). Nulls come first,
+    as in Spark's ascending order (and last when descending).
+
+    >>> order = SortOperator(("count", "key"), (True, False))
+    >>> ctx = StepContext.for_testing(); order.open(ctx)
+    >>> order.process([{"key": "b", "count": 1}, {"key": "a", "count": 2}, {"key": "c", "count": 2}], 0)
+    >>> order.on_batch_end(None); [row["key"] for row in ctx.emitted]
+    ['a', 'c', 'b']
+    """
+
+    def __init__(self, columns: tuple[str, ...], descending: tuple[bool, ...]):
+        self.columns = columns
+        self.descending = descending
+
+    def open(self, ctx):
+        super().open(ctx)
+        self.rows: list[dict] = []
+
+    def process(self, records, input_index):
+        self.rows.extend(records)
+
+    def on_batch_end(self, batch):
+        rows, self.rows = self.rows, []
+        for column, down in reversed(list(zip(self.columns, self.descending))):  # stable: last key first
+            rows.sort(key=lambda row, c=column: (row.get(c) is not None, row.get(c)), reverse=down)
+        self.ctx.emit(rows)
+

@@ -58,6 +58,7 @@ from ministream.core.steps import (
     RowCondition,
     SelectSpec,
     SinkSpec,
+    SortSpec,
     SourceSpec,
     StaticJoinSpec,
     Step,
@@ -213,6 +214,18 @@ class Stream:
                 "session_window is supported only in groupBy.)"
             )
         return self._then(name, WindowColumnSpec(assigner, column, start, end))
+
+    def sort(self, name: str, *columns: str, descending: bool | tuple[bool, ...] = False) -> Stream:
+        """Each batch's rows in the order of ``columns`` (``descending``: one flag, or one per column): Spark's
+        ``orderBy``. A stream has no end to sort, so Spark allows it only after an aggregation in complete
+        mode, where each batch is the whole result table; the run refuses it elsewhere."""
+        if not columns:
+            raise PipelineError(f"sort {name!r}: give the columns to sort by")
+        flags = (descending,) * len(columns) if isinstance(descending, bool) else tuple(descending)
+        if len(flags) != len(columns):
+            raise PipelineError(f"sort {name!r}: give one descending flag per column")
+        edge = Edge(self.step, "gather", output=self.output)
+        return Stream(self.flow, self.flow.add(Step(name, SortSpec(tuple(columns), flags), [edge], parallelism="one")))
 
     def union(self, name: str, *others: Stream) -> Stream:
         """The rows of this stream and of ``others``, as they come: Spark's ``a.union(b)`` (ministream's rows are

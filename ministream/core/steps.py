@@ -189,6 +189,25 @@ class WindowColumnSpec(StepSpec):
 
 
 @attrs.frozen
+class SortSpec(StepSpec):
+    """Each batch's rows in order of ``columns`` (``descending`` says, per column, whether the order is
+    reversed): Spark's ``orderBy``, which a streaming query allows only after an aggregation in complete
+    mode, where each batch is the whole result table.
+
+    >>> SortSpec(("count", "key"), (True, False)).describe()
+    {'order': 'count descending, key'}
+    """
+
+    columns: tuple[str, ...]
+    descending: tuple[bool, ...]
+    kind: ClassVar[str] = "sort"
+
+    def describe(self) -> dict[str, str]:
+        words = [f"{column} descending" if down else column for column, down in zip(self.columns, self.descending)]
+        return {"order": ", ".join(words)}
+
+
+@attrs.frozen
 class WatermarkSpec(StepSpec):
     """Track event time in ``column``, allowing rows to arrive up to ``delay`` ms out of order: Spark's
     ``withWatermark(column, delay)``."""

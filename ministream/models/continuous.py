@@ -34,6 +34,7 @@ advance independently. ministream does not hide that: run such a pipeline under 
 Sinks see rows of different subtasks in an order that depends on the seed too; compare multisets.
 
 >>> from ministream.core.plan import Dataflow
+from ministream.core.steps import SortSpec
 >>> from ministream.core.aggregates import Count
 >>> from ministream.core.sources import ScriptedSource
 >>> from ministream.core.sinks import CollectingSink
@@ -310,6 +311,12 @@ def check_continuous(flow: Dataflow) -> None:
         raise PipelineError(f"dataflow {flow.name!r} has no source")
     if not flow.sinks:
         raise PipelineError(f"dataflow {flow.name!r} has no sink: add .sink('output', CollectingSink())")
+    for step in flow.steps:
+        if isinstance(step.spec, SortSpec):
+            raise PipelineError(
+                f"step {step.name!r}: the continuous model has no batches, so no whole result to sort: "
+                "sort in the micro-batch model, after an aggregation in complete mode"
+            )
 
 
 def run_continuous(

@@ -35,7 +35,8 @@ from __future__ import annotations
 from ministream.core.operator import BatchInfo
 from ministream.core.physical import EndOfBatch, Scheduler
 from ministream.core.plan import Dataflow, event_time_delays
-from ministream.core.steps import AggregateSpec, WatermarkSpec, WindowSpec
+from ministream.core.lineage import upstream
+from ministream.core.steps import AggregateSpec, SortSpec, WatermarkSpec, WindowSpec
 from ministream.core.trace import Trace
 from ministream.core.triggers import Trigger
 from ministream.errors import PipelineError
@@ -56,6 +57,17 @@ def check_pipeline(flow: Dataflow, output_mode: str) -> None:
     if not flow.sinks:
         raise PipelineError(f"dataflow {flow.name!r} has no sink: add .sink('output', CollectingSink())")
     check_output_mode(flow, output_mode)
+    for step in flow.steps:
+        if isinstance(step.spec, SortSpec) and not (
+            output_mode == "complete"
+            and any(isinstance(s.spec, (AggregateSpec, WindowSpec)) for s in upstream(step) if s is not step)
+        ):
+            raise PipelineError(
+                f"step {step.name!r}: a stream has no end to sort, so rows can be sorted only after an "
+                "aggregation in complete output mode, where each batch is the whole result table. (Spark: "
+                "'Sorting is not supported on streaming DataFrames/Datasets, unless it is on aggregated "
+                "DataFrame/Dataset in Complete output mode'.)"
+            )
     if output_mode == "complete" and not any(isinstance(step.spec, (AggregateSpec, WindowSpec)) for step in flow.steps):
         raise PipelineError(
             "complete output mode needs an aggregation: it re-emits the whole result table every batch, "

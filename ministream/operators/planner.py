@@ -46,7 +46,14 @@ from ministream.core.lineage import (
     output_columns,
     watermarked_columns,
 )
-from ministream.core.operator import FilterOperator, FlatMapOperator, MapOperator, Operator, UnionOperator
+from ministream.core.operator import (
+    FilterOperator,
+    FlatMapOperator,
+    MapOperator,
+    Operator,
+    SortOperator,
+    UnionOperator,
+)
 from ministream.core.physical import PhysicalGraph
 from ministream.core.plan import Dataflow
 from ministream.core.sinks import SinkOperator
@@ -61,6 +68,7 @@ from ministream.core.steps import (
     ProcessSpec,
     SelectSpec,
     SinkSpec,
+    SortSpec,
     SourceSpec,
     StaticJoinSpec,
     Step,
@@ -240,6 +248,7 @@ def operator_class(step: Step, model: Model = "microbatch") -> type[Operator] | 
         FlatMapSpec: FlatMapOperator,
         WindowColumnSpec: FlatMapOperator,
         UnionSpec: UnionOperator,
+        SortSpec: SortOperator,
         StaticJoinSpec: StaticJoin,
         WatermarkSpec: WatermarkOperator,
         DedupSpec: Deduplicate,
@@ -271,6 +280,8 @@ def operator_for(step: Step, model: Model = "microbatch", flow: Dataflow | None 
         return FlatMapOperator(window_columns(spec))
     if isinstance(spec, UnionSpec):
         return UnionOperator()
+    if isinstance(spec, SortSpec):
+        return SortOperator(spec.columns, spec.descending)
     if isinstance(spec, StaticJoinSpec):
         return StaticJoin(spec.table, spec.stream_keys, spec.table_keys, spec.how)
     if isinstance(spec, WatermarkSpec):

@@ -54,9 +54,7 @@ from ministream.core.results import normalize_value
 from ministream.core.sinks import CollectingSink
 from ministream.core.sources import ScriptedSource
 from ministream.core.triggers import Trigger
-from ministream.errors import PipelineError
 from ministream.models.microbatch import run_microbatch
-from ministream.time.units import TimeFormatError
 
 # -- steps -----------------------------------------------------------------------------------------------------
 
@@ -133,8 +131,9 @@ class ClearSink:
 
 @attrs.frozen
 class ExpectFailure:
-    """The query fails, or is refused: ministream raises a ``PipelineError`` (or ``TimeFormatError``) whose
-    message contains ``engine`` (a regular expression); Spark an error whose text contains ``spark``."""
+    """The query fails, or is refused: ministream raises an error (a ``PipelineError`` when it refuses the
+    plan) whose message contains ``engine`` (a regular expression); Spark an error whose text contains
+    ``spark``."""
 
     engine: str
     spark: str | None = None
@@ -172,16 +171,29 @@ class NewStream:
 # -- cases -----------------------------------------------------------------------------------------------------
 
 
+class Inputs(dict):
+    """A query's inputs by name (ministream streams, or Spark DataFrames), and ``memory``: a dict that lives
+    as long as the replay, for a query that must remember something across restarts (a failure injected
+    only the first time, as Spark's tests do with a singleton)."""
+
+    def __init__(self, streams: dict, memory: dict):
+        super().__init__(streams)
+        self.memory = memory
+
+
 @attrs.frozen
 class Query:
     """One query of a case: the ministream ``pipeline`` (``inputs -> Stream``: it gets each input as a
     ``Stream`` and returns the stream to write), its PySpark ``twin`` (``inputs -> DataFrame``, the query as
-    the Spark test writes it; ``None`` when it has none), the output mode, and Spark settings (``conf``)."""
+    the Spark test writes it; ``None`` when it has none), the output mode, Spark settings (``conf``), and its
+    output columns when they are not the case's (``output``)."""
 
     pipeline: Callable[[dict], Any]
     twin: Callable[[dict], Any] | None
     output_mode: str = "append"
     conf: dict = attrs.field(factory=dict)
+    output: tuple[str, ...] | None = None
+    """This query's output columns, when they are not the case's."""
 
 
 @attrs.frozen
@@ -351,6 +363,7 @@ class EngineReplay:
         self.pending: dict | None = None  # rows added while stopped, or before the next clock tick
         self.clock = 0
         self.cleared = 0  # batches before this one were cleared from the sink (ClearSink)
+        self.memory: dict = {}  # Inputs.memory
 
     @property
     def timeline(self) -> _Timeline:
@@ -390,7 +403,7 @@ class EngineReplay:
                 for name in self.case.inputs
             }
             try:
-                step.engine(streams)
+                step.engine(Inputs(streams, self.memory))
             except AssertionError as error:
                 raise CaseFailure(f"step {number} ({step.what}): {error}") from error
         else:
@@ -455,7 +468,7 @@ class EngineReplay:
             for name in self.case.inputs:
                 script = [None if tick is None or name not in tick else tick[name] for tick in ticks]
                 streams[name] = flow.source(name, ScriptedSource(script, columns=self.case.columns(name)))
-            result = query.pipeline(streams)
+            result = query.pipeline(Inputs(streams, self.memory))
             output = CollectingSink()
             result.sink("output", output)
             run = run_microbatch(
@@ -468,10 +481,11 @@ class EngineReplay:
                 batch_timestamps=list(timeline.times) if timeline.times else None,
                 process_all_available=not start.manual_clock,
             )
+            columns = query.output or self.case.output
             for info, batch in zip(run.batches, output.batches):
-                rows = [as_tuple(self.case.output, row) for row in batch.rows]
+                rows = [as_tuple(columns, row) for row in batch.rows]
                 new.append(_Batch(rows, batch.watermark, info.position, info.position >= len(ticks)))
-        except (PipelineError, TimeFormatError) as error:
+        except Exception as error:  # a refused plan, or a query that failed while running (the checks say which)
             failure = error
         self.batches.extend(new)
         self._evaluate(new, failure)

@@ -34,6 +34,7 @@ from tests.conformance.harness import (
     CheckWatermark,
     ClearSink,
     ExpectFailure,
+    Inputs,
     NewStream,
     StartStream,
     StopStream,
@@ -84,6 +85,7 @@ class SparkReplay:
         self.conf_context = None
         self.pending: list[dict] = []
         self.failure: Exception | None = None
+        self.memory = {"folder": self.root}  # Inputs.memory: Spark's workers see files, not the test's objects
         self._reset_sink()
 
     def _reset_sink(self) -> None:
@@ -151,7 +153,9 @@ class SparkReplay:
             last = max(self.batches, default=None)
             watermark = None if last is None else self.watermarks.get(last)
             if watermark != step.ms:
-                raise CaseFailure(f"step {number}: expected watermark {step.ms}, Spark's last batch ran with {watermark}")
+                raise CaseFailure(
+                    f"step {number}: expected watermark {step.ms}, Spark's last batch ran with {watermark}"
+                )
         elif isinstance(step, Assert) and step.spark is not None:
             try:
                 step.spark(self._inputs())
@@ -167,17 +171,16 @@ class SparkReplay:
     def _inputs(self) -> dict:
         from pyspark.sql import functions as F
 
-        files = (
-            self.spark.readStream.schema(self.schema).option("maxFilesPerTrigger", 1).parquet(self._folder("data"))
-        )
+        files = self.spark.readStream.schema(self.schema).option("maxFilesPerTrigger", 1).parquet(self._folder("data"))
         if self.single:
-            return {next(iter(self.case.inputs)): files}
-        return {
+            return Inputs({next(iter(self.case.inputs)): files}, self.memory)
+        streams = {
             name: files.where(F.col(INPUT) == name).select(
                 *[F.col(f"`{name}__{column}`").alias(column) for column in self.case.columns(name)]
             )
             for name in self.case.inputs
         }
+        return Inputs(streams, self.memory)
 
     def _start(self, step: StartStream) -> None:
         from py4j.protocol import Py4JJavaError
@@ -219,10 +222,8 @@ class SparkReplay:
             self._stop()
 
     def _sink(self, batch_df, batch_id: int) -> None:
-        rows = [
-            tuple(normalize_value(row.get(column)) for column in self.case.output)
-            for row in batch_df.toArrow().to_pylist()
-        ]
+        columns = self.case.queries[self.query_name].output or self.case.output
+        rows = [tuple(normalize_value(row.get(column)) for column in columns) for row in batch_df.toArrow().to_pylist()]
         self.batches[batch_id] = rows
 
     def _process_all_available(self) -> None:
