@@ -10,9 +10,19 @@ from __future__ import annotations
 
 import os
 
-from tests.conformance import suite_event_time_watermark, suite_streaming_aggregation, suite_streaming_deduplication
+from tests.conformance import (
+    suite_event_time_watermark,
+    suite_streaming_aggregation,
+    suite_streaming_deduplication,
+    suite_streaming_session_window,
+)
 
-SUITES = [suite_event_time_watermark, suite_streaming_aggregation, suite_streaming_deduplication]
+SUITES = [
+    suite_event_time_watermark,
+    suite_streaming_aggregation,
+    suite_streaming_deduplication,
+    suite_streaming_session_window,
+]
 """The suite modules, in the order of the page."""
 
 ENGINE_CASES = [case for suite in SUITES for case in suite.CASES]

@@ -297,15 +297,29 @@ def as_dict(columns: tuple[str, ...], row) -> dict:
     return dict(zip(columns, row))
 
 
+def plain(value):
+    """A value as the checks compare it: timestamps as ms, floats rounded (``normalize_value``), and a struct
+    (a dict, as Spark returns one) or a list as a tuple of its values.
+
+    >>> plain({"_1": {"_1": "a", "_2": "a"}, "_2": "a"}), plain([1.0, 2.5])
+    ((('a', 'a'), 'a'), (1, 2.5))
+    """
+    if isinstance(value, dict):
+        return tuple(plain(item) for item in value.values())
+    if isinstance(value, (list, tuple)):
+        return tuple(plain(item) for item in value)
+    return normalize_value(value)
+
+
 def as_tuple(columns: tuple[str, ...], row: dict) -> tuple:
-    """An output row in the test's column order, values normalized (timestamps as ms, floats rounded)."""
-    return tuple(normalize_value(row.get(column)) for column in columns)
+    """An output row in the test's column order, values normalized (:func:`plain`)."""
+    return tuple(plain(row.get(column)) for column in columns)
 
 
 def expected_tuple(row) -> tuple:
     """An expected row of the test as a tuple."""
     values = row if isinstance(row, (list, tuple)) else (row,)
-    return tuple(normalize_value(tuple(v) if isinstance(v, list) else v) for v in values)
+    return tuple(plain(v) for v in values)
 
 
 def compare(check: Check, got: list[tuple]) -> str | None:
@@ -470,7 +484,7 @@ class EngineReplay:
                 streams[name] = flow.source(name, ScriptedSource(script, columns=self.case.columns(name)))
             result = query.pipeline(Inputs(streams, self.memory))
             output = CollectingSink()
-            result.sink("output", output)
+            result.sink("sink", output)
             run = run_microbatch(
                 flow,
                 output_mode=query.output_mode,

@@ -20,7 +20,6 @@ import os
 import shutil
 import tempfile
 
-from ministream.core.results import normalize_value
 from ministream.spark.session import session_conf
 from ministream.spark.source import write_script_files
 from ministream.time.units import parse_timestamp
@@ -39,6 +38,7 @@ from tests.conformance.harness import (
     StartStream,
     StopStream,
     as_dict,
+    as_tuple,
     compare,
     planned_steps,
 )
@@ -223,7 +223,7 @@ class SparkReplay:
 
     def _sink(self, batch_df, batch_id: int) -> None:
         columns = self.case.queries[self.query_name].output or self.case.output
-        rows = [tuple(normalize_value(row.get(column)) for column in columns) for row in batch_df.toArrow().to_pylist()]
+        rows = [as_tuple(columns, row) for row in batch_df.toArrow().to_pylist()]
         self.batches[batch_id] = rows
 
     def _process_all_available(self) -> None:
