@@ -205,7 +205,17 @@ def event_time_columns(step: Step) -> dict[str, EventTime]:
         return {**kept, spec.column: EventTime(spec.column, spec.delay, step.name)}
     if isinstance(spec, SelectSpec):
         before = event_time_columns(upstream[0])
-        return {new: before[old] for new, old in spec.columns if old in before}
+        renamed = {old: new for new, old in spec.columns}
+        kept = {}
+        for new, old in spec.columns:
+            time = before.get(old)
+            if time is not None and time.window is not None:  # a window keeps its two columns' new names
+                start, end = renamed.get(time.window[0]), renamed.get(time.window[1])
+                window = (start, end) if start and end else None
+                time = attrs.evolve(time, column=end or new, window=window)
+            if time is not None:
+                kept[new] = time
+        return kept
     if isinstance(spec, WindowColumnSpec):
         before = event_time_columns(upstream[0])
         if spec.column not in before:

@@ -14,6 +14,7 @@ from tests.conformance import (
     suite_event_time_watermark,
     suite_streaming_aggregation,
     suite_streaming_deduplication,
+    suite_streaming_join,
     suite_streaming_session_window,
 )
 
@@ -22,6 +23,7 @@ SUITES = [
     suite_streaming_aggregation,
     suite_streaming_deduplication,
     suite_streaming_session_window,
+    suite_streaming_join,
 ]
 """The suite modules, in the order of the page."""
 
