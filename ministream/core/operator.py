@@ -299,4 +299,3 @@ class SortOperator(Operator):
         for column, down in reversed(list(zip(self.columns, self.descending))):  # stable: last key first
             rows.sort(key=lambda row, c=column: (row.get(c) is not None, row.get(c)), reverse=down)
         self.ctx.emit(rows)
-

@@ -34,7 +34,6 @@ advance independently. ministream does not hide that: run such a pipeline under 
 Sinks see rows of different subtasks in an order that depends on the seed too; compare multisets.
 
 >>> from ministream.core.plan import Dataflow
-from ministream.core.steps import SortSpec
 >>> from ministream.core.aggregates import Count
 >>> from ministream.core.sources import ScriptedSource
 >>> from ministream.core.sinks import CollectingSink
@@ -55,6 +54,7 @@ import attrs
 from ministream.core.operator import BatchInfo
 from ministream.core.physical import PhysicalGraph, Subtask, Watermark, WatermarkStatus
 from ministream.core.plan import Dataflow
+from ministream.core.steps import SortSpec
 from ministream.core.trace import Trace
 from ministream.errors import PipelineError
 from ministream.models.run import Run

@@ -31,7 +31,10 @@ it), ``"processing_time"`` (when the batch timestamp reaches it) or ``"none"`` (
 4. then the state entries whose time-to-live ran out are removed;
 5. ``init`` runs at the start of every batch and ``close`` at its end, on a fresh copy of the processor,
    as on a Spark cluster: anything kept in the processor's own attributes is gone by the next batch. Keep it
-   in the handle's state.
+   in the handle's state. State variables are created in ``init`` only, and not used there (no key yet);
+6. a query restarted from its checkpoint may run another processor: the state variables it asks for again
+   come back, those it drops with ``handle.delete_if_exists`` go; but it keeps its time mode, its output
+   mode and the kind of each state variable (Spark refuses a restart that changes them).
 
 ``TimerValues`` gives the batch's watermark ``WM_k`` and its processing time (the batch timestamp); both
 are ``None`` in time mode ``"none"`` (Spark gives -1), and the watermark is ``None`` in a query without one
@@ -187,10 +190,15 @@ class ProcessOperator(Operator):
             self._start_processor()
 
     def _start_processor(self) -> None:
-        """A fresh copy of the user's processor, initialized with the handle (Spark: a task per batch)."""
+        """A fresh copy of the user's processor, initialized with the handle (Spark: a task per batch). In
+        ``init`` the processor creates its state variables, and may not use them: there is no key yet."""
         self.handle.states = {}
         self.processor = copy.deepcopy(self.template)
-        self.processor.init(self.handle)
+        self.handle.in_init, self.handle.initialized = True, False
+        try:
+            self.processor.init(self.handle)
+        finally:
+            self.handle.in_init, self.handle.initialized = False, True
 
     def timer_values(self, watermark: int | None) -> TimerValues:
         if self.time_mode == NO_TIME:
@@ -200,11 +208,6 @@ class ProcessOperator(Operator):
     # --- the micro-batch model ----------------------------------------------------------------------------
 
     def on_batch_start(self, batch):
-        if self.output_mode is not None and self.ctx.output_mode != self.output_mode:
-            raise PipelineError(
-                f"step {self.ctx.step_name!r} was declared with output mode {self.output_mode!r} "
-                f"but the query runs in {self.ctx.output_mode!r}: use the same mode for both"
-            )
         self.batch = batch
         self.processing_time = batch.processing_time
         if self.time_mode == PROCESSING_TIME and self.processing_time is None:
@@ -349,11 +352,34 @@ class ProcessOperator(Operator):
         return self.ctx.state.size() + self.timers.size()
 
     def snapshot(self) -> dict:
-        """Keyed state, timers, and the watermark the processor sees (continuous model) for a checkpoint."""
-        return {"keyed": self.ctx.state.snapshot(), "timers": self.timers.snapshot(), "watermark": self.watermark}
+        """Keyed state, timers, the watermark the processor sees (continuous model), and what a restart must
+        keep: the time mode, the output mode and the kind of each state variable."""
+        return {
+            "keyed": self.ctx.state.snapshot(),
+            "timers": self.timers.snapshot(),
+            "watermark": self.watermark,
+            "settings": {
+                "time_mode": self.time_mode,
+                "output_mode": self.output_mode,
+                "variables": dict(self.handle.kinds),
+            },
+        }
 
     def restore(self, snapshot, key_groups=None) -> None:
+        """Rule 6: a restarted query may run another processor (the state variables it asks for again come
+        back, those it drops with ``delete_if_exists`` go, new ones start empty), but not another time mode,
+        another output mode, or a state variable of another kind (Spark's
+        ``STATE_STORE_INVALID_CONFIG_AFTER_RESTART`` and ``STATE_STORE_INVALID_VARIABLE_TYPE_CHANGE``)."""
+        settings = snapshot.get("settings", {})
+        for setting, now in (("time_mode", self.time_mode), ("output_mode", self.output_mode)):
+            if setting in settings and settings[setting] != now:
+                raise PipelineError(
+                    f"step {self.ctx.step_name!r} ran with {setting} {settings[setting]!r} and is restarted with "
+                    f"{now!r}: a restarted query keeps the {setting.replace('_', ' ')} of its state (Spark: "
+                    f"STATE_STORE_INVALID_CONFIG_AFTER_RESTART, configName {setting})"
+                )
         super().restore(snapshot, key_groups)
         self.timers.restore(snapshot.get("timers", {}), key_groups)
         self.watermark = snapshot.get("watermark")
+        self.handle.kinds = dict(settings.get("variables", {}))
         self.restored = True

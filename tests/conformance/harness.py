@@ -147,6 +147,14 @@ class CheckWatermark:
 
 
 @attrs.frozen
+class CheckBatches:
+    """How many batches the sink received since the stream started (Spark's tests count ``foreachBatch``
+    calls)."""
+
+    count: int
+
+
+@attrs.frozen
 class Assert:
     """An assertion on the query rather than on its output (Spark's ``Assert`` / ``AssertOnQuery``): ``engine``
     gets the case's inputs as ministream streams of a fresh plan, ``spark`` (when the Spark replay runs it)
@@ -161,8 +169,8 @@ class Assert:
 class NewStream:
     """A second ``testStream(...)`` in the same test: a new sink, a new checkpoint, and ``query`` (default: the
     current one). ``keep_data``: the inputs keep the rows added so far (a new query then reads them all in
-    its first batch); by default they start empty, as after Spark's ``inputData.reset()`` or new
-    ``MemoryStream``\\ s."""
+    its first batch); by default they start empty, as after Spark's ``inputData.reset()`` or new memory
+    streams."""
 
     query: str | None = None
     keep_data: bool = False
@@ -211,6 +219,8 @@ class Case:
         spark: ``None`` when the Spark replay runs the case; otherwise why it cannot (a test-only Spark class).
         ci: whether CI runs the Spark replay of this case (the others run with ``MINISTREAM_CONFORMANCE=all``).
         notes: what the transcription had to decide, in a sentence or two.
+        files: the test's input is files (one batch per file, even for files added while the query is
+            stopped), not ``MemoryStream``\ s (whose rows added while stopped make one batch).
     """
 
     suite: str
@@ -224,6 +234,7 @@ class Case:
     spark: str | None = None
     ci: bool = False
     notes: str = ""
+    files: bool = False
 
     @property
     def id(self) -> str:
@@ -374,7 +385,8 @@ class EngineReplay:
         self.running = False
         self.start: StartStream | None = None
         self.segment_checks: list = []  # (step number, step, position) waiting for the run of the segment
-        self.pending: dict | None = None  # rows added while stopped, or before the next clock tick
+        self.pending: list[dict] = []  # rows added while stopped or before the next tick: one firing's worth,
+        # or one per AddData when the inputs are files (Case.files)
         self.clock = 0
         self.cleared = 0  # batches before this one were cleared from the sink (ClearSink)
         self.memory: dict = {}  # Inputs.memory
@@ -408,7 +420,7 @@ class EngineReplay:
         elif isinstance(step, ClearSink):
             self._end_segment()
             self.read = self.cleared = len(self.batches)
-        elif isinstance(step, (Check, CheckWatermark, ExpectFailure)):
+        elif isinstance(step, (Check, CheckWatermark, ExpectFailure, CheckBatches)):
             self.segment_checks.append((number, step, len(self.timeline.ticks)))
         elif isinstance(step, Assert):
             flow = Dataflow("assert")
@@ -429,18 +441,23 @@ class EngineReplay:
         unknown = set(step.rows) - set(self.case.inputs)
         if unknown:
             raise ValueError(f"case {self.case.id!r}: no input named {sorted(unknown)}")
-        if self.pending is None:
-            self.pending = {}
+        if not self.pending or self.case.files:
+            self.pending.append({})
         for name, rows in step.rows.items():
             columns = self.case.columns(name)
-            self.pending.setdefault(name, []).extend(as_dict(columns, row) for row in rows)
+            self.pending[-1].setdefault(name, []).extend(as_dict(columns, row) for row in rows)
 
     def _flush(self, catch_up: bool) -> None:
-        """The pending rows become a trigger firing (``None`` when there are none); ``catch_up`` adds the
-        firing after it with nothing new (the query catching up, as ``processAllAvailable`` makes it)."""
-        self.timeline.ticks.append(self.pending)
-        self.timeline.times.append(self.clock)
-        self.pending = None
+        """The pending rows become trigger firings (one firing, ``None``, when there are none); ``catch_up``
+        adds the firing after them with nothing new (the query catching up, as ``processAllAvailable`` makes
+        it). Without a manual clock, processing time moves on by a second per firing with data."""
+        manual = self.start is not None and self.start.manual_clock
+        for firing in self.pending or [None]:
+            if not manual and firing is not None:
+                self.clock += 1_000
+            self.timeline.ticks.append(firing)
+            self.timeline.times.append(self.clock)
+        self.pending = []
         if catch_up:
             self.timeline.ticks.append(None)
             self.timeline.times.append(self.clock)
@@ -457,9 +474,9 @@ class EngineReplay:
         self.segment_start = len(self.timeline.ticks)
         if step.manual_clock:
             self._flush(catch_up=False)  # the trigger fires as the query starts
-        elif self.pending is not None and step.trigger.kind == "processing_time":
+        elif self.pending and step.trigger.kind == "processing_time":
             self._flush(catch_up=True)
-        elif self.pending is not None:
+        elif self.pending:
             self._flush(catch_up=False)
         if step.trigger.kind != "processing_time":  # Once, AvailableNow: run now, then the query stops
             self._end_segment()
@@ -528,6 +545,10 @@ class EngineReplay:
             if i >= self.cleared and (batch.position < position or (batch.trailing and position >= end))
         ]
         upto = (visible[-1] + 1) if visible else self.cleared
+        if isinstance(step, CheckBatches):
+            if len(visible) != step.count:
+                raise CaseFailure(f"step {number}: expected {step.count} batches, the sink received {len(visible)}")
+            return
         if isinstance(step, CheckWatermark):
             watermark = self.batches[visible[-1]].watermark if visible else None
             if watermark != step.ms:
@@ -552,12 +573,17 @@ class EngineReplay:
         if step.query is not None:
             self.query_name = step.query
         self.batches, self.read, self.cleared = [], 0, 0
-        if step.keep_data:
-            merged: dict = {}
-            for tick in old.ticks:
-                for name, rows in (tick or {}).items():
-                    merged.setdefault(name, []).extend(rows)
-            self.pending = merged or None
+        if step.keep_data:  # a new query reads what the inputs hold: in one batch (files: one per file)
+            firings = [tick for tick in old.ticks if tick is not None] + self.pending
+            if not self.case.files:
+                merged: dict = {}
+                for firing in firings:
+                    for name, rows in firing.items():
+                        merged.setdefault(name, []).extend(rows)
+                firings = [merged] if merged else []
+            self.pending = firings
+        else:
+            self.pending = []
 
 
 def planned_steps(case: Case) -> list:
@@ -583,7 +609,7 @@ def planned_steps(case: Case) -> list:
 
 def _needs_a_running_query(step) -> bool:
     """Spark's ``StreamMustBeRunning`` actions: a check, a clock advance, an expected failure."""
-    return isinstance(step, (Check, CheckWatermark, ExpectFailure, AdvanceManualClock))
+    return isinstance(step, (Check, CheckWatermark, CheckBatches, ExpectFailure, AdvanceManualClock))
 
 
 def run_engine(case: Case) -> None:

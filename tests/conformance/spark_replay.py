@@ -16,13 +16,14 @@ batch of the next start. Checks read what ``foreachBatch`` received, batch by ba
 
 from __future__ import annotations
 
+import datetime
 import os
 import shutil
 import tempfile
 
 from ministream.spark.session import session_conf
 from ministream.spark.source import write_script_files
-from ministream.time.units import parse_timestamp
+from ministream.time.units import from_datetime, parse_timestamp
 from tests.conformance.harness import (
     AddData,
     AdvanceManualClock,
@@ -30,6 +31,7 @@ from tests.conformance.harness import (
     Case,
     CaseFailure,
     Check,
+    CheckBatches,
     CheckWatermark,
     ClearSink,
     ExpectFailure,
@@ -120,15 +122,17 @@ class SparkReplay:
             self._stop()
             self._start(step)
         elif isinstance(step, AddData):
+            if not self.pending or self.case.files:
+                self.pending.append([])
             for name, rows in step.rows.items():
                 columns = self.case.columns(name)
                 for row in rows:
                     values = as_dict(columns, row)
                     if self.single:
-                        self.pending.append(values)
+                        self.pending[-1].append(values)
                     else:
                         tagged = {f"{name}__{column}": value for column, value in values.items()}
-                        self.pending.append({INPUT: name, **tagged})
+                        self.pending[-1].append({INPUT: name, **tagged})
             if self.query is not None and self.query.isActive and self.processing_time:
                 self._write_pending()
                 self._process_all_available()
@@ -148,6 +152,11 @@ class SparkReplay:
         elif isinstance(step, Check):
             self._raise_failure(number)
             self._check(number, step)
+        elif isinstance(step, CheckBatches):
+            self._raise_failure(number)
+            got = len([batch_id for batch_id in self.batches if batch_id > self.cleared])
+            if got != step.count:
+                raise CaseFailure(f"step {number}: expected {step.count} batches, Spark's sink received {got}")
         elif isinstance(step, CheckWatermark):
             self._raise_failure(number)
             last = max(self.batches, default=None)
@@ -245,16 +254,16 @@ class SparkReplay:
                 self.watermarks[progress["batchId"]] = parse_timestamp(text)
 
     def _write_pending(self) -> None:
-        if not self.pending:
-            return
-        staging = self._folder("staging")
-        for name in os.listdir(staging):
-            os.remove(os.path.join(staging, name))
-        write_script_files(self.schema, [self.pending], staging)
-        self.files += 1
-        target = os.path.join(self._folder("data"), f"part-{self.files:06d}.parquet")
-        os.rename(os.path.join(staging, os.listdir(staging)[0]), target)
-        os.utime(target, (1_000_000 + self.files, 1_000_000 + self.files))
+        """Each pending batch of rows becomes one file of the data folder (modification times in order)."""
+        for rows in self.pending:
+            staging = self._folder("staging")
+            for name in os.listdir(staging):
+                os.remove(os.path.join(staging, name))
+            write_script_files(self.schema, [rows], staging)
+            self.files += 1
+            target = os.path.join(self._folder("data"), f"part-{self.files:06d}.parquet")
+            os.rename(os.path.join(staging, os.listdir(staging)[0]), target)
+            os.utime(target, (1_000_000 + self.files, 1_000_000 + self.files))
         self.pending = []
 
     def _stop(self) -> None:
@@ -268,11 +277,21 @@ class SparkReplay:
             context.__exit__(None, None, None)
 
     def _new_stream(self, step: NewStream) -> None:
+        old_data = self._folder("data")
         self.stream += 1
         self.checkpoint = f"stream {self.stream}"
         if step.query is not None:
             self.query_name = step.query
-        if not step.keep_data:
+        if step.keep_data:  # the new query's folder starts with the old files (in one file: MemoryStreams)
+            import pyarrow.parquet as pq
+
+            written = [
+                [{k: from_datetime(v) if isinstance(v, datetime.datetime) else v for k, v in row.items()} for row in rows]
+                for rows in (pq.read_table(os.path.join(old_data, name)).to_pylist() for name in sorted(os.listdir(old_data)))
+            ]
+            kept = written + self.pending
+            self.pending = kept if self.case.files else [[row for rows in kept for row in rows]] if kept else []
+        else:
             self.pending = []
         self._reset_sink()
 
