@@ -16,6 +16,7 @@ from tests.conformance import (
     suite_streaming_deduplication,
     suite_streaming_join,
     suite_streaming_session_window,
+    suite_transform_with_state,
 )
 
 SUITES = [
@@ -24,6 +25,7 @@ SUITES = [
     suite_streaming_deduplication,
     suite_streaming_session_window,
     suite_streaming_join,
+    suite_transform_with_state,
 ]
 """The suite modules, in the order of the page."""
 

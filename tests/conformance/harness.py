@@ -220,7 +220,7 @@ class Case:
         ci: whether CI runs the Spark replay of this case (the others run with ``MINISTREAM_CONFORMANCE=all``).
         notes: what the transcription had to decide, in a sentence or two.
         files: the test's input is files (one batch per file, even for files added while the query is
-            stopped), not ``MemoryStream``\ s (whose rows added while stopped make one batch).
+            stopped), not ``MemoryStreams (whose rows added while stopped make one batch).
     """
 
     suite: str

@@ -286,8 +286,13 @@ class SparkReplay:
             import pyarrow.parquet as pq
 
             written = [
-                [{k: from_datetime(v) if isinstance(v, datetime.datetime) else v for k, v in row.items()} for row in rows]
-                for rows in (pq.read_table(os.path.join(old_data, name)).to_pylist() for name in sorted(os.listdir(old_data)))
+                [
+                    {k: from_datetime(v) if isinstance(v, datetime.datetime) else v for k, v in row.items()}
+                    for row in rows
+                ]
+                for rows in (
+                    pq.read_table(os.path.join(old_data, name)).to_pylist() for name in sorted(os.listdir(old_data))
+                )
             ]
             kept = written + self.pending
             self.pending = kept if self.case.files else [[row for rows in kept for row in rows]] if kept else []
