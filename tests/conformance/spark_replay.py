@@ -145,7 +145,7 @@ class SparkReplay:
         elif isinstance(step, ExpectFailure):
             if self.failure is None:
                 raise CaseFailure(f"step {number}: expected a failure matching {step.spark!r}, the query ran")
-            text = str(self.failure)
+            text = failure_text(self.failure)
             if step.spark is not None and step.spark not in text:
                 raise CaseFailure(f"step {number}: expected a failure with {step.spark!r}, got: {text[:2000]}")
             self.failure = None
@@ -315,6 +315,17 @@ class SparkReplay:
         problem = compare(step, got)
         if problem is not None:
             raise CaseFailure(f"step {number} ({step.kind} answer, Spark): {problem}")
+
+
+def failure_text(error: Exception) -> str:
+    """An error's text and the text of every cause below it (Spark wraps a query's failure in layers: the
+    class of the innermost one is what the tests name)."""
+    texts = [str(error)]
+    java = getattr(error, "_origin", None) or getattr(error, "java_exception", None)
+    while java is not None:
+        texts.append(str(java.toString()))
+        java = java.getCause()
+    return "\n".join(texts)
 
 
 def run_spark(case: Case, spark) -> None:
