@@ -117,6 +117,8 @@ def _key_function(key: Any) -> tuple[Callable[[dict], Any], tuple[str, ...]]:
         return operator.itemgetter(key), (key,)  # row[key], as a function
     if isinstance(key, (list, tuple)):
         names = tuple(key)
+        if len(names) == 1:  # one column: its value is the key, as with a name
+            return operator.itemgetter(names[0]), names
         return (lambda row: tuple(row[name] for name in names)), names
     if callable(key):
         return key, ("key",)

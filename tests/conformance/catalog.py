@@ -15,6 +15,7 @@ from tests.conformance import (
     suite_streaming_aggregation,
     suite_streaming_deduplication,
     suite_streaming_join,
+    suite_pyspark_transform_with_state,
     suite_streaming_session_window,
     suite_transform_with_state,
 )
@@ -26,6 +27,7 @@ SUITES = [
     suite_streaming_session_window,
     suite_streaming_join,
     suite_transform_with_state,
+    suite_pyspark_transform_with_state,
 ]
 """The suite modules, in the order of the page."""
 

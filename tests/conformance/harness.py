@@ -84,18 +84,20 @@ class Check:
     kind: str
     rows: tuple
     ordered: bool = False
+    as_set: bool = False
+    """Compare sets of rows, not multisets (PySpark's tests compare ``set(batch.collect())``)."""
 
 
-def check_answer(*rows) -> Check:
-    return Check("all", rows)
+def check_answer(*rows, as_set: bool = False) -> Check:
+    return Check("all", rows, as_set=as_set)
 
 
-def check_new(*rows) -> Check:
-    return Check("new", rows)
+def check_new(*rows, as_set: bool = False) -> Check:
+    return Check("new", rows, as_set=as_set)
 
 
-def check_last(*rows, ordered: bool = False) -> Check:
-    return Check("last", rows, ordered)
+def check_last(*rows, ordered: bool = False, as_set: bool = False) -> Check:
+    return Check("last", rows, ordered, as_set)
 
 
 @attrs.frozen
@@ -336,6 +338,8 @@ def expected_tuple(row) -> tuple:
 def compare(check: Check, got: list[tuple]) -> str | None:
     """``None`` when the rows are the expected ones (as a multiset, or in order), else what differs."""
     want = [expected_tuple(row) for row in check.rows]
+    if check.as_set:
+        want, got = sorted(set(want), key=repr), sorted(set(got), key=repr)
     if check.ordered:
         return None if got == want else f"expected, in order, {want}, got {got}"
     missing, extra = Counter(want) - Counter(got), Counter(got) - Counter(want)
