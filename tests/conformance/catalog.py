@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 
 from tests.conformance import (
+    suite_apply_in_pandas_with_state,
     suite_event_time_watermark,
     suite_streaming_aggregation,
     suite_streaming_deduplication,
@@ -28,6 +29,7 @@ SUITES = [
     suite_streaming_join,
     suite_transform_with_state,
     suite_pyspark_transform_with_state,
+    suite_apply_in_pandas_with_state,
 ]
 """The suite modules, in the order of the page."""
 
