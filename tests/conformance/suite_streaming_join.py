@@ -144,7 +144,6 @@ def conditioned_join(how: str, side: str):
         return joined.map("columns", lambda row: _condition_columns(how, row))
 
     def twin(inputs):
-        from pyspark.sql import functions as F
 
         left = windowed_twin(setup_stream_twin(inputs["leftInput"], "left", 2), "left")
         right = windowed_twin(setup_stream_twin(inputs["rightInput"], "right", 3), "right", str)

@@ -24,7 +24,6 @@ from tests.conformance.harness import (
     StartStream,
     StopStream,
     add,
-    add_many,
     case,
     check_answer,
     check_new,
@@ -298,7 +297,7 @@ def count_twin(kind: str, mode: str = "Update"):
                     self.count = handle.getValueState("countState", "count BIGINT")
                 if kind in ("value exists", "map exists", "list exists"):
                     make = {"value": handle.getValueState, "map": handle.getMapState, "list": handle.getListState}
-                    name = kind.split()[0]
+                    name = kind.split(maxsplit=1)[0]
                     schemas = ("k STRING", "v BIGINT") if name == "map" else ("v BIGINT",)
                     make[name]("testState", *schemas).exists()
 
