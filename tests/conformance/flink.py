@@ -15,6 +15,7 @@ operator's whole output queue (records and the watermarks it forwarded) with the
 ``side_output(*records)``         the late rows so far (``None``: no late row at all)
 ``buffers(left, right)``          the timestamps the interval join keeps per side (its state)
 ``no_late_records()``             no record has a timestamp at or below a watermark forwarded before it
+``fails(step, text)``             the step makes the operator fail, with an error whose message has ``text``
 ``snapshot()`` / ``restore()``    snapshot the operators, then a new run restored from it (a fresh queue)
 ``reopen(pipeline)``              a fresh harness around another operator (a test with two operators)
 ================================  ==========================================================================
@@ -45,6 +46,7 @@ import attrs
 
 from ministream.core.physical import Watermark
 from ministream.core.plan import Dataflow
+from ministream.errors import PipelineError
 from ministream.operators.planner import physical_graph
 from ministream.state.copy_on_write import copy_value
 from ministream.time.clock import ManualClock
@@ -66,12 +68,12 @@ def element(key: str, value: int, ts: int) -> Element:
     return Element({"key": key, "value": value, "ts": ts})
 
 
-def left(ts: int) -> Element:
+def left(ts: int | None) -> Element:
     """``processElement1(new StreamRecord<>(new TestElem(ts, "lhs"), ts))``: a left row of key ``"key"``."""
     return Element({"key": "key", "l": ts}, "left")
 
 
-def right(ts: int) -> Element:
+def right(ts: int | None) -> Element:
     """``processElement2(...)``: a right row of key ``"key"``."""
     return Element({"rkey": "key", "r": ts}, "right")
 
@@ -146,6 +148,17 @@ class NoLateRecords:
 def no_late_records() -> NoLateRecords:
     """``TestHarnessUtil.assertNoLateRecords``: every record's timestamp is above the last watermark before it."""
     return NoLateRecords()
+
+
+@attrs.frozen
+class Fails:
+    step: object
+    text: str
+
+
+def fails(step, text: str) -> Fails:
+    """``assertThatThrownBy(() -> step)``: the operator refuses the step, with ``text`` in the error's message."""
+    return Fails(step, text)
 
 
 @attrs.frozen
@@ -317,6 +330,12 @@ class FlinkReplay:
             for name, snapshots in (self.saved or {}).items():
                 for operator, saved in zip(self.graph.operators(name), snapshots):
                     operator.restore(copy_value(saved))
+        elif isinstance(step, Fails):
+            try:
+                self.apply(step.step)
+            except PipelineError as error:
+                return None if step.text in str(error) else f"failed with another error: {error}"
+            return f"expected a failure with {step.text!r}; the step went through"
         elif isinstance(step, Reopen):
             self._open(step.pipeline)
         else:

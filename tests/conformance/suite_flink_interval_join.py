@@ -11,7 +11,8 @@ Every element is a ``TestElem(ts, "lhs" | "rhs")`` of key ``"key"`` with timesta
 test's ``PassthroughFunction`` emits the pair with the later timestamp; ministream's joined row carries both
 times and ``time``, the later one.
 
-What the cases pin down (each a rule of ``operators/interval_join.py``): an exclusive bound moves by 1 ms; a
+What the cases pin down (each a rule of ``operators/interval_join.py``): a row without a time is refused; an
+exclusive bound moves by 1 ms; a
 row is late when its time is below the operator's watermark (the lower of the two inputs'; strictly below);
 a late row is dropped (Flink's late side outputs: the join's ``late_rows``); a left row is cleaned once the
 watermark reaches ``l + max(upper, 0)``, a right row at ``r + max(-lower, 0)``; the state survives a restore;
@@ -25,6 +26,7 @@ from ministream.time.ranges import TimeRange
 from tests.conformance.flink import (
     buffers,
     expect_records,
+    fails,
     flink_case,
     left,
     no_late_records,
@@ -35,7 +37,6 @@ from tests.conformance.flink import (
     snapshot,
     watermark,
 )
-from tests.conformance.harness import NotExpressible
 
 SUITE = "IntervalJoinOperatorTest"
 SOURCE = "flink-runtime/src/test/java/org/apache/flink/streaming/api/operators/co/IntervalJoinOperatorTest.java"
@@ -285,13 +286,26 @@ CASES = [
     ),
 ]
 
-NO_TIMESTAMP = (
-    "a record without a timestamp, which the operator refuses: every ministream row of a joined stream has its "
-    "event-time column, so there is no such record to send"
+NO_TIMESTAMP_NOTES = (
+    "A record without a timestamp is a row whose time column is None; ministream refuses it as Flink does "
+    "(Flink's message: 'Long.MIN_VALUE timestamp: Elements used in interval stream joins need to have timestamps "
+    "meaningful timestamps.')."
 )
-
-NOT_EXPRESSIBLE = [
-    NotExpressible(SUITE, f"{test} [lhs faster than rhs: {flag}]", line, NO_TIMESTAMP)
-    for test, line in (("testFailsWithNoTimestampsLeft", 508), ("testFailsWithNoTimestampsRight", 524))
-    for flag in ("true", "false")
+CASES += [
+    *both(
+        "testFailsWithNoTimestampsLeft",
+        508,
+        lambda flag: [fails(left(None), "Elements used in interval stream joins need to have timestamps")],
+        (0, True, 0, True),
+        NO_TIMESTAMP_NOTES,
+    ),
+    *both(
+        "testFailsWithNoTimestampsRight",
+        524,
+        lambda flag: [fails(right(None), "Elements used in interval stream joins need to have timestamps")],
+        (0, True, 0, True),
+        NO_TIMESTAMP_NOTES,
+    ),
 ]
+
+NOT_EXPRESSIBLE: list = []
