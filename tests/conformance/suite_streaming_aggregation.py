@@ -509,7 +509,8 @@ NOT_EXPRESSIBLE = [
         versions("prune results by current_time or localtimestamp, complete mode"),
         415,
         "current_timestamp() in an expression (the batch timestamp as a value of each row): ministream's row "
-        "functions see the row only",
+        "functions see the row only; and the test purges Spark's commit log (q.commitLog.purge) to make the "
+        "restarted query run its last batch again",
         variants=2,
     ),
     NotExpressible(
@@ -517,7 +518,8 @@ NOT_EXPRESSIBLE = [
         versions("prune results by current_date, complete mode"),
         477,
         "current_date() in an expression (the batch timestamp as a value of each row): ministream's row "
-        "functions see the row only",
+        "functions see the row only; and the test purges Spark's commit log (q.commitLog.purge) to make the "
+        "restarted query run its last batch again",
         variants=2,
     ),
     NotExpressible(
