@@ -9,7 +9,9 @@ can compute, batch by batch, which stored rows can no longer match: each side's 
 What happens in micro-batch k (Spark's ``StreamingSymmetricHashJoinExec``):
 
 1. **late rows are dropped**: a row whose watermarked event time is ``<= WM_{k-1}`` (the previous batch's
-   watermark) is not joined and not stored; the trace counts it;
+   watermark) is not joined and not stored; the trace counts it. Only a side with an event time of its own
+   (a ``with_watermark`` upstream of it, or a window column made from one) filters late rows: the other
+   side's rows are never late, even though the global watermark moves;
 2. **the left rows** join the right state, then are stored (a left-semi row that matched is emitted once and
    not stored);
 3. **the right rows** join the left state, which already holds this batch's left rows, then are stored;
@@ -24,6 +26,21 @@ The state watermarks come from the range ``left + lower <= right <= left + upper
 - right rows leave when ``right_time <= WM_k + lower`` (``- 1 ms`` if the lower bound is inclusive).
 
 With an event-time column in the join key (a window), both sides leave when that column ``<= WM_k``.
+
+**The rest of the condition**, as Spark's optimizer places it (each pinned by Spark's own join tests,
+``tests/conformance/suite_streaming_join.py``):
+
+- keys are equal (``=``: a null key matches nothing, a null-padded row of an outer join has null keys) or
+  null-safe equal (``null_safe=True``, Spark's ``<=>``: null matches null); a join without equal keys is
+  refused, as Spark refuses it;
+- a one-sided condition (``left_where`` / ``right_where``) is applied *before* the join on an inner side, so
+  a failing row is neither stored nor late-counted, and a condition whose columns are known
+  (``RowCondition(fn, columns)``) on the watermarked rows is even applied below the watermark (the failing
+  row does not move it); on the side an outer join preserves, it stays in the join: a failing row matches
+  nothing and gets its null-padded row at once, in its own batch;
+- a condition on the pair (``where``) is tested with the time range for each candidate pair;
+- ``using=True`` (Spark's ``join(other, ["key"])``): the key columns appear once in the output, and an outer
+  join's padded row takes them from the side it kept.
 
 >>> within = TimeRange("imp_time", "click_time", lower=0, upper=60_000)   # a click within a minute
 >>> within.left_state_watermark(100_000), within.right_state_watermark(100_000)
