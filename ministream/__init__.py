@@ -14,6 +14,8 @@ from ministream.core.aggregates import Avg, Count, Custom, Max, Min, Sum
 from ministream.core.plan import Dataflow
 from ministream.core.sinks import CollectingSink
 from ministream.core.sources import ScriptedSource
+from ministream.core.steps import RowCondition
+from ministream.core.triggers import Trigger
 from ministream.errors import PipelineError
 from ministream.models.microbatch import run_microbatch
 from ministream.time.windows import Sliding, Tumbling
@@ -27,9 +29,11 @@ __all__ = [
     "Max",
     "Min",
     "PipelineError",
+    "RowCondition",
     "ScriptedSource",
     "Sliding",
     "Sum",
+    "Trigger",
     "Tumbling",
     "run_microbatch",
 ]
