@@ -164,6 +164,10 @@ def render_page() -> str:
             " `MINISTREAM_CONFORMANCE=all pytest tests/conformance -m spark`."
         ),
         "",
+        "Parts of the plan API that no upstream test exercises positively (a condition on both rows of a join",
+        "pair, a left outer stream-static join) have cases of ministream's own, with hand-written twins, in",
+        "`tests/conformance/test_api_twins.py`; CI runs them in both engines.",
+        "",
         "## Cases per suite",
         "",
         "A *test name* is one test as the upstream runner names it (a test that runs once per state store, encoding",

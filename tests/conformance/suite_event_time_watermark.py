@@ -480,6 +480,7 @@ CASES = [
             check_answer(),
             CheckWatermark((NOW - 29 * 31 * 86_400) * 1000),
         ],
+        ci=True,
         notes="The test adds the wall-clock time and checks that the watermark is 29 or 30 months earlier; the "
         "replay adds a fixed moment and checks the exact watermark: 29 months of 31 days earlier.",
     ),

@@ -307,6 +307,7 @@ CASES = [
             check_last((4, 4), (3, 3), (2, 2), (1, 1), ordered=True),
         ],
         variants=2,
+        ci=True,
     ),
     case(
         SUITE,
