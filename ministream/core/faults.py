@@ -64,7 +64,8 @@ def rows_before_crash(batches: list) -> tuple[list, int | None]:
     >>> rows_before_crash([[{"n": 1}], [{"n": 2}, Crash(), {"n": 3}]])
     ([[{'n': 1}], [{'n': 2}, {'n': 3}]], 2)
     """
-    clean, crash_after, count = [], None, 0
+    clean: list[list | None] = []
+    crash_after, count = None, 0
     for batch in batches:
         if batch is None:  # a trigger firing with nothing new (core/triggers.py): no rows, no crash
             clean.append(None)

@@ -220,8 +220,8 @@ def event_time_columns(step: Step) -> dict[str, EventTime]:
         before = event_time_columns(upstream[0])
         if spec.column not in before:
             return before
-        window = EventTime(spec.end, before[spec.column].delay, before[spec.column].step, (spec.start, spec.end))
-        return {**before, spec.start: window, spec.end: window}
+        column_time = EventTime(spec.end, before[spec.column].delay, before[spec.column].step, (spec.start, spec.end))
+        return {**before, spec.start: column_time, spec.end: column_time}
     if isinstance(spec, AggregateSpec):
         found: dict[str, EventTime] = {}
         for edge in step.inputs:
@@ -233,8 +233,8 @@ def event_time_columns(step: Step) -> dict[str, EventTime]:
         found = {name: before[name] for name in spec.key_columns if name in before}
         if spec.column in before:
             time = before[spec.column]
-            window = EventTime("window_end", time.delay, time.step, ("window_start", "window_end"))
-            found.update({"window_start": window, "window_end": window})
+            window_time = EventTime("window_end", time.delay, time.step, ("window_start", "window_end"))
+            found.update({"window_start": window_time, "window_end": window_time})
         return found
     if isinstance(spec, JoinSpec):
         left, right = (event_time_columns(up) for up in upstream)
@@ -246,8 +246,8 @@ def event_time_columns(step: Step) -> dict[str, EventTime]:
     if isinstance(spec, ProcessSpec):
         if spec.event_time_column is None:
             return {}
-        before = watermarks_upstream(step)
-        delay = before[0].delay if before else 0
+        marks = watermarks_upstream(step)
+        delay = marks[0].delay if marks else 0
         return {spec.event_time_column: EventTime(spec.event_time_column, delay, step.name)}
     if isinstance(spec, UnionSpec):
         return event_time_columns(upstream[0])

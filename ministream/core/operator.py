@@ -272,6 +272,11 @@ class UnionOperator(Operator):
         self.ctx.emit(list(records))
 
 
+def _nulls_first(column: str) -> Callable[[dict], tuple]:
+    """A sort key on ``column`` that puts nulls first (last when the sort is reversed), as Spark orders."""
+    return lambda row: (row.get(column) is not None, row.get(column))
+
+
 class SortOperator(Operator):
     """A batch's rows, held until the batch ends, then emitted in order (a ``sort`` step). Nulls come first,
     as in Spark's ascending order (and last when descending).
@@ -297,5 +302,5 @@ class SortOperator(Operator):
     def on_batch_end(self, batch):
         rows, self.rows = self.rows, []
         for column, down in reversed(list(zip(self.columns, self.descending))):  # stable: last key first
-            rows.sort(key=lambda row, c=column: (row.get(c) is not None, row.get(c)), reverse=down)
+            rows.sort(key=_nulls_first(column), reverse=down)
         self.ctx.emit(rows)

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
@@ -244,7 +244,7 @@ class Stream:
         table: list[dict],
         *,
         on: str | list[str] | tuple[str, ...] | dict[str, str],
-        how: str = "inner",
+        how: Literal["inner", "left_outer"] = "inner",
     ) -> Stream:
         """Join each row with the rows of a fixed ``table`` (a list of dicts) on equal keys: Spark's
         stream-static join, ``stream.join(static_df, on, how)``. ``on`` is a column (or columns) both have,
@@ -264,7 +264,7 @@ class Stream:
             raise PipelineError(f"join_static {name!r}: give the columns to join on")
         spec = StaticJoinSpec(
             tuple(dict(row) for row in table), tuple(a for a, _ in pairs), tuple(b for _, b in pairs), how
-        )  # type: ignore[arg-type]
+        )
         return self._then(name, spec)
 
     def aggregate(self, name: str, **aggregates: AggregateFunction) -> Stream:
@@ -472,7 +472,7 @@ class KeyedStream:
         if key_time is None:
             key_time = _key_time(self.key_columns, other.key_columns, times)
         spec = JoinSpec(
-            how,  # type: ignore[arg-type]
+            how,
             self.key_columns,
             other.key_columns,
             between,

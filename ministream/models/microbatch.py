@@ -32,10 +32,10 @@ run Spark's other two triggers.
 
 from __future__ import annotations
 
+from ministream.core.lineage import upstream
 from ministream.core.operator import BatchInfo
 from ministream.core.physical import EndOfBatch, Scheduler
 from ministream.core.plan import Dataflow, event_time_delays
-from ministream.core.lineage import upstream
 from ministream.core.steps import AggregateSpec, SortSpec, WatermarkSpec, WindowSpec
 from ministream.core.trace import Trace
 from ministream.core.triggers import Trigger

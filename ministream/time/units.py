@@ -137,12 +137,15 @@ def _ansi_range(text, value: str, start: str, end: str) -> int:
     value = value.strip()
     sign = -1 if value.startswith("-") else 1
     found = re.fullmatch(form[0], value.lstrip("+-")) if form else None
-    if found is None:
+    if form is None or found is None:
         raise TimeFormatError(
             f"cannot read {text!r} as a duration: an interval {start} to {end} is written like "
             f"{_ANSI_EXAMPLES.get((_unit(start), _unit(end)), 'another pair of units')}"
         )
-    return sign * sum(int(number) * MS_PER_UNIT[unit] for number, unit in zip(found.groups(), form[1]))
+    total = 0
+    for number, unit in zip(found.groups(), form[1]):
+        total += int(number) * MS_PER_UNIT[unit]
+    return sign * total
 
 
 _ANSI_EXAMPLES = {
