@@ -564,6 +564,7 @@ class KeyedStream:
         column: str = "ts",
         allowed_lateness: str | int = 0,
         late_rows: str | None = None,
+        processing_time: bool = False,
         **aggregates: AggregateFunction,
     ) -> Stream:
         """An aggregate per key and per event-time window (``operators/window.py``):
@@ -572,13 +573,20 @@ class KeyedStream:
         ``Sliding``, ``Session``) says which windows a row belongs to; rows come out as
         ``{key..., window_start, window_end, aggregates...}``. ``late_rows`` names a side output for the rows
         too late for all their windows (``stream.side_output(name)``); continuous model only,
-        ``allowed_lateness`` keeps a fired window for late rows."""
+        ``allowed_lateness`` keeps a fired window for late rows, and ``processing_time=True`` puts each row in
+        the windows of the processing time at which it arrives, which fire as the clock passes their end
+        (Flink's processing-time windows; no row is ever late)."""
         if not aggregates:
             raise PipelineError(f"window {name!r} needs at least one aggregate, e.g. count=Count()")
         lateness = parse_duration(allowed_lateness)
         if lateness < 0:
             raise PipelineError(f"window {name!r}: allowed lateness cannot be negative, got {allowed_lateness!r}")
-        spec = WindowSpec(self.key_columns, assigner, column, aggregates, lateness, late_rows)
+        if processing_time and (lateness or late_rows):
+            raise PipelineError(
+                f"window {name!r}: a processing-time window has no late rows (a row goes into the windows of the "
+                "time it arrives), so no allowed lateness and no late_rows"
+            )
+        spec = WindowSpec(self.key_columns, assigner, column, aggregates, lateness, late_rows, processing_time)
         return self.keyed_step(name, spec)
 
 

@@ -240,7 +240,9 @@ class WindowSpec(StepSpec):
     or ``session_window``.
 
     ``allowed_lateness`` (ms) and ``late_rows`` (the name of a side output for the rows too late for all
-    their windows) are Flink's, for the continuous model.
+    their windows) are Flink's, for the continuous model. So is ``processing_time``: a row's windows are
+    those that hold the processing time at which it arrives (``column`` is not read), and they fire when the
+    clock passes their end (Flink's ``TumblingProcessingTimeWindows`` and the like).
     """
 
     key_columns: tuple[str, ...]
@@ -249,6 +251,7 @@ class WindowSpec(StepSpec):
     aggregates: dict[str, AggregateFunction]
     allowed_lateness: int = 0
     late_rows: str | None = None
+    processing_time: bool = False
     kind: ClassVar[str] = "window_aggregate"
     keyed: ClassVar[bool] = True
 
@@ -268,6 +271,8 @@ class WindowSpec(StepSpec):
             words["allowed lateness"] = format_duration(self.allowed_lateness)
         if self.late_rows:
             words["side outputs"] = self.late_rows
+        if self.processing_time:
+            words["time"] = "processing time"
         return words
 
 

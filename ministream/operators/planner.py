@@ -293,6 +293,12 @@ def operator_for(step: Step, model: Model = "microbatch", flow: Dataflow | None 
             return WatermarkedAggregate(spec.key_columns, spec.aggregates, event_time)
         return RunningAggregate(spec.key_columns, spec.aggregates)
     if isinstance(spec, WindowSpec):
+        if spec.processing_time and model != "continuous":
+            raise PipelineError(
+                f"step {step.name!r}: a processing-time window is Flink's (the continuous model): in a micro-batch "
+                "every row of a batch arrives at the batch's time, so Spark has no such window; window by an "
+                "event-time column, or run the continuous model"
+            )
         return window_operator_class(step)(
             spec.key_columns,
             spec.assigner,
@@ -300,6 +306,7 @@ def operator_for(step: Step, model: Model = "microbatch", flow: Dataflow | None 
             column=spec.column,
             allowed_lateness=spec.allowed_lateness,
             late_rows=spec.late_rows,
+            processing_time=spec.processing_time,
         )
     if isinstance(spec, JoinSpec):
         left, right = join_sides(step)

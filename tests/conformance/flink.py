@@ -9,6 +9,7 @@ operator's whole output queue (records and the watermarks it forwarded) with the
 ``element(key, value, ts)``       a record reaches the window operator (``processElement``)
 ``left(ts)`` / ``right(ts)``      a record reaches one side of the interval join
 ``watermark(ts, side=None)``      a watermark (``processWatermark``, or ``processWatermark1/2`` for a side)
+``processing_time(ms)``           the processing-time clock moves to ``ms`` (``setProcessingTime``)
 ``expect(*queue)``                the whole output queue so far: records ``(value, ts)`` and ``W(ts)``;
                                   records between two watermarks compare as a multiset
 ``expect_records(*pairs)``        the interval join's records so far, as a multiset of ``(left ts, right ts)``
@@ -87,6 +88,16 @@ class ProcessWatermark:
 def watermark(ts: int, side: str | None = None) -> ProcessWatermark:
     """``processWatermark(ts)`` (``side``: ``processWatermark1`` for ``"left"``, ``2`` for ``"right"``)."""
     return ProcessWatermark(ts, side)
+
+
+@attrs.frozen
+class SetProcessingTime:
+    ms: int
+
+
+def processing_time(ms: int) -> SetProcessingTime:
+    """``setProcessingTime(ms)``: the clock moves to ``ms`` and the processing-time timers due fire."""
+    return SetProcessingTime(ms)
 
 
 @attrs.frozen
@@ -249,7 +260,8 @@ class FlinkReplay:
     def _open(self, pipeline: Callable[[], Dataflow]) -> None:
         self.pipeline = pipeline
         self.flow = pipeline()
-        self.graph = physical_graph(self.flow, 1, model="continuous", output_mode="append", clock=ManualClock())
+        self.clock = ManualClock()
+        self.graph = physical_graph(self.flow, 1, model="continuous", output_mode="append", clock=self.clock)
         self.sinks = {step.name: self.graph.by_step[step.name][0] for step in self.flow.sinks}
         self.queues: dict[str, list] = {name: [] for name in self.sinks}  # records (row) and W(ts), in order
 
@@ -292,6 +304,12 @@ class FlinkReplay:
             self._drain()
         elif isinstance(step, ProcessWatermark):
             self._input(step.side).output.broadcast(Watermark(step.ts))
+            self._drain()
+        elif isinstance(step, SetProcessingTime):
+            self.clock.set(step.ms)
+            for subtask in self.graph.subtasks:
+                if subtask.operator is not None:
+                    subtask.operator.on_processing_time(step.ms)
             self._drain()
         elif isinstance(step, Expect):
             return self._compare_queue(step.queue)

@@ -14,7 +14,8 @@ fires when the watermark reaches ``end - 1``, its results before the watermark i
 timestamp is ``end - 1``; a window's state goes at ``end - 1 + allowed lateness``, and a row for a window that
 fired but is still kept fires it again at once; lateness is judged per window, and a row goes to the late
 side output only when all its windows are gone; a session is late when the session it merges into is; a
-restored operator keeps its windows.
+restored operator keeps its windows; a processing-time window holds the rows that arrived while the clock
+was in it, and fires when the clock reaches its end - 1.
 """
 
 from ministream import Sum
@@ -22,7 +23,17 @@ from ministream.core.plan import Dataflow
 from ministream.core.sinks import CollectingSink
 from ministream.core.sources import ScriptedSource
 from ministream.time.windows import Session, Sliding, Tumbling
-from tests.conformance.flink import W, element, expect, flink_case, restore, side_output, snapshot, watermark
+from tests.conformance.flink import (
+    W,
+    element,
+    expect,
+    flink_case,
+    processing_time,
+    restore,
+    side_output,
+    snapshot,
+    watermark,
+)
 from tests.conformance.harness import NotExpressible
 
 SUITE = "WindowOperatorTest"
@@ -33,9 +44,10 @@ INPUTS = {None: "timestamps"}
 """The harness plays the ``with_watermark`` step: the test's records and watermarks leave it."""
 
 
-def sums(assigner, lateness: int = 0, late: bool = False) -> Dataflow:
+def sums(assigner, lateness: int = 0, late: bool = False, processing_time: bool = False) -> Dataflow:
     """``WindowOperator(assigner, EventTimeTrigger, allowedLateness, sum of f1, lateDataOutputTag)`` keyed by
-    ``f0``: ``key_by("key").window(assigner, allowed_lateness=..., late_rows="late", value=Sum("value"))``."""
+    ``f0``: ``key_by("key").window(assigner, allowed_lateness=..., late_rows="late", value=Sum("value"))``;
+    ``processing_time``: a processing-time assigner and ``ProcessingTimeTrigger``."""
     flow = Dataflow("window-operator")
     records = flow.source("records", ScriptedSource([], columns=("key", "value", "ts")))
     keyed = records.with_watermark("timestamps", "ts", 0).key_by("key")
@@ -45,6 +57,7 @@ def sums(assigner, lateness: int = 0, late: bool = False) -> Dataflow:
         column="ts",
         allowed_lateness=lateness,
         late_rows="late" if late else None,
+        processing_time=processing_time,
         value=Sum("value"),
     )
     windows.sink("output", CollectingSink())
@@ -340,6 +353,97 @@ CASES = [
     ),
     flink_case(
         SUITE,
+        "testProcessingTimeTumblingWindows",
+        1402,
+        pipeline=lambda: sums(Tumbling("3 seconds"), processing_time=True),
+        inputs=INPUTS,
+        result=key_and_sum,
+        notes="The elements' timestamps are not read: each goes into the window of the processing time at which it arrives.",
+        steps=[
+            processing_time(3),
+            # timestamp is ignored in processing time
+            element("key2", 1, 9223372036854775807),
+            element("key2", 1, 7000),
+            element("key2", 1, 7000),
+            element("key1", 1, 7000),
+            element("key1", 1, 7000),
+            processing_time(5000),
+            expect((("key2", 3), 2999), (("key1", 2), 2999)),
+            element("key1", 1, 7000),
+            element("key1", 1, 7000),
+            element("key1", 1, 7000),
+            processing_time(7000),
+            expect((("key2", 3), 2999), (("key1", 2), 2999), (("key1", 3), 5999)),
+        ],
+    ),
+    flink_case(
+        SUITE,
+        "testProcessingTimeSlidingWindows",
+        1478,
+        pipeline=lambda: sums(Sliding("3 seconds", "1 second"), processing_time=True),
+        inputs=INPUTS,
+        result=key_and_sum,
+        notes="",
+        steps=[
+            # timestamp is ignored in processing time
+            processing_time(3),
+            element("key2", 1, 9223372036854775807),
+            processing_time(1000),
+            expect((("key2", 1), 999)),
+            element("key2", 1, 9223372036854775807),
+            element("key2", 1, 9223372036854775807),
+            processing_time(2000),
+            expect((("key2", 1), 999), (("key2", 3), 1999)),
+            element("key1", 1, 9223372036854775807),
+            element("key1", 1, 9223372036854775807),
+            processing_time(3000),
+            expect((("key2", 1), 999), (("key2", 3), 1999), (("key2", 3), 2999), (("key1", 2), 2999)),
+            element("key1", 1, 9223372036854775807),
+            element("key1", 1, 9223372036854775807),
+            element("key1", 1, 9223372036854775807),
+            processing_time(7000),
+            expect(
+                (("key2", 1), 999),
+                (("key2", 3), 1999),
+                (("key2", 3), 2999),
+                (("key1", 2), 2999),
+                (("key2", 2), 3999),
+                (("key1", 5), 3999),
+                (("key1", 5), 4999),
+                (("key1", 3), 5999),
+            ),
+        ],
+    ),
+    flink_case(
+        SUITE,
+        "testProcessingTimeSessionWindows",
+        1579,
+        pipeline=lambda: sums(Session("3 seconds"), processing_time=True),
+        inputs=INPUTS,
+        result=key_and_sum,
+        notes="The test compares the output as a multiset (same size, each record expected).",
+        steps=[
+            # timestamp is ignored in processing time
+            processing_time(3),
+            element("key2", 1, 1),
+            # Long.MAX_VALUE));
+            processing_time(1000),
+            element("key2", 1, 1002),
+            # Long.MAX_VALUE));
+            processing_time(5000),
+            expect((("key2", 2), 3999)),
+            element("key2", 1, 5000),
+            element("key2", 1, 5000),
+            element("key1", 1, 5000),
+            element("key1", 1, 5000),
+            element("key1", 1, 5000),
+            processing_time(10000),
+            expect((("key2", 2), 3999), (("key2", 2), 7999), (("key1", 3), 7999)),
+            # the test's own check: the output has the expected size and each record is expected (a multiset)
+        ],
+    ),
+    flink_case(
+        SUITE,
         "testDynamicEventTimeSessionWindows",
         1665,
         pipeline=lambda: sums(Session(mocked_gap)),
@@ -370,6 +474,47 @@ CASES = [
                 W(12999),
                 (("key2-21", 13000, 16000), 15999),
                 W(16999),
+            ),
+        ],
+    ),
+    flink_case(
+        SUITE,
+        "testDynamicProcessingTimeSessionWindows",
+        1765,
+        pipeline=lambda: sums(Session(mocked_gap), processing_time=True),
+        inputs=INPUTS,
+        result=session_of,
+        notes="",
+        steps=[
+            # test different gaps for different keys
+            processing_time(10),
+            element("key1", 3, 10),
+            processing_time(5000),
+            element("key2", 4, 5000),
+            processing_time(6000),
+            element("key2", 5, 6000),
+            processing_time(8999),
+            # test gap when it produces an end time before current timeout the furthest timeout is respected
+            processing_time(9000),
+            element("key2", 1, 9000),
+            processing_time(10000),
+            element("key2", 2, 10000),
+            processing_time(10500),
+            element("key2", 10, 10500),
+            processing_time(10500),
+            # test gap when it produces an end time after current timeout
+            processing_time(13000),
+            element("key2", 10, 13000),
+            processing_time(13500),
+            element("key2", 10, 13500),
+            processing_time(14000),
+            element("key2", 1, 14000),
+            processing_time(16999),
+            expect(
+                (("key1-3", 10, 3010), 3009),
+                (("key2-9", 5000, 8000), 7999),
+                (("key2-13", 9000, 12000), 11999),
+                (("key2-21", 13000, 16000), 15999),
             ),
         ],
     ),
@@ -753,30 +898,6 @@ NOT_EXPRESSIBLE = [
         "testEndOfStreamTrigger",
         1335,
         "global windows fired by the end of input (GlobalWindows.createWithEndOfStreamTrigger): ministream has no global window",
-    ),
-    NotExpressible(
-        SUITE,
-        "testProcessingTimeTumblingWindows",
-        1402,
-        "processing-time windows (TumblingProcessingTimeWindows): ministream's windows are in event time",
-    ),
-    NotExpressible(
-        SUITE,
-        "testProcessingTimeSlidingWindows",
-        1478,
-        "processing-time windows (SlidingProcessingTimeWindows): ministream's windows are in event time",
-    ),
-    NotExpressible(
-        SUITE,
-        "testProcessingTimeSessionWindows",
-        1579,
-        "processing-time windows (ProcessingTimeSessionWindows): ministream's windows are in event time",
-    ),
-    NotExpressible(
-        SUITE,
-        "testDynamicProcessingTimeSessionWindows",
-        1765,
-        "processing-time windows (DynamicProcessingTimeSessionWindows): ministream's windows are in event time",
     ),
     NotExpressible(
         SUITE,

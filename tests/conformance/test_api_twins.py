@@ -112,3 +112,29 @@ def test_spark(twin_case, spark):
     from tests.conformance.spark_replay import run_spark
 
     run_spark(twin_case, spark)
+
+
+def test_processing_time_windows_run_in_the_continuous_model_only():
+    """A processing-time window (Flink's) takes the clock's time when a row arrives, and fires as the clock
+    passes its end; the micro-batch model refuses it (Spark has none)."""
+    from ministream import CollectingSink, Count, Dataflow, ScriptedSource, Tumbling, run_microbatch
+    from ministream.errors import PipelineError
+    from ministream.models.continuous import run_continuous
+    from ministream.time.clock import ClockStep
+
+    def flow(*clock):
+        script = [[{"key": "a", "ts": 0}, ClockStep("4 seconds"), {"key": "a", "ts": 0}, {"key": "b", "ts": 0}, *clock]]
+        flow = Dataflow("processing-time")
+        flow.source("events", ScriptedSource(script)).key_by("key").window(
+            "counts", Tumbling("5 seconds"), processing_time=True, count=Count()
+        ).sink("output", CollectingSink())
+        return flow
+
+    with pytest.raises(PipelineError, match="processing-time window"):
+        run_microbatch(flow(), output_mode="update")
+    rows = run_continuous(flow(ClockStep("1 second"))).output("output")[0].rows  # the clock reaches 5 s
+    assert rows == [
+        {"key": "a", "window_start": 0, "window_end": 5000, "count": 2},
+        {"key": "b", "window_start": 0, "window_end": 5000, "count": 1},
+    ]
+    assert run_continuous(flow()).output("output")[0].rows == []  # the clock never reaches 5 s: nothing fires
