@@ -66,6 +66,11 @@ def sums(assigner, lateness: int = 0, late: bool = False, processing_time: bool 
     return flow
 
 
+ALL_TIME = Tumbling(2**63)
+"""One window from 0 to 2^63 ms, fired by the final watermark only: Flink's global window with the end-of-stream
+trigger, for rows at or after time 0."""
+
+
 def key_and_sum(row: dict) -> tuple:
     """``PassThroughWindowFunction`` of the reduced value, or ``RichSumReducer``: ``(key, sum)``."""
     return row["key"], row["value"]
@@ -350,6 +355,34 @@ CASES = [
         result=session_of,
         notes="SumReducer then ReducedProcessSessionWindowFunction: (key-sum, start, end).",
         steps=STEPS_REDUCE_SESSION_WINDOWS,
+    ),
+    flink_case(
+        SUITE,
+        "testEndOfStreamTrigger",
+        1335,
+        pipeline=lambda: sums(ALL_TIME),
+        inputs=INPUTS,
+        result=key_and_sum,
+        notes="GlobalWindows with the end-of-stream trigger is one window per key that only the final watermark (Long.MAX_VALUE) fires; ministream writes it as a tumbling window of 2^63 ms, [0, 2^63), whose end - 1 is Long.MAX_VALUE (every timestamp of the test is at or after 0).",
+        steps=[
+            # add elements out-of-order
+            element("key2", 1, 3000),
+            element("key2", 1, 3999),
+            element("key1", 1, 20),
+            element("key1", 1, 0),
+            element("key1", 1, 999),
+            element("key2", 1, 1998),
+            element("key2", 1, 1999),
+            element("key2", 1, 1000),
+            expect(),
+            # Watermark.MAX_WATERMARK
+            watermark(9223372036854775807),
+            expect(
+                (("key1", 3), 9223372036854775807),
+                (("key2", 5), 9223372036854775807),
+                W(9223372036854775807),
+            ),
+        ],
     ),
     flink_case(
         SUITE,
@@ -892,12 +925,6 @@ NOT_EXPRESSIBLE = [
         "testCountTrigger",
         1221,
         "global windows with a purging count trigger: ministream has no global window and no custom trigger",
-    ),
-    NotExpressible(
-        SUITE,
-        "testEndOfStreamTrigger",
-        1335,
-        "global windows fired by the end of input (GlobalWindows.createWithEndOfStreamTrigger): ministream has no global window",
     ),
     NotExpressible(
         SUITE,
