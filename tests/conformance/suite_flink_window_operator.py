@@ -918,13 +918,13 @@ NOT_EXPRESSIBLE = [
         SUITE,
         "testContinuousWatermarkTrigger",
         1097,
-        "global windows with a continuous event-time trigger: ministream has no global window and no custom trigger",
+        "a continuous event-time trigger (a global window fired every 3 seconds of event time): a ministream window fires once, when the watermark passes its end",
     ),
     NotExpressible(
         SUITE,
         "testCountTrigger",
         1221,
-        "global windows with a purging count trigger: ministream has no global window and no custom trigger",
+        "a purging count trigger (a global window fired and emptied every 4 rows): a ministream window fires when the watermark passes its end",
     ),
     NotExpressible(
         SUITE,
