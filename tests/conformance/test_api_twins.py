@@ -103,12 +103,14 @@ CASES = [
 
 @pytest.mark.parametrize("twin_case", CASES, ids=lambda c: c.test)
 def test_engine(twin_case):
+    """ministream gives the rows each of its own cases expects, batch by batch."""
     run_engine(twin_case)
 
 
 @pytest.mark.spark
 @pytest.mark.parametrize("twin_case", CASES, ids=lambda c: c.test)
 def test_spark(twin_case, spark):
+    """The case's hand-written PySpark twin gives the same rows on Spark, batch by batch."""
     from tests.conformance.spark_replay import run_spark
 
     run_spark(twin_case, spark)
