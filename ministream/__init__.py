@@ -23,6 +23,8 @@ from ministream.core.faults import Crash, SimulatedCrash, crash_at
 from ministream.core.plan import Dataflow, KeyedStream, Stream
 from ministream.core.sinks import CollectingSink
 from ministream.core.sources import ScriptedSource
+from ministream.core.steps import RowCondition
+from ministream.core.triggers import Trigger
 from ministream.errors import PipelineError
 from ministream.models.continuous import run_continuous
 from ministream.models.microbatch import run_microbatch
@@ -54,6 +56,7 @@ __all__ = [
     "PipelineError",
     "Processor",
     "ProcessorHandle",
+    "RowCondition",
     "ScriptedSource",
     "Session",
     "SimulatedCrash",
@@ -62,6 +65,7 @@ __all__ = [
     "Sum",
     "TimeRange",
     "TimerValues",
+    "Trigger",
     "Tumbling",
     "crash_at",
     "read_events",

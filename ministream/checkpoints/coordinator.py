@@ -354,15 +354,21 @@ class MicroBatchCheckpoints:
         self.coordinator = None
         self.restored: Checkpoint | None = None
 
-    def restore(self, graph: PhysicalGraph, watermarks) -> tuple[int, int | None, int | None] | None:
+    def restore(self, graph: PhysicalGraph, watermarks) -> tuple[int, int, int | None, int | None] | None:
         """Before the first batch: restore the last complete checkpoint into ``graph`` and return where to go
-        on, ``(batch id, watermark, late watermark)``; ``None`` to start from the beginning."""
+        on, ``(batch id, script position, watermark, late watermark)``; ``None`` to start from the beginning.
+
+        The watermarks come back as Spark brings them back: the global watermark the next batch runs with (the
+        commit log's ``nextBatchWatermarkMs``) and the multiple-watermark policy recorded when the query first
+        ran, which wins over the new run's; *not* each input's own watermark (Spark keeps those in memory
+        only): every input starts over, and until an input's own watermark passes the restored global one,
+        the global one stays where it was (it never goes down)."""
         resume = self._restore(graph, watermarks)
         if self.on_restore is not None:
             self.on_restore(self.restored, resume)
         return resume
 
-    def _restore(self, graph: PhysicalGraph, watermarks) -> tuple[int, int | None, int | None] | None:
+    def _restore(self, graph: PhysicalGraph, watermarks) -> tuple[int, int, int | None, int | None] | None:
         install_sinks(graph, self.sinks)
         self.coordinator = CheckpointCoordinator(
             graph, self.storage, self.sinks, "microbatch", incremental=self.incremental
@@ -374,28 +380,40 @@ class MicroBatchCheckpoints:
             return None
         restore_graph(graph, checkpoint)
         progress = checkpoint.progress
-        if watermarks is not None:
-            watermarks.proposals = dict(progress["watermarks"]["proposals"])
-            watermarks.current = progress["watermarks"]["current"]
+        saved = progress["watermarks"]
+        if watermarks is not None and saved is not None:
+            watermarks.proposals = {}
+            watermarks.current = saved["current"]
+            watermarks.policy = saved.get("policy", watermarks.policy)
         batch_id = progress["next_batch"]
+        position = progress.get("next_position", batch_id)
         logged = self.storage.offsets(batch_id)  # the batch that crashed, if it had started: as logged
         if logged is not None:
-            return batch_id, logged["watermark"], logged["late_watermark"]
-        return batch_id, progress["watermark"], progress["late_watermark"]
+            return batch_id, position, logged["watermark"], logged["late_watermark"]
+        return batch_id, position, progress["watermark"], progress["late_watermark"]
+
+    def logged(self, batch_id: int) -> dict | None:
+        """The offsets log entry of batch k when it started before a crash and never committed (``None``
+        otherwise): it runs again with the same watermarks, offsets and timestamp, even if it is a no-data
+        batch that the restored state alone would not ask for (Spark reruns every logged batch)."""
+        return self.storage.offsets(batch_id)
 
     def planned(self, batch_id: int) -> bool:
-        """Whether batch k is in the offsets log: then it started before a crash, and runs again even if it is
-        a no-data batch that the restored state alone would not ask for (Spark reruns every logged batch)."""
-        return self.storage.offsets(batch_id) is not None
+        """Whether batch k is in the offsets log (it started before a crash: it runs again)."""
+        return self.logged(batch_id) is not None
 
     def begin_batch(self, batch) -> None:
-        """Step 1: the offsets log entry of batch k (a rerun must find the same one there)."""
+        """Step 1: the offsets log entry of batch k (a rerun must find the same one there): its watermarks,
+        the script position each source has read up to when it ends, and its timestamp when it has one."""
+        end = batch.batch_id + 1 if batch.end is None else batch.end
         entry = {
             "batch_id": batch.batch_id,
             "watermark": batch.watermark,
             "late_watermark": batch.late_watermark,
-            "offsets": {step.name: batch.batch_id + 1 for step in self.coordinator.graph.flow.sources},
+            "offsets": {step.name: end for step in self.coordinator.graph.flow.sources},
         }
+        if batch.processing_time is not None:
+            entry["processing_time"] = batch.processing_time
         logged = self.storage.offsets(batch.batch_id)
         if logged is not None and logged != entry:
             raise RuntimeError(f"batch {batch.batch_id} is run again with {entry} but its offsets log says {logged}")
@@ -404,15 +422,17 @@ class MicroBatchCheckpoints:
     def commit_batch(self, batch, graph: PhysicalGraph, watermarks, watermark, late_watermark) -> None:
         """Step 2: batch k ended: snapshot every subtask as checkpoint k; the sinks pre-commit, then commit."""
         k = batch.batch_id
+        end = k + 1 if batch.end is None else batch.end
         progress = {
             "next_batch": k + 1,
+            "next_position": end,
             "watermark": watermark,
             "late_watermark": late_watermark,
             "watermarks": None
             if watermarks is None
-            else {"proposals": dict(watermarks.proposals), "current": watermarks.current},
+            else {"proposals": dict(watermarks.proposals), "current": watermarks.current, "policy": watermarks.policy},
         }
-        sources = {step.name: {"offset": k + 1} for step in graph.flow.sources}
+        sources = {step.name: {"offset": end} for step in graph.flow.sources}
         self.coordinator.trigger(sources, progress, checkpoint_id=k)
         delta = self.coordinator.is_delta(k)
         for subtask in graph.subtasks:

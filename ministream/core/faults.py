@@ -56,15 +56,20 @@ class Crash:
     """
 
 
-def rows_before_crash(batches: list[list]) -> tuple[list[list[dict]], int | None]:
+def rows_before_crash(batches: list) -> tuple[list, int | None]:
     """The script without its :class:`Crash` entries, and how many rows come before the first one
-    (``None`` when there is none). Other entries (``clock.ClockStep``) stay, and are not counted as rows.
+    (``None`` when there is none). Other entries (``clock.ClockStep``) stay, and are not counted as rows;
+    a ``None`` batch (nothing arrived before that trigger) stays ``None``.
 
     >>> rows_before_crash([[{"n": 1}], [{"n": 2}, Crash(), {"n": 3}]])
     ([[{'n': 1}], [{'n': 2}, {'n': 3}]], 2)
     """
-    clean, crash_after, count = [], None, 0
+    clean: list[list | None] = []
+    crash_after, count = None, 0
     for batch in batches:
+        if batch is None:  # a trigger firing with nothing new (core/triggers.py): no rows, no crash
+            clean.append(None)
+            continue
         rows = []
         for entry in batch:
             if isinstance(entry, Crash):

@@ -25,17 +25,39 @@ from collections.abc import Iterator
 
 import attrs
 
-from ministream.core.steps import FilterSpec, SelectSpec, SourceSpec, Step, WatermarkSpec
+from ministream.core.steps import (
+    AggregateSpec,
+    DedupSpec,
+    FilterSpec,
+    JoinSpec,
+    ProcessSpec,
+    SelectSpec,
+    SinkSpec,
+    SourceSpec,
+    StaticJoinSpec,
+    Step,
+    UnionSpec,
+    WatermarkSpec,
+    WindowColumnSpec,
+    WindowSpec,
+)
 
 
 @attrs.frozen
 class EventTime:
     """An event time that a watermark tracks: its ``column``, the watermark's ``delay`` (ms) and the
-    ``with_watermark`` step that tracks it."""
+    ``with_watermark`` step that tracks it. ``window``: when the event time is a window (a window column,
+    or the window of a windowed aggregate), its ``(start, end)`` columns; ``column`` is then the end, which
+    is what eviction compares with the watermark."""
 
     column: str
     delay: int
     step: str
+    window: tuple[str, str] | None = attrs.field(default=None, repr=False)
+
+    def __repr__(self):
+        window = "" if self.window is None else f", window={self.window!r}"
+        return f"EventTime(column={self.column!r}, delay={self.delay!r}, step={self.step!r}{window})"
 
 
 @attrs.frozen
@@ -113,3 +135,127 @@ def input_lineage(step: Step) -> InputLineage:
 def has_watermark(steps: list[Step]) -> bool:
     """Whether any of ``steps`` is a ``with_watermark`` step."""
     return any(isinstance(step.spec, WatermarkSpec) for step in steps)
+
+
+def output_columns(step: Step) -> tuple[str, ...] | None:
+    """The columns of ``step``'s rows when the plan knows them (``None`` when it does not): a source that
+    declares its columns, a ``select``, an aggregate, a join of known inputs... A ``map``, ``flat_map`` or
+    process function may return anything, so after one the columns are unknown.
+
+    >>> from ministream.core.plan import Dataflow
+    >>> from ministream.core.sources import ScriptedSource
+    >>> events = Dataflow("f").source("events", ScriptedSource([], columns=("key", "ts")))
+    >>> output_columns(events.with_watermark("wm", "ts", 0).step), output_columns(events.map("m", dict).step)
+    (('key', 'ts'), None)
+    """
+    spec = step.spec
+    upstream = [edge.upstream for edge in step.inputs]
+    if isinstance(spec, SourceSpec):
+        return getattr(spec.source, "columns", None)
+    if isinstance(spec, SelectSpec):
+        return spec.names
+    if isinstance(spec, (FilterSpec, WatermarkSpec, DedupSpec, UnionSpec, SinkSpec)):
+        return output_columns(upstream[0])
+    if isinstance(spec, WindowColumnSpec):
+        before = output_columns(upstream[0])
+        return None if before is None else before + tuple(c for c in (spec.start, spec.end) if c not in before)
+    if isinstance(spec, AggregateSpec):
+        return spec.key_columns + tuple(spec.aggregates)
+    if isinstance(spec, WindowSpec):
+        return spec.key_columns + ("window_start", "window_end") + tuple(spec.aggregates)
+    if isinstance(spec, JoinSpec):
+        left, right = (output_columns(up) for up in upstream)
+        if spec.how == "left_semi":
+            return left
+        if left is None or right is None:
+            return None
+        if spec.using:
+            return left + tuple(c for c in right if c not in spec.right_keys)
+        return left + right
+    if isinstance(spec, StaticJoinSpec):
+        left = output_columns(upstream[0])
+        table = tuple(dict.fromkeys(c for row in spec.table for c in row))
+        return None if left is None else left + tuple(c for c in table if c not in left)
+    return None
+
+
+def event_time_columns(step: Step) -> dict[str, EventTime]:
+    """The columns of ``step``'s rows that carry an event time under a watermark (Spark: the columns with
+    watermark metadata), each with its :class:`EventTime`; a window's two columns share one.
+
+    How they flow: ``with_watermark`` marks its column; ``select`` keeps (and renames) marked columns;
+    filters, maps and deduplications pass them on (a map is taken to keep the columns it does not
+    replace); a window column step marks its window; an aggregate keeps the marked columns of its key, a
+    windowed aggregate's output window is marked; a join keeps both sides' (a left semi join the left's); a
+    union the first input's; a process function only the output column it names (``event_time_column``).
+
+    >>> from ministream.core.plan import Dataflow
+    >>> from ministream.core.sources import ScriptedSource
+    >>> events = Dataflow("f").source("events", ScriptedSource([])).with_watermark("wm", "ts", "5 seconds")
+    >>> event_time_columns(events.select("renamed", event_time="ts", key="key").step)
+    {'event_time': EventTime(column='ts', delay=5000, step='wm')}
+    """
+    spec = step.spec
+    upstream = [edge.upstream for edge in step.inputs]
+    if isinstance(spec, SourceSpec):
+        return {}
+    if isinstance(spec, WatermarkSpec):
+        before = event_time_columns(upstream[0])
+        kept = {name: time for name, time in before.items() if name != spec.column}
+        return {**kept, spec.column: EventTime(spec.column, spec.delay, step.name)}
+    if isinstance(spec, SelectSpec):
+        before = event_time_columns(upstream[0])
+        renamed = {old: new for new, old in spec.columns}
+        kept = {}
+        for new, old in spec.columns:
+            time = before.get(old)
+            if time is not None and time.window is not None:  # a window keeps its two columns' new names
+                start, end = renamed.get(time.window[0]), renamed.get(time.window[1])
+                window = (start, end) if start and end else None
+                time = attrs.evolve(time, column=end or new, window=window)
+            if time is not None:
+                kept[new] = time
+        return kept
+    if isinstance(spec, WindowColumnSpec):
+        before = event_time_columns(upstream[0])
+        if spec.column not in before:
+            return before
+        column_time = EventTime(spec.end, before[spec.column].delay, before[spec.column].step, (spec.start, spec.end))
+        return {**before, spec.start: column_time, spec.end: column_time}
+    if isinstance(spec, AggregateSpec):
+        found: dict[str, EventTime] = {}
+        for edge in step.inputs:
+            before = event_time_columns(edge.upstream)
+            found.update({name: before[name] for name in spec.key_columns if name in before and name not in found})
+        return found
+    if isinstance(spec, WindowSpec):
+        before = event_time_columns(upstream[0])
+        found = {name: before[name] for name in spec.key_columns if name in before}
+        if spec.column in before:
+            time = before[spec.column]
+            window_time = EventTime("window_end", time.delay, time.step, ("window_start", "window_end"))
+            found.update({"window_start": window_time, "window_end": window_time})
+        return found
+    if isinstance(spec, JoinSpec):
+        left, right = (event_time_columns(up) for up in upstream)
+        if spec.how == "left_semi":
+            return left
+        if spec.using:
+            right = {name: time for name, time in right.items() if name not in spec.right_keys}
+        return {**right, **left}
+    if isinstance(spec, ProcessSpec):
+        if spec.event_time_column is None:
+            return {}
+        marks = watermarks_upstream(step)
+        delay = marks[0].delay if marks else 0
+        return {spec.event_time_column: EventTime(spec.event_time_column, delay, step.name)}
+    if isinstance(spec, UnionSpec):
+        return event_time_columns(upstream[0])
+    if upstream:
+        return event_time_columns(upstream[0])
+    return {}
+
+
+def distinct_event_times(columns: dict[str, EventTime]) -> list[EventTime]:
+    """The distinct event times among ``columns`` (a window's two columns count once), in column order."""
+    return list(dict.fromkeys(columns.values()))

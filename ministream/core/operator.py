@@ -53,7 +53,10 @@ class BatchInfo:
     ``watermark`` is this batch's own: state at or before it is evicted (and append output emitted) at the end
     of this batch. Both are ``None`` when the pipeline has no watermark. ``processing_time`` is the batch
     timestamp (Spark's ``batchTimestampMs``): what the processing-time clock read when the batch started,
-    ``None`` when the run was given no batch timestamps.
+    ``None`` when the run was given no batch timestamps. ``has_data`` is false for a *no-data batch* (one that
+    reads nothing, run so that a new watermark can emit and evict: ``core/triggers.py``); ``position`` is the
+    script position (trigger firing) that ran the batch, and ``end`` the position its reading stops before
+    (a ``Trigger.once()`` batch reads several positions at once).
     """
 
     batch_id: int
@@ -61,6 +64,22 @@ class BatchInfo:
     late_watermark: int | None = None
     has_data: bool = True
     processing_time: int | None = None
+    position: int | None = None
+    end: int | None = None
+
+
+def watermark_moved(last: BatchInfo | None, watermark: int | None) -> bool:
+    """Spark's usual reason for a no-data batch (``shouldRunAnotherBatch``): the new watermark is above the one
+    the step's last batch *of this run* evicted with. Before a run's first batch there is no last batch, so
+    a restarted query runs no no-data batch until it has run a batch (Spark asks its last execution, and a
+    restarted query has none).
+
+    >>> watermark_moved(BatchInfo(3, watermark=5_000), 9_000), watermark_moved(BatchInfo(3, watermark=5_000), 5_000)
+    (True, False)
+    >>> watermark_moved(None, 9_000), watermark_moved(BatchInfo(0), 9_000)
+    (False, False)
+    """
+    return last is not None and watermark is not None and last.watermark is not None and watermark > last.watermark
 
 
 def _unconnected(*args) -> None:
@@ -257,3 +276,50 @@ class FilterOperator(Operator):
         if len(kept) < len(records):
             self.ctx.drop("filtered out", rows=len(records) - len(kept))
         self.ctx.emit(kept)
+
+
+class UnionOperator(Operator):
+    """The rows of every input, passed on as they come (a ``union`` step).
+
+    >>> union = UnionOperator()
+    >>> ctx = StepContext.for_testing(); union.open(ctx)
+    >>> union.process([{"n": 1}], 0); union.process([{"n": 2}], 1); ctx.emitted
+    [{'n': 1}, {'n': 2}]
+    """
+
+    def process(self, records, input_index):
+        self.ctx.emit(list(records))
+
+
+def _nulls_first(column: str) -> Callable[[dict], tuple]:
+    """A sort key on ``column`` that puts nulls first (last when the sort is reversed), as Spark orders."""
+    return lambda row: (row.get(column) is not None, row.get(column))
+
+
+class SortOperator(Operator):
+    """A batch's rows, held until the batch ends, then emitted in order (a ``sort`` step). Nulls come first,
+    as in Spark's ascending order (and last when descending).
+
+    >>> order = SortOperator(("count", "key"), (True, False))
+    >>> ctx = StepContext.for_testing(); order.open(ctx)
+    >>> order.process([{"key": "b", "count": 1}, {"key": "a", "count": 2}, {"key": "c", "count": 2}], 0)
+    >>> order.on_batch_end(None); [row["key"] for row in ctx.emitted]
+    ['a', 'c', 'b']
+    """
+
+    def __init__(self, columns: tuple[str, ...], descending: tuple[bool, ...]):
+        self.columns = columns
+        self.descending = descending
+
+    def open(self, ctx):
+        super().open(ctx)
+        self.rows: list[dict] = []
+
+    def process(self, records, input_index):
+        self.rows.extend(records)
+
+    def on_batch_end(self, batch):
+        rows, self.rows = self.rows, []
+        for column, down in reversed(list(zip(self.columns, self.descending))):  # stable: last key first
+            rows.sort(key=_nulls_first(column), reverse=down)
+        self.ctx.emit(rows)

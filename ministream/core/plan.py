@@ -31,12 +31,18 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
 from ministream.core.aggregates import AggregateFunction
-from ministream.core.lineage import input_lineage
+from ministream.core.lineage import (
+    EventTime,
+    distinct_event_times,
+    event_time_columns,
+    input_lineage,
+    output_columns,
+)
 from ministream.core.steps import (
     JOIN_TYPES,
     TIME_MODES,
@@ -49,12 +55,17 @@ from ministream.core.steps import (
     MapSpec,
     OperatorSpec,
     ProcessSpec,
+    RowCondition,
     SelectSpec,
     SinkSpec,
+    SortSpec,
     SourceSpec,
+    StaticJoinSpec,
     Step,
     StepSpec,
+    UnionSpec,
     WatermarkSpec,
+    WindowColumnSpec,
     WindowSpec,
 )
 from ministream.errors import PipelineError
@@ -116,6 +127,8 @@ def _key_function(key: Any) -> tuple[Callable[[dict], Any], tuple[str, ...]]:
         return operator.itemgetter(key), (key,)  # row[key], as a function
     if isinstance(key, (list, tuple)):
         names = tuple(key)
+        if len(names) == 1:  # one column: its value is the key, as with a name
+            return operator.itemgetter(names[0]), names
         return (lambda row: tuple(row[name] for name in names)), names
     if callable(key):
         return key, ("key",)
@@ -162,21 +175,127 @@ class Stream:
         """Each row becomes ``fn(row)``."""
         return self._then(name, MapSpec(fn))
 
-    def filter(self, name: str, predicate: Callable[[dict], bool]) -> Stream:
-        """Keep the rows for which ``predicate(row)`` is true."""
-        return self._then(name, FilterSpec(predicate))
+    def filter(self, name: str, predicate: Callable[[dict], bool], *, columns: Any = None) -> Stream:
+        """Keep the rows for which ``predicate(row)`` is true. ``columns``: the columns the predicate reads;
+        a filter right after ``with_watermark`` that does not read its event-time column runs before it, as
+        Spark's optimizer moves it there: the rows it drops never move the watermark."""
+        names = (columns,) if isinstance(columns, str) else None if columns is None else tuple(columns)
+        return self._then(name, FilterSpec(predicate, names))
 
     def flat_map(self, name: str, fn: Callable[[dict], list]) -> Stream:
         """Each row becomes the rows of ``fn(row)``: none, one or many."""
         return self._then(name, FlatMapSpec(fn))
 
     def with_watermark(self, name: str, column: str, delay: str | int) -> Stream:
-        """Track event time in ``column`` with a bounded out-of-orderness ``delay`` (``"5 seconds"``):
-        Spark's ``withWatermark(column, delay)``."""
+        """Track event time in ``column`` with a bounded out-of-orderness ``delay`` (``"5 seconds"``, an ANSI
+        interval such as ``"INTERVAL '1 2:3:4' DAY TO SECOND"``, or ms): Spark's ``withWatermark(column,
+        delay)``. Refused, as Spark refuses them: a negative delay (months count 31 days in the sign, so
+        ``"1 month -40 days"`` is negative), a column the rows do not have, and a second watermark on a
+        stream that already has one (Spark 3.5: 'Redefining watermark is disallowed')."""
         delay_ms = parse_duration(delay)
         if delay_ms < 0:
-            raise PipelineError(f"step {name!r}: a watermark delay cannot be negative, got {delay!r}")
+            raise PipelineError(
+                f"step {name!r}: a watermark delay cannot be negative, got {delay!r} (Spark: 'delay threshold "
+                f"({delay}) should not be negative.')"
+            )
+        columns = output_columns(self.step)
+        if columns is not None and column not in columns:
+            raise PipelineError(
+                f"step {name!r}: the rows have no column {column!r} to track event time in; they have "
+                f"{', '.join(columns)}. (Spark: 'Cannot resolve column name \"{column}\"'.)"
+            )
+        tracked = distinct_event_times(event_time_columns(self.step))
+        if tracked:
+            raise PipelineError(
+                f"step {name!r}: the stream already has a watermark, on {tracked[0].column!r} (step "
+                f"{tracked[0].step!r}): one stream has one event time, so a second watermark would say "
+                "another thing about the same rows. (Spark: 'Redefining watermark is disallowed. You can set "
+                "the config 'spark.sql.streaming.statefulOperator.allowMultiple' to 'false' to restore the "
+                "previous behavior.')"
+            )
         return self._then(name, WatermarkSpec(column, delay_ms))
+
+    def with_window(
+        self,
+        name: str,
+        assigner: WindowAssigner,
+        *,
+        column: str = "ts",
+        start: str = "window_start",
+        end: str = "window_end",
+    ) -> Stream:
+        """Add the window each row belongs to as two columns, ``start`` and ``end``: Spark's
+        ``select(window(column, "10 seconds"))``, a window the query can then group or join by (a row in
+        several sliding windows becomes one row per window). The window keeps the column's watermark: a step
+        keyed by it evicts (and drops late rows) once the window's end is at or before the watermark."""
+        if assigner.kind == "session":
+            raise PipelineError(
+                f"step {name!r}: a session window depends on the other rows of its key, so it can only be "
+                "made by a window step (key_by(...).window(...)), not as a column of each row. (Spark: "
+                "session_window is supported only in groupBy.)"
+            )
+        return self._then(name, WindowColumnSpec(assigner, column, start, end))
+
+    def sort(self, name: str, *columns: str, descending: bool | tuple[bool, ...] = False) -> Stream:
+        """Each batch's rows in the order of ``columns`` (``descending``: one flag, or one per column): Spark's
+        ``orderBy``. A stream has no end to sort, so Spark allows it only after an aggregation in complete
+        mode, where each batch is the whole result table; the run refuses it elsewhere."""
+        if not columns:
+            raise PipelineError(f"sort {name!r}: give the columns to sort by")
+        flags = (descending,) * len(columns) if isinstance(descending, bool) else tuple(descending)
+        if len(flags) != len(columns):
+            raise PipelineError(f"sort {name!r}: give one descending flag per column")
+        edge = Edge(self.step, "gather", output=self.output)
+        return Stream(self.flow, self.flow.add(Step(name, SortSpec(tuple(columns), flags), [edge], parallelism="one")))
+
+    def union(self, name: str, *others: Stream) -> Stream:
+        """The rows of this stream and of ``others``, as they come: Spark's ``a.union(b)`` (ministream's rows are
+        dicts, so columns are matched by name). Every watermark of every input still counts for the query's
+        watermark; the event-time columns of the result are those of the first input."""
+        if not others:
+            raise PipelineError(f"union {name!r} needs at least one other stream")
+        edges = [Edge(stream.step, "gather", output=stream.output) for stream in (self, *others)]
+        return Stream(self.flow, self.flow.add(Step(name, UnionSpec(), edges, parallelism="one")))
+
+    def join_static(
+        self,
+        name: str,
+        table: list[dict],
+        *,
+        on: str | list[str] | tuple[str, ...] | dict[str, str],
+        how: Literal["inner", "left_outer"] = "inner",
+    ) -> Stream:
+        """Join each row with the rows of a fixed ``table`` (a list of dicts) on equal keys: Spark's
+        stream-static join, ``stream.join(static_df, on, how)``. ``on`` is a column (or columns) both have,
+        which then appears once, or ``{stream column: table column}``. ``how`` is ``"inner"`` or
+        ``"left_outer"`` (a row without a match is kept, padded with nulls). Nothing is kept in state."""
+        if how not in ("inner", "left_outer"):
+            raise PipelineError(
+                f"join_static {name!r}: how must be 'inner' or 'left_outer' with the stream on the left, not "
+                f"{how!r}. (Spark refuses the outer joins that would wait for the end of the stream: "
+                "'RightOuter join with a streaming DataFrame/Dataset on the left and a static DataFrame/"
+                "DataSet on the right not supported'.)"
+            )
+        pairs = (
+            tuple(on.items()) if isinstance(on, dict) else tuple((c, c) for c in ((on,) if isinstance(on, str) else on))
+        )
+        if not pairs:
+            raise PipelineError(f"join_static {name!r}: give the columns to join on")
+        spec = StaticJoinSpec(
+            tuple(dict(row) for row in table), tuple(a for a, _ in pairs), tuple(b for _, b in pairs), how
+        )
+        return self._then(name, spec)
+
+    def aggregate(self, name: str, **aggregates: AggregateFunction) -> Stream:
+        """A global aggregate, over every row with no key: Spark's ``df.agg(count("*"))``. One row comes out,
+        the aggregates only (update mode: when a batch changed it; complete mode: at every batch, even one that
+        brought no rows)."""
+        return self.key_by([]).aggregate(name, **aggregates)
+
+    def window(self, name: str, assigner: WindowAssigner, **settings: Any) -> Stream:
+        """A windowed aggregate with no key, only the window: Spark's ``groupBy(window(...)).agg(...)`` (the
+        settings are :meth:`KeyedStream.window`'s). Session windows need a key, as in Spark."""
+        return self.key_by([]).window(name, assigner, **settings)
 
     def select(self, name: str, /, **columns: str) -> Stream:
         """Keep some columns under new names: ``select("clicks_renamed", click_time="ts")`` is Spark's
@@ -187,20 +306,28 @@ class Stream:
             raise PipelineError(f"select {name!r} needs at least one column, e.g. click_time='ts'")
         return self._then(name, SelectSpec(pairs))
 
-    def drop_duplicates(self, name: str, columns: str | list[str] | tuple[str, ...], within_watermark: bool = False):
+    def drop_duplicates(
+        self, name: str, columns: str | list[str] | tuple[str, ...] | None = None, within_watermark: bool = False
+    ):
         """Keep the first row of each combination of ``columns`` (``operators/dedup.py``): Spark's
-        ``dropDuplicates(columns)``, or ``dropDuplicatesWithinWatermark(columns)``."""
-        names = (columns,) if isinstance(columns, str) else tuple(columns)
-        if not names:
-            raise PipelineError(f"drop_duplicates {name!r}: give the columns that identify a duplicate")
-        if within_watermark and input_lineage(self.step).event_time is None:
+        ``dropDuplicates(columns)``, or ``dropDuplicatesWithinWatermark(columns)``; without ``columns``, of
+        each whole row (``dropDuplicates()``: a row is a duplicate when every column is equal)."""
+        names = () if columns is None else (columns,) if isinstance(columns, str) else tuple(columns)
+        if columns is not None and not names:
+            raise PipelineError(
+                f"drop_duplicates {name!r}: give the columns that identify a duplicate, or none for the whole row"
+            )
+        times = distinct_event_times(event_time_columns(self.step))
+        if within_watermark and not times:
             raise PipelineError(
                 f"drop_duplicates {name!r}: within_watermark needs a watermark, since a key is kept for the "
                 "watermark delay after its first row. Add with_watermark(...) before it. (Spark: "
                 "'dropDuplicatesWithinWatermark is not supported on streaming DataFrames/DataSets without "
                 "watermark'.)"
             )
-        return self.key_by(list(names)).keyed_step(name, DedupSpec(names, within_watermark))
+        _at_most_one_event_time(name, times)
+        keyed = self.key_by(list(names) if names else whole_row)
+        return keyed.keyed_step(name, DedupSpec(names, within_watermark))
 
     def key_by(self, key: Any) -> KeyedStream:
         """Partition the stream by key: a column name, several column names, or a function of the row.
@@ -214,6 +341,57 @@ class Stream:
         """Deliver the stream to ``sink`` (a ``CollectingSink`` in lessons and tests)."""
         edge = Edge(self.step, "gather", output=self.output)
         self.flow.add(Step(name, SinkSpec(sink), [edge], parallelism="one"))
+
+
+def whole_row(row: dict) -> tuple:
+    """The key of a whole row (``drop_duplicates`` with no columns): its columns and values, in column order,
+    lists and dicts made hashable.
+
+    >>> whole_row({"b": [1, 2], "a": "x"})
+    (('a', 'x'), ('b', (1, 2)))
+    """
+    return tuple(sorted((column, _hashable(value)) for column, value in row.items()))
+
+
+def _hashable(value):
+    if isinstance(value, list):
+        return tuple(_hashable(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _hashable(v)) for k, v in value.items()))
+    return value
+
+
+def _at_most_one_event_time(name: str, times: list[EventTime]) -> None:
+    """Refuse a stateful step whose input carries several event times (a join's output has both sides'):
+    it would not know which one its watermark is about."""
+    if len(times) > 1:
+        columns = ", ".join(time.column for time in times)
+        raise PipelineError(
+            f"step {name!r}: its rows carry more than one event time ({columns}), so it cannot tell which one "
+            "the watermark is about. Keep one (select the columns you need before this step). (Spark: 'More "
+            "than one event time columns are available. Please ensure there is at most one event time column "
+            "per stream.')"
+        )
+
+
+def _condition(where) -> RowCondition | None:
+    """A one-sided join condition as a ``RowCondition`` (a bare function may read any column)."""
+    if where is None or isinstance(where, RowCondition):
+        return where
+    if not callable(where):
+        raise PipelineError(f"a join condition is a function of the row (or a RowCondition), not {where!r}")
+    return RowCondition(where)
+
+
+def _key_time(left: tuple[str, ...], right: tuple[str, ...], times: list[dict]) -> tuple[str, str] | None:
+    """The key columns that carry event time (Spark: a join key with watermark metadata, on either side):
+    the first key position whose left or right column is an event-time column, or the end of a window."""
+    for left_column, right_column in zip(left, right):
+        for side, column in ((0, left_column), (1, right_column)):
+            time = times[side].get(column)
+            if time is not None and (time.window is None or column == time.window[1]):
+                return left_column, right_column
+    return None
 
 
 def _must_evict(how: str) -> tuple[bool, bool]:
@@ -275,11 +453,24 @@ class KeyedStream:
         how: str = "inner",
         between: TimeRange | None = None,
         key_time: tuple[str, str] | None = None,
+        left_where: Callable[[dict], bool] | RowCondition | None = None,
+        right_where: Callable[[dict], bool] | RowCondition | None = None,
+        where: Callable[[dict, dict], bool] | None = None,
+        null_safe: bool = False,
+        using: bool = False,
     ) -> Stream:
         """A stream-stream join with ``other`` on equal keys (``operators/stream_join.py``): ``how`` is
         ``inner``, ``left_outer``, ``right_outer``, ``full_outer`` or ``left_semi``; ``between`` a
         ``TimeRange`` on the two sides' event times; ``key_time`` the event-time column of each side that is
-        in the key. Refuses, as Spark does, an outer or semi join that could never emit or forget a row.
+        in the key (found by itself when a key column carries event time, such as a window from
+        ``with_window``).
+
+        The rest of the condition: ``left_where`` / ``right_where`` test one side's row (a function, or a
+        ``RowCondition`` that also names the columns it reads), ``where`` a pair of rows. ``null_safe``
+        compares keys with Spark's ``<=>`` (null matches null; with ``=`` a null key matches nothing).
+        ``using``: both sides have the key columns under the same names, and the output has them once, as
+        Spark's ``df1.join(df2, ["key"])``. Refuses, as Spark does, a join without equal keys and an outer or
+        semi join that could never emit or forget a row.
 
         >>> from ministream.core.sources import ScriptedSource
         >>> flow = Dataflow("f")
@@ -290,13 +481,44 @@ class KeyedStream:
         """
         if how not in JOIN_TYPES:
             raise PipelineError(f"join {name!r}: how must be one of {', '.join(JOIN_TYPES)}, not {how!r}")
-        spec = JoinSpec(how, self.key_columns, other.key_columns, between, key_time)
+        if not self.key_columns or not other.key_columns:
+            raise PipelineError(
+                f"join {name!r}: a stream-stream join needs equal keys on both sides (key_by(...) a column of "
+                "each): without them every row would wait for every row of the other side, forever. (Spark: "
+                "'Stream-stream join without equality predicate is not supported'.)"
+            )
+        if len(self.key_columns) != len(other.key_columns):
+            raise PipelineError(f"join {name!r}: both sides need as many key columns")
+        if using and self.key_columns != other.key_columns:
+            raise PipelineError(
+                f"join {name!r}: using=True joins on columns of the same name on both sides; the keys are "
+                f"{', '.join(self.key_columns)} and {', '.join(other.key_columns)}"
+            )
         sides = (input_lineage(self.upstream), input_lineage(other.upstream))
         names = (sides[0].source, sides[1].source) if sides[0].source != sides[1].source else ("left", "right")
-        has_watermark = any(side.event_time is not None for side in sides)
+        times = [event_time_columns(side.upstream) for side in (self, other)]
+        for side_name, side_times in zip(names, times):
+            _at_most_one_event_time(f"{name}' ({side_name} side)", distinct_event_times(side_times))
+        if key_time is None:
+            key_time = _key_time(self.key_columns, other.key_columns, times)
+        spec = JoinSpec(
+            how,
+            self.key_columns,
+            other.key_columns,
+            between,
+            key_time,
+            _condition(left_where),
+            _condition(right_where),
+            where,
+            null_safe,
+            using,
+        )
+        watermarked = [side.event_time is not None or bool(side_times) for side, side_times in zip(sides, times)]
+        has_watermark = any(watermarked)
         for side, must in enumerate(_must_evict(how)):
             bounded = between is not None and (between.upper, between.lower)[side] is not None
-            other_time = sides[1 - side].watermark_column == (between.right, between.left)[side] if between else False
+            other_columns = {time.column for time in times[1 - side].values()}
+            other_time = (between.right, between.left)[side] in other_columns if between else False
             if must and not ((key_time is not None and has_watermark) or (bounded and other_time)):
                 this, that = names[side], names[1 - side]
                 raise PipelineError(
@@ -310,10 +532,25 @@ class KeyedStream:
                 )
         return self.keyed_step(name, spec, (other,))
 
-    def process(self, name: str, processor: Any, *, time_mode: str = "none", output_mode: str | None = None) -> Stream:
+    def process(
+        self,
+        name: str,
+        processor: Any,
+        *others: KeyedStream,
+        time_mode: str = "none",
+        output_mode: str | None = None,
+        initial_state: list[dict] | None = None,
+        event_time_column: str | None = None,
+    ) -> Stream:
         """A keyed process function (``operators/process.py``): ``processor``, a ``Processor``, sees each
         key's rows and keeps its own state and timers: Spark's ``groupBy(key).transformWithState(processor,
-        ..., timeMode)``. ``time_mode`` is ``"none"``, ``"event_time"`` or ``"processing_time"``."""
+        ..., timeMode)``. ``time_mode`` is ``"none"``, ``"event_time"`` or ``"processing_time"``.
+
+        Other keyed streams given after the processor are processed together with this one (Spark's
+        ``a.union(b).groupByKey(...).transformWithState(...)``). ``initial_state``: rows (with the key
+        columns) that the processor's ``handle_initial_state`` sees before the query's first batch (Spark's
+        ``initialState``). ``event_time_column``: an output column that the next stateful step takes as its
+        event time (Spark's ``eventTimeColumnName``)."""
         if time_mode not in TIME_MODES:
             raise PipelineError(f"step {name!r}: time_mode must be one of {', '.join(TIME_MODES)}, not {time_mode!r}")
         if output_mode not in (None, "append", "update"):
@@ -325,8 +562,18 @@ class KeyedStream:
                 f"step {name!r}: event-time mode needs a watermark: add .with_watermark(...) "
                 "before key_by (Spark refuses timeMode=EventTime without a watermark too)"
             )
-        spec = ProcessSpec(self.key_columns, processor, time_mode, output_mode)  # type: ignore[arg-type]
-        return self.keyed_step(name, spec)
+        if initial_state is not None and not callable(getattr(processor, "handle_initial_state", None)):
+            raise PipelineError(f"step {name!r}: an initial state needs a processor with handle_initial_state")
+        if event_time_column is not None and time_mode != "event_time":
+            raise PipelineError(
+                f"step {name!r}: event_time_column names an output event time, which needs a watermark: use "
+                "time_mode='event_time'"
+            )
+        if time_mode == "event_time":
+            _at_most_one_event_time(name, distinct_event_times(event_time_columns(self.upstream)))
+        initial = None if initial_state is None else tuple(dict(row) for row in initial_state)
+        spec = ProcessSpec(self.key_columns, processor, time_mode, output_mode, initial, event_time_column)  # type: ignore[arg-type]
+        return self.keyed_step(name, spec, others)
 
     def aggregate(self, name: str, *others: KeyedStream, **aggregates: AggregateFunction) -> Stream:
         """A running aggregate per key: ``aggregate("totals", count=Count(), sum=Sum("value"))``. Other keyed
@@ -334,6 +581,9 @@ class KeyedStream:
         ``a.union(b).groupBy(key).agg(...)``."""
         if not aggregates:
             raise PipelineError(f"aggregate {name!r} needs at least one aggregate, e.g. count=Count()")
+        for stream in (self, *others):
+            keys = event_time_columns(stream.upstream)
+            _at_most_one_event_time(name, distinct_event_times({c: keys[c] for c in self.key_columns if c in keys}))
         return self.keyed_step(name, AggregateSpec(self.key_columns, aggregates), others)
 
     def window(
@@ -344,6 +594,7 @@ class KeyedStream:
         column: str = "ts",
         allowed_lateness: str | int = 0,
         late_rows: str | None = None,
+        processing_time: bool = False,
         **aggregates: AggregateFunction,
     ) -> Stream:
         """An aggregate per key and per event-time window (``operators/window.py``):
@@ -352,13 +603,20 @@ class KeyedStream:
         ``Sliding``, ``Session``) says which windows a row belongs to; rows come out as
         ``{key..., window_start, window_end, aggregates...}``. ``late_rows`` names a side output for the rows
         too late for all their windows (``stream.side_output(name)``); continuous model only,
-        ``allowed_lateness`` keeps a fired window for late rows."""
+        ``allowed_lateness`` keeps a fired window for late rows, and ``processing_time=True`` puts each row in
+        the windows of the processing time at which it arrives, which fire as the clock passes their end
+        (Flink's processing-time windows; no row is ever late)."""
         if not aggregates:
             raise PipelineError(f"window {name!r} needs at least one aggregate, e.g. count=Count()")
         lateness = parse_duration(allowed_lateness)
         if lateness < 0:
             raise PipelineError(f"window {name!r}: allowed lateness cannot be negative, got {allowed_lateness!r}")
-        spec = WindowSpec(self.key_columns, assigner, column, aggregates, lateness, late_rows)
+        if processing_time and (lateness or late_rows):
+            raise PipelineError(
+                f"window {name!r}: a processing-time window has no late rows (a row goes into the windows of the "
+                "time it arrives), so no allowed lateness and no late_rows"
+            )
+        spec = WindowSpec(self.key_columns, assigner, column, aggregates, lateness, late_rows, processing_time)
         return self.keyed_step(name, spec)
 
 

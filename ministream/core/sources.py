@@ -32,21 +32,39 @@ class ScriptedSource:
     (3, [{'key': 'a'}], [], [])
 
     In the micro-batch model batch ``k`` is micro-batch ``k``; in the continuous model the batches are read
-    one after the other, row by row. Empty batches are batches with no rows (Spark runs them too).
+    one after the other, row by row. Empty batches are batches with no rows (Spark runs them too). A batch
+    may also be ``None``: nothing arrived before that trigger (``core/triggers.py``), so the query runs a
+    no-data batch there if a stateful step asks for one, and no batch at all otherwise.
+
+    ``columns`` names the columns of its rows (a schema, as Spark's sources have one): the plan then knows
+    them from the start, and refuses a step that names a column the rows do not have (``core/lineage.py``).
 
     A source can be told to crash (``core/faults.py``): ``crash_after=N`` delivers N rows, then raises
     ``SimulatedCrash`` when it is asked for more; a ``faults.Crash()`` entry in the script does the same where
     it stands. It crashes once: a recovering run reads past the crash point.
     """
 
-    def __init__(self, batches: list[list[dict]], crash_after: int | None = None):
-
-        self.batches, marked = rows_before_crash(batches)
+    def __init__(
+        self, batches: list[list[dict] | None], crash_after: int | None = None, columns: tuple[str, ...] | None = None
+    ):
+        self.columns = None if columns is None else tuple(columns)
+        self.positions, marked = rows_before_crash(batches)
+        self.batches = [batch if batch is not None else [] for batch in self.positions]
         self.crash_after = crash_after if crash_after is not None else marked
         self.crashed = False
 
     def __len__(self):
         return len(self.batches)
+
+    def arrived(self, position: int) -> bool:
+        """Whether anything (rows, or an empty batch) arrived for trigger firing ``position``: ``False`` for a
+        ``None`` batch of the script and past its end.
+
+        >>> source = ScriptedSource([[{"n": 1}], None, []])
+        >>> [source.arrived(k) for k in range(4)]
+        [True, False, True, False]
+        """
+        return position < len(self.positions) and self.positions[position] is not None
 
     def batch(self, batch_id: int) -> list[dict]:
         """The rows of batch ``batch_id`` (none past the end of the script)."""

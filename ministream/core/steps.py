@@ -99,10 +99,34 @@ class MapSpec(StepSpec):
 
 @attrs.frozen
 class FilterSpec(StepSpec):
-    """Keep the rows for which ``predicate(row)`` is true."""
+    """Keep the rows for which ``predicate(row)`` is true. ``columns``, when given, are the only columns the
+    predicate reads: a filter right after ``with_watermark`` that does not read the event-time column then
+    runs *before* it, as Spark's optimizer pushes it there, so the rows it drops never move the watermark
+    (``None``: it may read any column, and stays after the watermark)."""
 
     predicate: Callable[[dict], bool]
+    columns: tuple[str, ...] | None = None
     kind: ClassVar[str] = "filter"
+
+    def describe(self) -> dict[str, str]:
+        return {"columns": ", ".join(self.columns)} if self.columns is not None else {}
+
+
+@attrs.frozen
+class RowCondition:
+    """A condition on one row, ``fn(row) -> bool``, and the columns it reads (``None``: any of them): a
+    join's condition on one side's columns only.
+
+    >>> RowCondition(lambda row: row["value"] > 4, ("value",)).reads("ts")
+    False
+    """
+
+    fn: Callable[[dict], bool]
+    columns: tuple[str, ...] | None = None
+
+    def reads(self, column: str) -> bool:
+        """Whether the condition may read ``column``."""
+        return self.columns is None or column in self.columns
 
 
 @attrs.frozen
@@ -131,6 +155,56 @@ class SelectSpec(StepSpec):
 
     def describe(self) -> dict[str, str]:
         return {"columns": ", ".join(f"{new}={old}" for new, old in self.columns)}
+
+
+@attrs.frozen
+class UnionSpec(StepSpec):
+    """The rows of every input, as they come: Spark's ``a.union(b)``. Spark matches columns by position;
+    ministream's rows are dicts, so they are matched by name (Spark's ``unionByName``), and the inputs must
+    have the same columns."""
+
+    kind: ClassVar[str] = "union"
+
+
+@attrs.frozen
+class WindowColumnSpec(StepSpec):
+    """Each row gets the window it belongs to as two columns, ``start`` and ``end`` (ms): Spark's
+    ``select(window(column, ...))``, a window column the query can group or join by. With sliding windows a
+    row belongs to several, and becomes one row per window, as in Spark. When a watermark tracks ``column``,
+    the window is an event-time column too: a step keyed by it evicts a window once ``end <= watermark``.
+
+    >>> from ministream.time.windows import Tumbling
+    >>> WindowColumnSpec(Tumbling(10_000), "ts").describe()
+    {'window': 'tumbling 10 seconds', 'column': 'ts', 'columns': 'window_start, window_end'}
+    """
+
+    assigner: WindowAssigner
+    column: str
+    start: str = "window_start"
+    end: str = "window_end"
+    kind: ClassVar[str] = "window_column"
+
+    def describe(self) -> dict[str, str]:
+        return {"window": self.assigner.describe(), "column": self.column, "columns": f"{self.start}, {self.end}"}
+
+
+@attrs.frozen
+class SortSpec(StepSpec):
+    """Each batch's rows in order of ``columns`` (``descending`` says, per column, whether the order is
+    reversed): Spark's ``orderBy``, which a streaming query allows only after an aggregation in complete
+    mode, where each batch is the whole result table.
+
+    >>> SortSpec(("count", "key"), (True, False)).describe()
+    {'order': 'count descending, key'}
+    """
+
+    columns: tuple[str, ...]
+    descending: tuple[bool, ...]
+    kind: ClassVar[str] = "sort"
+
+    def describe(self) -> dict[str, str]:
+        words = [f"{column} descending" if down else column for column, down in zip(self.columns, self.descending)]
+        return {"order": ", ".join(words)}
 
 
 @attrs.frozen
@@ -166,7 +240,9 @@ class WindowSpec(StepSpec):
     or ``session_window``.
 
     ``allowed_lateness`` (ms) and ``late_rows`` (the name of a side output for the rows too late for all
-    their windows) are Flink's, for the continuous model.
+    their windows) are Flink's, for the continuous model. So is ``processing_time``: a row's windows are
+    those that hold the processing time at which it arrives (``column`` is not read), and they fire when the
+    clock passes their end (Flink's ``TumblingProcessingTimeWindows`` and the like).
     """
 
     key_columns: tuple[str, ...]
@@ -175,6 +251,7 @@ class WindowSpec(StepSpec):
     aggregates: dict[str, AggregateFunction]
     allowed_lateness: int = 0
     late_rows: str | None = None
+    processing_time: bool = False
     kind: ClassVar[str] = "window_aggregate"
     keyed: ClassVar[bool] = True
 
@@ -194,13 +271,16 @@ class WindowSpec(StepSpec):
             words["allowed lateness"] = format_duration(self.allowed_lateness)
         if self.late_rows:
             words["side outputs"] = self.late_rows
+        if self.processing_time:
+            words["time"] = "processing time"
         return words
 
 
 @attrs.frozen
 class DedupSpec(StepSpec):
     """Keep the first row of each combination of ``columns``: Spark's ``dropDuplicates(columns)``, or
-    ``dropDuplicatesWithinWatermark(columns)`` when ``within_watermark``."""
+    ``dropDuplicatesWithinWatermark(columns)`` when ``within_watermark``. No columns (``()``) means all of
+    them, the whole row: Spark's ``dropDuplicates()``."""
 
     columns: tuple[str, ...]
     within_watermark: bool = False
@@ -211,30 +291,74 @@ class DedupSpec(StepSpec):
         return "drop_duplicates_within" if self.within_watermark else "drop_duplicates"
 
     def describe(self) -> dict[str, str]:
-        return {"key": ", ".join(self.columns), "columns": ", ".join(self.columns)}
+        names = ", ".join(self.columns) if self.columns else "all columns"
+        return {"key": names, "columns": names}
 
 
 @attrs.frozen
 class JoinSpec(StepSpec):
     """A stream-stream join on equal keys (input 0 is the left side, input 1 the right): ``how`` is one of
     :data:`JOIN_TYPES`; ``between`` a time range on the two sides' event times; ``key_time`` the event-time
-    column of each side that is part of the key (a window)."""
+    column of each side that is part of the key (a window).
+
+    The rest of Spark's join condition: ``left_where`` and ``right_where``, conditions on one side's columns
+    (``leftValue > 4``); ``where``, a condition on a pair (``where(left_row, right_row)``). ``null_safe``:
+    the keys are compared with ``<=>`` (a null key matches a null key) rather than ``=`` (a null key matches
+    nothing). ``using``: the key columns have the same names on both sides and appear once in the output,
+    as Spark's ``df1.join(df2, ["key"])`` writes them (the left value, the right one for a right outer join,
+    the one that is not null for a full outer join)."""
 
     how: JoinType
     left_keys: tuple[str, ...]
     right_keys: tuple[str, ...]
     between: TimeRange | None = None
     key_time: tuple[str, str] | None = None
+    left_where: RowCondition | None = None
+    right_where: RowCondition | None = None
+    where: Callable[[dict, dict], bool] | None = None
+    null_safe: bool = False
+    using: bool = False
     kind: ClassVar[str] = "join"
     keyed: ClassVar[bool] = True
 
     def describe(self) -> dict[str, str]:
-        words = {"how": self.how, "key": ", ".join(self.left_keys) + " = " + ", ".join(self.right_keys)}
+        equal = " <=> " if self.null_safe else " = "
+        words = {"how": self.how, "key": ", ".join(self.left_keys) + equal + ", ".join(self.right_keys)}
         if self.between is not None:
             words["between"] = self.between.describe()
         if self.key_time is not None:
             words["key_time"] = " = ".join(self.key_time)
+        conditions = [
+            f"{side} condition" for side, where in (("left", self.left_where), ("right", self.right_where)) if where
+        ]
+        if self.where is not None:
+            conditions.append("pair condition")
+        if conditions:
+            words["where"] = ", ".join(conditions)
+        if self.using:
+            words["using"] = ", ".join(self.left_keys)
         return words
+
+
+@attrs.frozen
+class StaticJoinSpec(StepSpec):
+    """Each row of the stream joined with the rows of a fixed table whose ``table_keys`` equal its
+    ``stream_keys``: Spark's stream-static join (``stream.join(static_df, ...)``). No state: every row is
+    joined as it comes. ``how`` is ``"inner"`` or ``"left_outer"`` (a stream row with no match is kept,
+    padded with nulls), the joins Spark allows with the stream on the left."""
+
+    table: tuple[dict, ...]
+    stream_keys: tuple[str, ...]
+    table_keys: tuple[str, ...]
+    how: Literal["inner", "left_outer"] = "inner"
+    kind: ClassVar[str] = "static_join"
+
+    def describe(self) -> dict[str, str]:
+        return {
+            "how": self.how,
+            "key": ", ".join(self.stream_keys) + " = " + ", ".join(self.table_keys),
+            "table": f"{len(self.table)} rows",
+        }
 
 
 @attrs.frozen
@@ -246,6 +370,12 @@ class ProcessSpec(StepSpec):
     processor: Any
     time_mode: TimeMode = "none"
     output_mode: Literal["append", "update"] | None = None
+    initial_state: tuple[dict, ...] | None = None
+    """Rows given to ``handle_initial_state`` before the first batch, each with the key columns (Spark's
+    ``initialState``): in the first batch of a query, not after a restart from a checkpoint."""
+    event_time_column: str | None = None
+    """An output column that the next stateful step takes as its event time (Spark's
+    ``eventTimeColumnName``), under the same watermark."""
     kind: ClassVar[str] = "process"
     keyed: ClassVar[bool] = True
 
@@ -257,6 +387,10 @@ class ProcessSpec(StepSpec):
         }
         if self.output_mode is not None:
             words["output_mode"] = self.output_mode
+        if self.initial_state is not None:
+            words["initial_state"] = f"{len(self.initial_state)} rows"
+        if self.event_time_column is not None:
+            words["event_time_column"] = self.event_time_column
         return words
 
 

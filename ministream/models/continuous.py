@@ -54,6 +54,7 @@ import attrs
 from ministream.core.operator import BatchInfo
 from ministream.core.physical import PhysicalGraph, Subtask, Watermark, WatermarkStatus
 from ministream.core.plan import Dataflow
+from ministream.core.steps import SortSpec
 from ministream.core.trace import Trace
 from ministream.errors import PipelineError
 from ministream.models.run import Run
@@ -311,6 +312,12 @@ def check_continuous(flow: Dataflow) -> None:
         raise PipelineError(f"dataflow {flow.name!r} has no source")
     if not flow.sinks:
         raise PipelineError(f"dataflow {flow.name!r} has no sink: add .sink('output', CollectingSink())")
+    for step in flow.steps:
+        if isinstance(step.spec, SortSpec):
+            raise PipelineError(
+                f"step {step.name!r}: the continuous model has no batches, so no whole result to sort: "
+                "sort in the micro-batch model, after an aggregation in complete mode"
+            )
 
 
 def run_continuous(

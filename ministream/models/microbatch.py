@@ -10,8 +10,12 @@ The driver runs the query as a sequence of small batch jobs. For batch k it:
    the output mode asks for and evicts what the watermark allows; each sink records the batch;
 4. computes WM_{k+1} from the event times the ``with_watermark`` steps saw (``watermarks.MicroBatchWatermarks``).
 
-When the script has no more batches, the driver runs one more, a *no-data batch*, if a stateful operator
-says the new watermark would evict something (Spark's ``shouldRunAnotherBatch``), and then stops.
+Position k of the script is trigger firing k (``core/triggers.py``): it runs a batch with the data that
+arrived, or, when nothing arrived (a ``None`` batch of the script), a *no-data batch* if a stateful operator
+asks for one (Spark's ``shouldRunAnotherBatch``: its new watermark would let it emit or evict), or nothing.
+When the script has no more batches, the driver runs one more no-data batch if the last batch moved the
+watermark and an operator asks for it, and then stops. ``Trigger.once()`` and ``Trigger.available_now()``
+run Spark's other two triggers.
 
 >>> from ministream.core.plan import Dataflow, event_time_delays
 >>> from ministream.core.aggregates import Count
@@ -30,17 +34,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ministream.core.lineage import upstream
 from ministream.core.operator import BatchInfo
 from ministream.core.physical import EndOfBatch, PhysicalGraph, Scheduler
 from ministream.core.plan import Dataflow, event_time_delays
-from ministream.core.steps import AggregateSpec, WatermarkSpec, WindowSpec
+from ministream.core.steps import AggregateSpec, SortSpec, WatermarkSpec, WindowSpec
 from ministream.core.trace import Trace
+from ministream.core.triggers import Trigger
 from ministream.errors import PipelineError
 from ministream.models.run import Run
 from ministream.operators.planner import check_output_mode, physical_graph
 from ministream.state.backends import StateBackends, state_backends
 from ministream.time.clock import ManualClock
-from ministream.time.watermarks import MicroBatchWatermarks
+from ministream.time.watermarks import MicroBatchWatermarks, check_policy
 
 OUTPUT_MODES = ("append", "update", "complete")
 
@@ -54,6 +60,17 @@ def check_pipeline(flow: Dataflow, output_mode: str) -> None:
     if not flow.sinks:
         raise PipelineError(f"dataflow {flow.name!r} has no sink: add .sink('output', CollectingSink())")
     check_output_mode(flow, output_mode)
+    for step in flow.steps:
+        if isinstance(step.spec, SortSpec) and not (
+            output_mode == "complete"
+            and any(isinstance(s.spec, (AggregateSpec, WindowSpec)) for s in upstream(step) if s is not step)
+        ):
+            raise PipelineError(
+                f"step {step.name!r}: a stream has no end to sort, so rows can be sorted only after an "
+                "aggregation in complete output mode, where each batch is the whole result table. (Spark: "
+                "'Sorting is not supported on streaming DataFrames/Datasets, unless it is on aggregated "
+                "DataFrame/Dataset in Complete output mode'.)"
+            )
     if output_mode == "complete" and not any(isinstance(step.spec, (AggregateSpec, WindowSpec)) for step in flow.steps):
         raise PipelineError(
             "complete output mode needs an aggregation: it re-emits the whole result table every batch, "
@@ -74,6 +91,9 @@ def run_microbatch(
     checkpoints=None,
     state_backend: str | StateBackends | None = None,
     after_batch: Callable[[BatchInfo, PhysicalGraph], None] | None = None,
+    trigger: Trigger | None = None,
+    no_data_batches: bool = True,
+    process_all_available: bool = True,
 ) -> Run:
     """Run a dataflow batch by batch, as Spark runs a streaming query, and return what the sinks received.
 
@@ -93,20 +113,31 @@ def run_microbatch(
         output_mode: ``"append"``, ``"update"`` or ``"complete"``, with Spark's meaning.
         parallelism: how many subtasks each keyed step runs as (the result must not depend on it).
         seed: the scheduler's seed (the result must not depend on it either).
-        watermark_policy: ``"min"`` or ``"max"``: how the watermarks of several inputs combine.
+        watermark_policy: ``"min"`` or ``"max"``: how the watermarks of several inputs combine. A run restored
+            from a checkpoint keeps the policy the checkpoint recorded, as Spark does.
         trace: ``True`` (or a ``Trace``) to record why every row was emitted or dropped.
         checkpoints: Spark's checkpoint location, a ``coordinator.MicroBatchCheckpoints``: the run first
             restores its last complete checkpoint (if any) and goes on from there; each batch then logs its
             offsets before it reads, and is checkpointed and committed when it ends.
-        batch_timestamps: the processing time of each batch in ms (Spark's batch timestamps, as its checkpoint
-            records them in ``offsets/k``): batch k runs at ``batch_timestamps[k]``, later batches at the last
-            one (the clock moves only when told to). ``None``: the run has no processing time.
+        batch_timestamps: the processing time of each script position (trigger firing) in ms (Spark's batch
+            timestamps, as its checkpoint records them in ``offsets/k``): a batch run at position k runs at
+            ``batch_timestamps[k]``, later ones at the last (the clock moves only when told to). ``None``: the
+            run has no processing time.
+        trigger: when batches run (``core/triggers.py``): ``Trigger.processing_time()`` (the default: one
+            firing per script position), ``Trigger.once()`` or ``Trigger.available_now()``.
+        no_data_batches: Spark's ``spark.sql.streaming.noDataMicroBatches.enabled``: whether a firing with no
+            new data may run a no-data batch (``core/triggers.py`` says when one runs).
+        process_all_available: after the script, run the no-data batch the last watermark asks for, as
+            ``query.processAllAvailable()`` waits for it; ``False``: stop right after the script's last
+            firing, as a query stopped between two ticks of its trigger does.
         state_backend: where keyed state lives: ``"memory"`` (``None``), ``"rocksdb"``, ``"redis"``, or a
             ``state.backends.StateBackends``; a store-backed state is written back at the end of every batch.
         after_batch: called with each batch and the graph once the batch has ended everywhere (before it is
             checkpointed): to look at the state after every batch (``models/state_history.py``).
     """
     check_pipeline(flow, output_mode)
+    check_policy(watermark_policy)
+    trigger = trigger if trigger is not None else Trigger.processing_time()
     tracer = (trace if isinstance(trace, Trace) else Trace()) if trace else None
     clock = ManualClock(batch_timestamps[0]) if batch_timestamps else None
     graph = physical_graph(
@@ -137,33 +168,47 @@ def run_microbatch(
     script_length = max(len(source) for source, _ in sources)
     stateful = [subtask.operator for subtask in graph.subtasks if subtask.operator is not None]
     history: list[int | None] = []
+    ran: list[BatchInfo] = []
     watermark = 0 if watermarks else None
     late_watermark = watermark
-    batch_id = 0
+    batch_id, position = 0, 0
     if checkpoints is not None:
-        batch_id, watermark, late_watermark = checkpoints.restore(graph, watermarks) or (
-            batch_id,
-            watermark,
-            late_watermark,
-        )
+        restored = checkpoints.restore(graph, watermarks)
+        if restored is not None:
+            batch_id, position, watermark, late_watermark = restored
+
+    def asks_for_no_data_batch() -> bool:
+        return no_data_batches and any(operator.should_run_another_batch(watermark) for operator in stateful)
+
     while True:
-        has_data = batch_id < script_length
-        rerun = checkpoints is not None and checkpoints.planned(batch_id)  # logged, never committed: runs again
-        if (
-            not has_data
-            and not rerun
-            and not (
-                watermark is not None
-                and watermark != late_watermark
-                and any(operator.should_run_another_batch(watermark) for operator in stateful)
-            )
-        ):
-            break
+        logged = checkpoints.logged(batch_id) if checkpoints is not None else None
         processing_time = None
+        if logged is not None:  # planned, never committed: it runs again exactly as logged (Spark's rule)
+            end = max(logged["offsets"].values(), default=position)
+            has_data = end > position
+            processing_time = logged.get("processing_time")
+        elif trigger.kind == "once":  # one batch with everything available, never a no-data batch
+            if ran or not any(source.arrived(k) for source, _ in sources for k in range(position, script_length)):
+                break
+            end, has_data = script_length, True
+        elif position < script_length:  # the next firing: its data, or a no-data batch, or nothing
+            end = position + 1
+            has_data = any(source.arrived(position) for source, _ in sources)
+            if not has_data and (trigger.kind == "available_now" or not asks_for_no_data_batch()):
+                position = end
+                continue
+        elif (
+            process_all_available and watermark is not None and watermark != late_watermark and asks_for_no_data_batch()
+        ):
+            end, has_data = position, False  # after the script: the trailing no-data batch
+        else:
+            break
+        if clock is not None and processing_time is None:
+            clock.set(batch_timestamps[min(position, len(batch_timestamps) - 1)])
         if clock is not None:
-            clock.set(batch_timestamps[min(batch_id, len(batch_timestamps) - 1)])
-            processing_time = clock.now()
-        batch = BatchInfo(batch_id, watermark, late_watermark, has_data, processing_time)
+            processing_time = processing_time if processing_time is not None else clock.now()
+            clock.set(processing_time)
+        batch = BatchInfo(batch_id, watermark, late_watermark, has_data, processing_time, position, end)
         current["batch"] = batch
         if tracer:
             tracer.begin_batch(batch_id, watermark, late_watermark, has_data)
@@ -172,7 +217,8 @@ def run_microbatch(
         if checkpoints is not None:
             checkpoints.begin_batch(batch)  # the offsets log: batch k is planned before it reads
         for source, subtask in sources:
-            subtask.output.send(source.read(batch_id))
+            for k in range(position, end):
+                subtask.output.send(source.read(k))
             subtask.output.broadcast(EndOfBatch(batch_id))
         scheduler.run_until_idle()
         if tracer:
@@ -186,16 +232,18 @@ def run_microbatch(
         history.append(watermark)
         if after_batch is not None:
             after_batch(batch, graph)
+        ran.append(batch)
         if watermarks:
             late_watermark, watermark = watermark, watermarks.advance()
             if tracer:  # what the batch's own rows will let out one batch later
                 for operator in stateful:
                     operator.explain_waiting(batch, watermark)
+        position = end
         if checkpoints is not None:
             checkpoints.commit_batch(batch, graph, watermarks, watermark, late_watermark)
         batch_id += 1
     outputs = {step.name: step.sink.batches for step in flow.sinks}
-    return Run(outputs, history, tracer, graph, graph.row_counts)
+    return Run(outputs, history, tracer, graph, graph.row_counts, batches=ran)
 
 
 def _end_batch(subtask, batch: BatchInfo) -> None:

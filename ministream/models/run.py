@@ -19,13 +19,31 @@ from ministream.core.trace import Trace
 @attrs.define
 class Run:
     """What a run produced: each sink's batches, the watermark of every batch, the trace if one was kept,
-    the physical graph (to look at state after the run), and the rows each step received and emitted."""
+    the physical graph (to look at state after the run), the rows each step received and emitted, and, in
+    the micro-batch model, every batch the run ran (``BatchInfo``: its watermarks, whether it had data or was
+    a no-data batch, and the script positions it read)."""
 
     outputs: dict[str, list[BatchResult]]
     watermarks: list[int | None]
     trace: Trace | None
     graph: PhysicalGraph
     row_counts: RowCounts | None = None
+    batches: list = attrs.field(factory=list)
+
+    def no_data_batches(self) -> list[int]:
+        """The ids of the no-data batches the run ran (micro-batch model; ``core/triggers.py`` says when).
+
+        >>> from ministream import CollectingSink, Count, Dataflow, ScriptedSource, run_microbatch
+        >>> from ministream.time.windows import Tumbling
+        >>> flow = Dataflow("f")
+        >>> flow.source("events", ScriptedSource([[{"key": "a", "ts": 1_000}, {"key": "a", "ts": 22_000}], None, []])
+        ...     ).with_watermark("wm", "ts", "1 second").key_by("key").window(
+        ...     "counts", Tumbling("5 seconds"), count=Count()).sink("output", CollectingSink())
+        >>> run = run_microbatch(flow, output_mode="append")
+        >>> run.no_data_batches(), [batch.rows for batch in run.output()]
+        ([1], [[], [{'key': 'a', 'window_start': 0, 'window_end': 5000, 'count': 1}], []])
+        """
+        return [batch.batch_id for batch in self.batches if not batch.has_data]
 
     def output(self, sink: str = "output") -> list[BatchResult]:
         """The batches one sink received."""

@@ -8,10 +8,19 @@ and emits the keys a batch touched (update mode) or every key (complete mode).
 When results are emitted depends on the model and, in micro-batch, on Spark's output mode:
 
 - **update**: at the end of each batch, every key that the batch touched, with its full current value;
-- **complete**: at the end of each batch, every key there is;
+- **complete**: at the end of each batch, every key there is (a global aggregate, with no key, has one, so
+  a batch that brought no rows still emits it);
 - **append**: refused: an aggregate without a watermark never knows that a key is final (windowed
   aggregates, which can be final, are in ``operators/window.py``);
 - **continuous model**: after every record, the record's key with its new value (a changelog).
+
+**A key with an event time** (``groupBy(eventTime)``, where a watermark tracks ``eventTime``, or a window
+column from ``with_window``: :class:`WatermarkedAggregate`) can be final, as a window can: in append and
+update mode a row whose key's event time is at or before the previous batch's watermark is late (dropped),
+and a key whose event time is at or before the batch's watermark is evicted at its end: append emits it
+then, once; update emits it when a batch touches it and evicts it silently. Complete mode drops nothing and
+evicts nothing. In append and update mode a no-data batch runs when the watermark moved (Spark asks it of
+every aggregation in a query with a watermark).
 
 >>> from ministream.core.aggregates import Count, Sum
 >>> from ministream.core.operator import StepContext
@@ -25,9 +34,11 @@ When results are emitted depends on the model and, in micro-batch, on Spark's ou
 from __future__ import annotations
 
 from ministream.core.aggregates import AggregateFunction, add_row, new_accumulators, results
-from ministream.core.operator import Operator
+from ministream.core.operator import Operator, watermark_moved
 from ministream.errors import PipelineError
 from ministream.state.keygroups import key_group_of
+from ministream.time.lateness import LateRow
+from ministream.time.units import format_ts
 
 
 class RunningAggregate(Operator):
@@ -41,6 +52,8 @@ class RunningAggregate(Operator):
     """
 
     keyed = True
+    event_time: str | None = None
+    """The key column that carries event time (:class:`WatermarkedAggregate`), ``None`` here."""
 
     def __init__(self, key_columns: tuple[str, ...], aggregates: dict[str, AggregateFunction]):
         self.key_columns = key_columns
@@ -65,10 +78,22 @@ class RunningAggregate(Operator):
         self.groups = ctx.state.table("aggregate")  # {key_group: {key: [accumulator, ...]}}
         self.changed = ctx.state.track_changes("aggregate", copy_on_write=True)  # {key: None}
         self.touched = {}  # {key: None}, in first-touched order
+        self.batch = None  # micro-batch: the batch running, then the last one this run ran
+        self.late_rows: list[LateRow] = []
+
+    def on_batch_start(self, batch):
+        self.batch = batch
+
+    def should_run_another_batch(self, watermark):
+        """Spark's rule for every aggregation: in append and update mode, a no-data batch when the watermark
+        moved."""
+        return self.ctx.output_mode in ("append", "update") and watermark_moved(self.batch, watermark)
 
     def process(self, pairs, input_index):
         groups, functions, changed = self.groups, self.functions, self.changed
         continuous = self.ctx.model == "continuous"
+        if not continuous and self.event_time is not None:
+            pairs = self._drop_late(pairs)
         for key, row in pairs:
             group = groups.setdefault(key_group_of(key), {})
             accumulators = group.get(key)
@@ -88,9 +113,12 @@ class RunningAggregate(Operator):
         if self.ctx.output_mode == "complete":
             keys = [key for group in sorted(self.groups) for key in self.groups[group]]
             self._emit(keys, "complete mode emits every key at every batch")
-        else:
+        elif self.ctx.output_mode == "update":
             self._emit(list(self.touched), "updated in this batch (update mode emits the keys a batch touched)")
         self.touched = {}
+
+    def _drop_late(self, pairs):
+        return pairs
 
     def _emit(self, keys: list, why: str) -> None:
         rows = []
@@ -101,6 +129,77 @@ class RunningAggregate(Operator):
             if self.ctx.tracing:
                 self.ctx.explain("emit", f"key {key!r} emitted: {why}", row)
         self.ctx.emit(rows)
+
+
+class WatermarkedAggregate(RunningAggregate):
+    """A running aggregate whose key holds an event time a watermark tracks (``groupBy(eventTime)``, or a
+    window column): late rows are dropped and final keys evicted, so append mode is allowed (see the module
+    docstring). ``event_time`` is that key column (a window's end column for a window).
+
+    >>> from ministream.core.aggregates import Count
+    >>> from ministream.core.operator import BatchInfo, StepContext
+    >>> counts = WatermarkedAggregate(("ts",), {"count": Count()}, event_time="ts")
+    >>> ctx = StepContext.for_testing(output_mode="append"); counts.open(ctx)
+    >>> counts.on_batch_start(BatchInfo(0, watermark=10_000, late_watermark=0))
+    >>> counts.process([(5_000, {"ts": 5_000}), (5_000, {"ts": 5_000}), (12_000, {"ts": 12_000})], 0)
+    >>> counts.on_batch_end(BatchInfo(0, watermark=10_000, late_watermark=0)); ctx.emitted
+    [{'ts': 5000, 'count': 2}]
+    """
+
+    def __init__(self, key_columns: tuple[str, ...], aggregates: dict[str, AggregateFunction], event_time: str):
+        super().__init__(key_columns, aggregates)
+        self.event_time = event_time
+        self.position = key_columns.index(event_time)
+
+    @staticmethod
+    def check_output_mode(step_name: str, output_mode: str, has_watermark: bool) -> None:
+        """Every output mode: the key's event time says when a key is final."""
+
+    def _time_of(self, key):
+        return key if len(self.key_columns) == 1 else key[self.position]
+
+    def _drop_late(self, pairs):
+        late_watermark = self.batch.late_watermark if self.batch is not None else None
+        if late_watermark is None or self.ctx.output_mode == "complete":
+            return pairs
+        kept = []
+        for key, row in pairs:
+            time = self._time_of(key)
+            if time is not None and time <= late_watermark:
+                rule = (
+                    f"row dropped: {self.event_time} {format_ts(time)} <= watermark {format_ts(late_watermark)} "
+                    "of the previous batch"
+                )
+                self.late_rows.append(LateRow(self.batch.batch_id, self.ctx.step_name, row, None, late_watermark, rule))
+                self.ctx.explain("late", rule, row)
+            else:
+                kept.append((key, row))
+        return kept
+
+    def on_batch_end(self, batch):
+        mode, watermark = self.ctx.output_mode, batch.watermark
+        if mode == "complete" or watermark is None:
+            super().on_batch_end(batch)
+            return
+        if mode == "update":
+            self._emit(list(self.touched), "updated in this batch (update mode emits the keys a batch touched)")
+        final = [
+            key
+            for group in sorted(self.groups)
+            for key in self.groups[group]
+            if self._time_of(key) is not None and self._time_of(key) <= watermark
+        ]
+        if mode == "append":
+            self._emit(final, f"{self.event_time} <= watermark {format_ts(watermark)}: final (append emits it once)")
+        for key in final:
+            group = self.groups[key_group_of(key)]
+            del group[key]
+            if not group:
+                del self.groups[key_group_of(key)]
+            self.changed[key] = None
+            if self.ctx.tracing:
+                self.ctx.explain("evict", f"key {key!r} removed from state: {self.event_time} <= watermark")
+        self.touched = {}
 
 
 def key_columns_of(key_columns: tuple[str, ...], key) -> dict:

@@ -29,8 +29,7 @@ A no-data batch runs after the script whenever the watermark moved (Spark's dedu
 
 from __future__ import annotations
 
-from ministream.core.operator import Operator
-from ministream.errors import PipelineError
+from ministream.core.operator import Operator, watermark_moved
 from ministream.state.keygroups import key_group_of
 from ministream.time.lateness import LateRow
 from ministream.time.units import format_ts
@@ -68,11 +67,9 @@ class Deduplicate(Operator):
 
     @staticmethod
     def check_output_mode(step_name: str, output_mode: str, has_watermark: bool) -> None:
-        """Deduplication emits each first row once: append (or update, which is the same here)."""
-        if output_mode == "complete":
-            raise PipelineError(
-                f"step {step_name!r}: deduplication has no result table to re-emit: use append output mode"
-            )
+        """Deduplication emits each first row once, in every output mode: complete mode is the aggregation's
+        business, so a deduplication followed by an aggregation runs in complete mode (Spark accepts it;
+        without an aggregation, the run refuses complete mode anyway)."""
 
     def open(self, ctx):
         super().open(ctx)
@@ -156,7 +153,7 @@ class Deduplicate(Operator):
 
     def should_run_another_batch(self, watermark):
         """Spark's dedup asks for a no-data batch whenever the watermark moved, even with nothing to evict."""
-        return self.event_time is not None
+        return self.event_time is not None and watermark_moved(self.batch, watermark)
 
     def state_size(self):
         return sum(len(keys) for keys in self.seen.values())

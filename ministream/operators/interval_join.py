@@ -6,6 +6,8 @@ a :class:`ContinuousJoin`, which runs one of:
 
 **Interval join** (a ``between`` range; Flink's ``IntervalJoinOperator``), inner only:
 
+0. a row without a time (``None`` in its time column) is refused: the run fails, as Flink's operator throws
+   for a record without a timestamp (the row could be neither judged late nor cleaned);
 1. a row is *late* when its time ``<`` the step's watermark (strict, unlike Spark's ``<=``): it is dropped;
 2. otherwise it is stored, and joined at once with every stored row of the other side of its key for which
    ``left_time + lower <= right_time <= left_time + upper`` (a strict bound moves by 1 ms: Flink adds 1 to an
@@ -77,6 +79,13 @@ class IntervalJoin:
         out = []
         column = self.columns[side]
         for key, row in pairs:
+            if row.get(column) is None:
+                raise PipelineError(
+                    f"{self.sides[side].name} row {row!r} has no time in column {column!r}: an interval join "
+                    "needs every row's time, to match it with the other side's and to know when to forget it. "
+                    "(Flink: 'Long.MIN_VALUE timestamp: Elements used in interval stream joins need to have "
+                    "timestamps meaningful timestamps.')"
+                )
             if self.watermark is not None and row[column] < self.watermark:
                 rule = (
                     f"{self.sides[side].name} row dropped: {column} {format_ts(row[column])} < watermark "

@@ -39,8 +39,21 @@ from __future__ import annotations
 
 from typing import Literal
 
-from ministream.core.lineage import input_lineage, watermarked_columns
-from ministream.core.operator import FilterOperator, FlatMapOperator, MapOperator, Operator
+from ministream.core.lineage import (
+    distinct_event_times,
+    event_time_columns,
+    input_lineage,
+    output_columns,
+    watermarked_columns,
+)
+from ministream.core.operator import (
+    FilterOperator,
+    FlatMapOperator,
+    MapOperator,
+    Operator,
+    SortOperator,
+    UnionOperator,
+)
 from ministream.core.physical import PhysicalGraph
 from ministream.core.plan import Dataflow
 from ministream.core.sinks import SinkOperator
@@ -55,17 +68,22 @@ from ministream.core.steps import (
     ProcessSpec,
     SelectSpec,
     SinkSpec,
+    SortSpec,
     SourceSpec,
+    StaticJoinSpec,
     Step,
+    UnionSpec,
     WatermarkSpec,
+    WindowColumnSpec,
     WindowSpec,
 )
 from ministream.errors import PipelineError
-from ministream.operators.aggregate import RunningAggregate
+from ministream.operators.aggregate import RunningAggregate, WatermarkedAggregate
 from ministream.operators.dedup import Deduplicate
 from ministream.operators.interval_join import ContinuousJoin
 from ministream.operators.process import ProcessOperator
 from ministream.operators.sessions import SessionWindowAggregate, SessionWindowAggregateWithoutWatermark
+from ministream.operators.static_join import StaticJoin
 from ministream.operators.stream_join import JoinSide, StreamJoin
 from ministream.operators.watermark import WatermarkOperator
 from ministream.operators.window import WindowAggregate, WindowAggregateWithoutWatermark
@@ -85,14 +103,119 @@ def window_operator_class(step: Step) -> type[WindowAggregate]:
 
 
 def join_sides(step: Step) -> tuple[JoinSide, JoinSide]:
-    """What a join knows of its two inputs (their names, watermarked columns and declared columns), from the
+    """What a join knows of its two inputs (their names, event-time columns and known columns), from the
     lineage; two inputs from one source are called ``left`` and ``right``."""
     left, right = (input_lineage(edge.upstream) for edge in step.inputs)
     names = (left.source, right.source) if left.source != right.source else ("left", "right")
-    return (
-        JoinSide(names[0], left.watermark_column, left.columns),
-        JoinSide(names[1], right.watermark_column, right.columns),
-    )
+    sides = []
+    for name, edge in zip(names, step.inputs):
+        times = distinct_event_times(event_time_columns(edge.upstream))
+        sides.append(JoinSide(name, times[0].column if times else None, output_columns(edge.upstream)))
+    return sides[0], sides[1]
+
+
+def aggregate_event_time(step: Step) -> str | None:
+    """The key column of an aggregate step that carries event time (a window's end when the key holds a
+    window column), or ``None``."""
+    spec = step.spec
+    assert isinstance(spec, AggregateSpec)
+    times = event_time_columns(step)
+    for column in spec.key_columns:
+        time = times.get(column)
+        if time is not None and (time.window is None or column == time.column):
+            return column
+    return None
+
+
+def window_columns(spec: WindowColumnSpec):
+    """The function of a window column step: each row once per window it belongs to, with the window's start
+    and end (a row without event time gets no window: nulls).
+
+    >>> from ministream.time.windows import Sliding
+    >>> window_columns(WindowColumnSpec(Sliding(10, 5), "ts"))({"ts": 12})
+    [{'ts': 12, 'window_start': 5, 'window_end': 15}, {'ts': 12, 'window_start': 10, 'window_end': 20}]
+    """
+    assign, column, start, end = spec.assigner.assign, spec.column, spec.start, spec.end
+
+    def windows(row: dict) -> list[dict]:
+        ts = row.get(column)
+        if ts is None:
+            return [{**row, start: None, end: None}]
+        return [{**row, start: window[0], end: window[1]} for window in assign(ts)]
+
+    return windows
+
+
+def pushed_below_watermark(flow: Dataflow, step: Step) -> list:
+    """The conditions Spark's optimizer moves below a ``with_watermark`` step, so that the rows they drop
+    never reach it and never move the watermark: a filter after it that declares the columns it reads and
+    does not read the event-time column (through selects and other filters), and, when the stream then
+    enters a join, that side's conditions which the optimizer moves below the join (``StreamJoin``): its
+    one-sided condition when the side is not preserved by an outer join and does not read the event time,
+    and ``key IS NOT NULL`` on such a side when keys are compared with ``=``. Only along a single path: a
+    watermark step read by two steps keeps every row.
+
+    >>> from ministream.core.sources import ScriptedSource
+    >>> flow = Dataflow("f")
+    >>> events = flow.source("events", ScriptedSource([])).with_watermark("wm", "ts", 0)
+    >>> _ = events.filter("big", lambda row: row["value"] > 4, columns="value").filter("recent", bool)
+    >>> [predicate({"value": 5, "ts": 1}) for predicate in pushed_below_watermark(flow, flow.step("wm"))]
+    [True]
+    """
+    spec = step.spec
+    assert isinstance(spec, WatermarkSpec)
+    pushed: list = []
+    rename: dict[str, str] | None = None  # {column downstream: its name at the watermark step}; None: the same
+    current = step
+    while True:
+        consumers = [other for other in flow.steps if any(edge.upstream is current for edge in other.inputs)]
+        if len(consumers) != 1:
+            return pushed
+        following, following_spec = consumers[0], consumers[0].spec
+
+        def here(column: str, rename=rename) -> str:
+            return column if rename is None else rename.get(column, column)
+
+        if isinstance(following_spec, SelectSpec):
+            rename = {new: here(old) for new, old in following_spec.columns}
+        elif isinstance(following_spec, FilterSpec):
+            columns = following_spec.columns
+            if columns is not None and all(here(column) != spec.column for column in columns):
+                pushed.append(_renamed(following_spec.predicate, rename))
+        elif isinstance(following_spec, JoinSpec):
+            side = [edge.upstream for edge in following.inputs].index(current)
+            pushed += _pushed_by_join(following_spec, side, spec.column, rename)
+            return pushed
+        else:
+            return pushed
+        current = following
+
+
+def _renamed(predicate, rename: dict | None):
+    """``predicate`` of a row downstream, as a predicate of the watermark step's row (selects rename)."""
+    if rename is None:
+        return predicate
+    return lambda row: predicate({new: row.get(old) for new, old in rename.items()})
+
+
+def _pushed_by_join(spec: JoinSpec, side: int, event_time: str, rename: dict | None) -> list:
+    """A join side's conditions that Spark's optimizer moves below the side's watermark."""
+    if spec.how == "full_outer" or spec.how == ("left_outer", "right_outer")[side]:
+        return []  # a preserved side keeps its rows
+    here = (lambda column: column) if rename is None else (lambda column: rename.get(column, column))
+    pushed = []
+    condition = (spec.left_where, spec.right_where)[side]
+    if (
+        condition is not None
+        and condition.columns is not None
+        and all(here(column) != event_time for column in condition.columns)
+    ):
+        pushed.append(_renamed(condition.fn, rename))
+    keys = (spec.left_keys, spec.right_keys)[side]
+    if not spec.null_safe and all(here(column) != event_time for column in keys):
+        not_null = lambda row, keys=keys: all(row[column] is not None for column in keys if column in row)  # noqa: E731
+        pushed.append(_renamed(not_null, rename))
+    return pushed
 
 
 def select_columns(columns: tuple[tuple[str, str], ...]):
@@ -114,6 +237,8 @@ def operator_class(step: Step, model: Model = "microbatch") -> type[Operator] | 
         return window_operator_class(step)
     if isinstance(spec, JoinSpec):
         return ContinuousJoin if model == "continuous" else StreamJoin
+    if isinstance(spec, AggregateSpec):
+        return WatermarkedAggregate if aggregate_event_time(step) is not None else RunningAggregate
     if isinstance(spec, OperatorSpec):
         return type(spec.make_operator())
     classes: dict[type, type[Operator]] = {
@@ -121,8 +246,11 @@ def operator_class(step: Step, model: Model = "microbatch") -> type[Operator] | 
         SelectSpec: MapOperator,
         FilterSpec: FilterOperator,
         FlatMapSpec: FlatMapOperator,
+        WindowColumnSpec: FlatMapOperator,
+        UnionSpec: UnionOperator,
+        SortSpec: SortOperator,
+        StaticJoinSpec: StaticJoin,
         WatermarkSpec: WatermarkOperator,
-        AggregateSpec: RunningAggregate,
         DedupSpec: Deduplicate,
         ProcessSpec: ProcessOperator,
         SinkSpec: SinkOperator,
@@ -132,8 +260,9 @@ def operator_class(step: Step, model: Model = "microbatch") -> type[Operator] | 
     return classes[type(spec)]
 
 
-def operator_for(step: Step, model: Model = "microbatch") -> Operator | None:
-    """A new operator for one subtask of ``step`` in ``model`` (``None`` for a source)."""
+def operator_for(step: Step, model: Model = "microbatch", flow: Dataflow | None = None) -> Operator | None:
+    """A new operator for one subtask of ``step`` in ``model`` (``None`` for a source); ``flow``, the plan the
+    step is in, tells a watermark step which conditions run before it (:func:`pushed_below_watermark`)."""
     spec = step.spec
     if isinstance(spec, SourceSpec):
         return None
@@ -147,11 +276,29 @@ def operator_for(step: Step, model: Model = "microbatch") -> Operator | None:
         return FilterOperator(spec.predicate)
     if isinstance(spec, FlatMapSpec):
         return FlatMapOperator(spec.fn)
+    if isinstance(spec, WindowColumnSpec):
+        return FlatMapOperator(window_columns(spec))
+    if isinstance(spec, UnionSpec):
+        return UnionOperator()
+    if isinstance(spec, SortSpec):
+        return SortOperator(spec.columns, spec.descending)
+    if isinstance(spec, StaticJoinSpec):
+        return StaticJoin(spec.table, spec.stream_keys, spec.table_keys, spec.how)
     if isinstance(spec, WatermarkSpec):
-        return WatermarkOperator(spec.column, spec.delay)
+        pushed = pushed_below_watermark(flow, step) if flow is not None else []
+        return WatermarkOperator(spec.column, spec.delay, pushed)
     if isinstance(spec, AggregateSpec):
+        event_time = aggregate_event_time(step)
+        if event_time is not None:
+            return WatermarkedAggregate(spec.key_columns, spec.aggregates, event_time)
         return RunningAggregate(spec.key_columns, spec.aggregates)
     if isinstance(spec, WindowSpec):
+        if spec.processing_time and model != "continuous":
+            raise PipelineError(
+                f"step {step.name!r}: a processing-time window is Flink's (the continuous model): in a micro-batch "
+                "every row of a batch arrives at the batch's time, so Spark has no such window; window by an "
+                "event-time column, or run the continuous model"
+            )
         return window_operator_class(step)(
             spec.key_columns,
             spec.assigner,
@@ -159,19 +306,38 @@ def operator_for(step: Step, model: Model = "microbatch") -> Operator | None:
             column=spec.column,
             allowed_lateness=spec.allowed_lateness,
             late_rows=spec.late_rows,
+            processing_time=spec.processing_time,
         )
     if isinstance(spec, JoinSpec):
         left, right = join_sides(step)
-        join_class = ContinuousJoin if model == "continuous" else StreamJoin
-        return join_class(spec.how, spec.between, left, right, spec.key_time)
+        if model == "continuous":
+            return ContinuousJoin(spec.how, spec.between, left, right, spec.key_time)
+        using = spec.left_keys if spec.using else ()
+        return StreamJoin(
+            spec.how,
+            spec.between,
+            left,
+            right,
+            spec.key_time,
+            left_where=spec.left_where,
+            right_where=spec.right_where,
+            where=spec.where,
+            null_safe=spec.null_safe,
+            using=using,
+        )
     if isinstance(spec, DedupSpec):
-        event_time = input_lineage(step.inputs[0].upstream).event_time
+        times = distinct_event_times(event_time_columns(step.inputs[0].upstream))
+        event_time = times[0] if times else None
         column = None if event_time is None else event_time.column
         within = event_time.delay if spec.within_watermark and event_time is not None else None
-        return Deduplicate(spec.columns, column, column in spec.columns, within)
+        key_has_event_time = column is not None and (not spec.columns or column in spec.columns)
+        return Deduplicate(spec.columns, column, key_has_event_time, within)
     if isinstance(spec, ProcessSpec):
-        column = input_lineage(step.inputs[0].upstream).watermark_column
-        return ProcessOperator(spec.processor, spec.time_mode, column, spec.output_mode)
+        times = distinct_event_times(event_time_columns(step.inputs[0].upstream))
+        column = times[0].column if times else input_lineage(step.inputs[0].upstream).watermark_column
+        return ProcessOperator(
+            spec.processor, spec.time_mode, column, spec.output_mode, spec.initial_state, spec.key_columns
+        )
     if isinstance(spec, OperatorSpec):
         return spec.make_operator()
     raise PipelineError(f"step {step.name!r}: no operator runs a {type(spec).__name__}")
@@ -182,7 +348,7 @@ def physical_graph(flow: Dataflow, parallelism: int = 1, *, model: Model = "micr
     ``model`` (``settings``: ``output_mode``, ``trace``, ``clock``, ``state_backend``, as ``PhysicalGraph``
     takes them)."""
     return PhysicalGraph(
-        flow, parallelism, operator_for=lambda step: operator_for(step, model), model=model, **settings
+        flow, parallelism, operator_for=lambda step: operator_for(step, model, flow), model=model, **settings
     )
 
 

@@ -22,22 +22,27 @@ it), ``"processing_time"`` (when the batch timestamp reaches it) or ``"none"`` (
 ``tests/operators/test_process.py`` and the tutorials for each rule):
 
 1. in event-time mode, rows with event time ``<= WM_{k-1}`` are late and dropped (in the other modes none);
-2. ``handle_input_rows`` runs once for each key that has rows, with all of them;
+2. ``handle_input_rows`` runs once for each key that has rows, with all of them (in the query's first batch
+   only, ``handle_initial_state`` first sees each row of the step's ``initial_state``, and emits nothing);
 3. then the expired timers fire in expiry order: event-time timers with ``expiry <= WM_k``,
-   processing-time timers with ``expiry <= batch timestamp``; a fired timer is deleted after its handler
-   ran; a timer that a timer handler registers waits for the next batch, even if it is due already;
+   processing-time timers with ``expiry <= batch timestamp``; a timer stays registered while its handler
+   runs (``list_timers()`` there still lists it) and is deleted after it; a timer that a timer handler
+   registers waits for the next batch, even if it is due already;
 4. then the state entries whose time-to-live ran out are removed;
 5. ``init`` runs at the start of every batch and ``close`` at its end, on a fresh copy of the processor,
    as on a Spark cluster: anything kept in the processor's own attributes is gone by the next batch. Keep it
-   in the handle's state.
+   in the handle's state. State variables are created in ``init`` only, and not used there (no key yet);
+6. a query restarted from its checkpoint may run another processor: the state variables it asks for again
+   come back, those it drops with ``handle.delete_if_exists`` go; but it keeps its time mode, its output
+   mode and the kind of each state variable (Spark refuses a restart that changes them).
 
 ``TimerValues`` gives the batch's watermark ``WM_k`` and its processing time (the batch timestamp); both
 are ``None`` in time mode ``"none"`` (Spark gives -1), and the watermark is ``None`` in a query without one
-(Spark gives 0). After the script, when the watermark has gone up, one
-more *no-data batch* runs in event-time and ``"none"`` modes, so that timers can fire. In processing-time
-mode Spark asks for another batch after every batch, for ever; ministream runs the script's batches only, as
-Spark does with ``spark.sql.streaming.noDataMicroBatches.enabled=false``: give the script empty batches to
-let processing time pass.
+(Spark gives 0). When the watermark has gone up, a *no-data batch* runs in event-time and ``"none"`` modes
+at the next trigger with no new data (a ``None`` position of the script, or after its end), so that timers
+can fire. In processing-time mode Spark asks for a batch at every trigger, for ever: give the script ``None``
+positions (triggers with no data) or empty batches, each with its batch timestamp, to let processing time
+pass (``core/triggers.py``).
 
 >>> from ministream import Dataflow, ScriptedSource, CollectingSink, run_microbatch
 >>> class Alarm(Processor):
@@ -67,9 +72,10 @@ from functools import partial
 
 import attrs
 
-from ministream.core.operator import Operator
+from ministream.core.operator import Operator, watermark_moved
 from ministream.errors import PipelineError
 from ministream.operators.processor_handle import EVENT_TIME, NO_TIME, PROCESSING_TIME, ProcessorHandle
+from ministream.state.keygroups import key_group_of, subtask_of_key_group
 from ministream.time.lateness import LateRow
 from ministream.time.timers import TimerService
 from ministream.time.units import format_ts
@@ -148,6 +154,10 @@ class Processor:
         """One of the key's timers expired; return or yield output rows."""
         return ()
 
+    def handle_initial_state(self, key, initial_state: dict, timer_values: TimerValues) -> None:
+        """One row of the step's ``initial_state`` (``process(..., initial_state=[...])``), before the first
+        batch's rows: set the key's state from it. It emits nothing (Spark's ``handleInitialState``)."""
+
     def close(self) -> None:
         """The batch is over (called at the end of every batch)."""
 
@@ -169,12 +179,20 @@ class ProcessOperator(Operator):
     counts_rows = True  # each row that is not late is "handed to the processor" (what it does is its business)
 
     def __init__(
-        self, processor: Processor, time_mode: str, event_time_column: str | None = None, output_mode: str | None = None
+        self,
+        processor: Processor,
+        time_mode: str,
+        event_time_column: str | None = None,
+        output_mode: str | None = None,
+        initial_state: tuple[dict, ...] | None = None,
+        key_columns: tuple[str, ...] = (),
     ):
         self.template = processor
         self.time_mode = time_mode
         self.column = event_time_column
         self.output_mode = output_mode
+        self.initial_state = initial_state  # rows for handle_initial_state, in the query's first batch
+        self.key_columns = key_columns
 
     @staticmethod
     def check_output_mode(step_name: str, output_mode: str, has_watermark: bool) -> None:
@@ -194,16 +212,22 @@ class ProcessOperator(Operator):
         self.processing_time = None
         self.watermark = None  # continuous model: the step's watermark
         self.late_rows: list[LateRow] = []
+        self.restored = False  # restored from a checkpoint: the initial state was applied long ago
         self.handle = ProcessorHandle(ctx.state, self.timers, self.time_mode, now=lambda: self.processing_time)
         self.processor = None
         if ctx.model == "continuous":
             self._start_processor()
 
     def _start_processor(self) -> None:
-        """A fresh copy of the user's processor, initialized with the handle (Spark: a task per batch)."""
+        """A fresh copy of the user's processor, initialized with the handle (Spark: a task per batch). In
+        ``init`` the processor creates its state variables, and may not use them: there is no key yet."""
         self.handle.states = {}
         self.processor = copy.deepcopy(self.template)
-        self.processor.init(self.handle)
+        self.handle.in_init, self.handle.initialized = True, False
+        try:
+            self.processor.init(self.handle)
+        finally:
+            self.handle.in_init, self.handle.initialized = False, True
 
     def timer_values(self, watermark: int | None) -> TimerValues:
         if self.time_mode == NO_TIME:
@@ -213,11 +237,6 @@ class ProcessOperator(Operator):
     # --- the micro-batch model ----------------------------------------------------------------------------
 
     def on_batch_start(self, batch):
-        if self.output_mode is not None and self.ctx.output_mode != self.output_mode:
-            raise PipelineError(
-                f"step {self.ctx.step_name!r} was declared with output mode {self.output_mode!r} "
-                f"but the query runs in {self.ctx.output_mode!r}: use the same mode for both"
-            )
         self.batch = batch
         self.processing_time = batch.processing_time
         if self.time_mode == PROCESSING_TIME and self.processing_time is None:
@@ -246,6 +265,8 @@ class ProcessOperator(Operator):
 
     def on_batch_end(self, batch):
         values = self.timer_values(batch.watermark)
+        if self.initial_state is not None and batch.batch_id == 0 and not self.restored:
+            self._apply_initial_state(values)
         for key, rows in self.rows_by_key.items():
             self.ctx.count("handed to the processor", len(rows))
             self._call(
@@ -261,13 +282,26 @@ class ProcessOperator(Operator):
             self._clean_up(self.processing_time)
         self.processor.close()
 
+    def _apply_initial_state(self, values: TimerValues) -> None:
+        """Rule 0: in the query's first batch (not after a restart from a checkpoint), before any input row,
+        ``handle_initial_state`` sees each initial-state row of this subtask's keys; it emits nothing."""
+        for row in self.initial_state:
+            key = row[self.key_columns[0]] if len(self.key_columns) == 1 else tuple(row[c] for c in self.key_columns)
+            if subtask_of_key_group(key_group_of(key), self.ctx.parallelism) != self.ctx.subtask:
+                continue
+            self.ctx.state.set_current_key(key)
+            self.processor.handle_initial_state(key, row, values)
+            if self.ctx.tracing:
+                self.ctx.explain("initial", f"key {key!r}: its initial state was set")
+
     def _expired_timers(self, watermark) -> list[tuple[int, object]]:
-        """Rule 3: the timers due now, in expiry order, taken before any handler runs (so a timer that a
-        handler registers waits for the next batch)."""
+        """Rule 3: the timers due now, in expiry order, found before any handler runs (so a timer that a
+        handler registers waits for the next batch). They stay registered until their handler has run:
+        ``list_timers()`` in a handler still lists the timer being handled."""
         if self.time_mode == EVENT_TIME:
-            return self.timers.pop_expired_event_time(watermark)
+            return self.timers.due_event_time(watermark)
         if self.time_mode == PROCESSING_TIME:
-            return self.timers.pop_expired_processing_time(self.processing_time)
+            return self.timers.due_processing_time(self.processing_time)
         return []
 
     def _fire(self, key, expiry: int, values: TimerValues) -> None:
@@ -300,11 +334,13 @@ class ProcessOperator(Operator):
                 )
 
     def should_run_another_batch(self, watermark):
-        """A no-data batch runs when the watermark went up, in event-time and ``"none"`` modes (Spark's
-        ``TransformWithStateExec.shouldRunAnotherBatch``), whether or not a timer is due."""
-        if self.time_mode == PROCESSING_TIME or self.batch is None or self.batch.watermark is None:
-            return False
-        return watermark > self.batch.watermark
+        """Spark's ``TransformWithStateExec.shouldRunAnotherBatch``: in processing-time mode at every trigger
+        (its timers follow the clock); in the other modes when the watermark went up, whether or not a timer
+        is due. (After the script, ministream runs a no-data batch only when the watermark moved: the clock
+        stands still there, so a processing-time one could change nothing.)"""
+        if self.time_mode == PROCESSING_TIME:
+            return self.batch is not None
+        return watermark_moved(self.batch, watermark)
 
     # --- the continuous model -----------------------------------------------------------------------------
 
@@ -345,10 +381,34 @@ class ProcessOperator(Operator):
         return self.ctx.state.size() + self.timers.size()
 
     def snapshot(self) -> dict:
-        """Keyed state, timers, and the watermark the processor sees (continuous model) for a checkpoint."""
-        return {"keyed": self.ctx.state.snapshot(), "timers": self.timers.snapshot(), "watermark": self.watermark}
+        """Keyed state, timers, the watermark the processor sees (continuous model), and what a restart must
+        keep: the time mode, the output mode and the kind of each state variable."""
+        return {
+            "keyed": self.ctx.state.snapshot(),
+            "timers": self.timers.snapshot(),
+            "watermark": self.watermark,
+            "settings": {
+                "time_mode": self.time_mode,
+                "output_mode": self.output_mode,
+                "variables": dict(self.handle.kinds),
+            },
+        }
 
     def restore(self, snapshot, key_groups=None) -> None:
+        """Rule 6: a restarted query may run another processor (the state variables it asks for again come
+        back, those it drops with ``delete_if_exists`` go, new ones start empty), but not another time mode,
+        another output mode, or a state variable of another kind (Spark's
+        ``STATE_STORE_INVALID_CONFIG_AFTER_RESTART`` and ``STATE_STORE_INVALID_VARIABLE_TYPE_CHANGE``)."""
+        settings = snapshot.get("settings", {})
+        for setting, now in (("time_mode", self.time_mode), ("output_mode", self.output_mode)):
+            if setting in settings and settings[setting] != now:
+                raise PipelineError(
+                    f"step {self.ctx.step_name!r} ran with {setting} {settings[setting]!r} and is restarted with "
+                    f"{now!r}: a restarted query keeps the {setting.replace('_', ' ')} of its state (Spark: "
+                    f"STATE_STORE_INVALID_CONFIG_AFTER_RESTART, configName {setting})"
+                )
         super().restore(snapshot, key_groups)
         self.timers.restore(snapshot.get("timers", {}), key_groups)
         self.watermark = snapshot.get("watermark")
+        self.handle.kinds = dict(settings.get("variables", {}))
+        self.restored = True

@@ -52,13 +52,30 @@ class ProcessorHandle:
         self.time_mode = time_mode
         self.now = now
         self.states: dict[str, object] = {}  # {state name: state variable}, for the end-of-batch TTL cleanup
+        self.kinds: dict[str, str] = {}  # {state name: its kind}, as the checkpoint recorded them
+        self.in_init = False  # the processor's init() is running: there is no current key
+        self.initialized = False  # init() has run: no more state variables may be created
 
     def _state(self, name: str, kind: type, ttl, make_plain, make_ttl):
         if name in self.states:
             existing = self.states[name]
             if not isinstance(existing, kind):
                 raise PipelineError(f"state {name!r} is a {type(existing).__name__}, not a {kind.__name__}")
-            return existing
+            return _KeyScoped(existing, self)
+        if self.initialized:
+            raise PipelineError(
+                f"state {name!r} is created outside init(): a processor creates its state variables in init() "
+                "(Spark: STATEFUL_PROCESSOR_CANNOT_PERFORM_OPERATION_WITH_INVALID_HANDLE_STATE, 'invalid handle "
+                "state')"
+            )
+        recorded = self.kinds.get(name)
+        if recorded is not None and recorded != kind.__name__:
+            raise PipelineError(
+                f"state {name!r} was a {recorded} when the query last ran, and is now asked for as a "
+                f"{kind.__name__}: a restarted query keeps its state variables' types (Spark: "
+                "STATE_STORE_INVALID_VARIABLE_TYPE_CHANGE)"
+            )
+        self.kinds[name] = kind.__name__
         if ttl is None:
             state = make_plain()
         elif self.time_mode != PROCESSING_TIME:
@@ -70,7 +87,32 @@ class ProcessorHandle:
         else:
             state = make_ttl(parse_duration(ttl))
         self.states[name] = state
-        return state
+        return _KeyScoped(state, self)
+
+    def delete_if_exists(self, name: str) -> None:
+        """Drop state variable ``name`` for every key, if the query had one (Spark's ``deleteIfExists``): a
+        restarted query whose processor no longer needs a variable drops it in ``init``.
+
+        >>> from ministream.state.keyed import KeyedStateBackend
+        >>> backend = KeyedStateBackend(); handle = ProcessorHandle(backend, TimerService(), "none")
+        >>> backend.set_current_key("a"); handle.get_value_state("count").update(3)
+        >>> handle.delete_if_exists("count"); backend.tables
+        {}
+        """
+        for key in self.backend.keys(name):
+            self.backend.changes.get(name, {})[key] = None  # removed, for an incremental checkpoint
+        self.backend.tables.pop(name, None)
+        self.states.pop(name, None)
+        self.kinds.pop(name, None)
+
+    def check_key(self, operation: str) -> None:
+        """Refuse a state operation while ``init()`` runs: there is no current key yet."""
+        if self.in_init:
+            raise PipelineError(
+                f"{operation} in init(): state is scoped to a key, and init() runs before any key; use state "
+                "in the handlers (Spark: STATEFUL_PROCESSOR_CANNOT_PERFORM_OPERATION_WITH_INVALID_HANDLE_STATE, "
+                "handle state PRE_INIT)"
+            )
 
     def get_value_state(self, name: str, default=None, ttl=None) -> ValueState:
         """One value per key (``ttl``: it expires that long after its last update)."""
@@ -147,3 +189,35 @@ class ProcessorHandle:
             if hasattr(state, "remove_expired"):
                 removed += [(name, key) for key in state.remove_expired(now)]
         return removed
+
+
+class _KeyScoped:
+    """A state variable as a processor gets it: every operation needs a current key, so none is allowed
+    while ``init()`` runs (the handle says when). Everything else is the state variable's own.
+
+    >>> from ministream.state.keyed import KeyedStateBackend
+    >>> handle = ProcessorHandle(KeyedStateBackend(), TimerService(), "none")
+    >>> handle.in_init = True
+    >>> handle.get_value_state("count").exists()
+    Traceback (most recent call last):
+    ...
+    ministream.errors.PipelineError: ValueState.exists in init(): state is scoped to a key, and init() runs before any key; use state in the handlers (Spark: STATEFUL_PROCESSOR_CANNOT_PERFORM_OPERATION_WITH_INVALID_HANDLE_STATE, handle state PRE_INIT)
+    """
+
+    def __init__(self, state, handle: ProcessorHandle):
+        self._state = state
+        self._handle = handle
+
+    def __getattr__(self, name):
+        attribute = getattr(self._state, name)
+        if not callable(attribute):
+            return attribute
+
+        def scoped(*args, **kwargs):
+            self._handle.check_key(f"{type(self._state).__name__}.{name}")
+            return attribute(*args, **kwargs)
+
+        return scoped
+
+    def __repr__(self):
+        return repr(self._state)

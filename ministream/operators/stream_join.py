@@ -9,7 +9,9 @@ can compute, batch by batch, which stored rows can no longer match: each side's 
 What happens in micro-batch k (Spark's ``StreamingSymmetricHashJoinExec``):
 
 1. **late rows are dropped**: a row whose watermarked event time is ``<= WM_{k-1}`` (the previous batch's
-   watermark) is not joined and not stored; the trace counts it;
+   watermark) is not joined and not stored; the trace counts it. Only a side with an event time of its own
+   (a ``with_watermark`` upstream of it, or a window column made from one) filters late rows: the other
+   side's rows are never late, even though the global watermark moves;
 2. **the left rows** join the right state, then are stored (a left-semi row that matched is emitted once and
    not stored);
 3. **the right rows** join the left state, which already holds this batch's left rows, then are stored;
@@ -24,6 +26,21 @@ The state watermarks come from the range ``left + lower <= right <= left + upper
 - right rows leave when ``right_time <= WM_k + lower`` (``- 1 ms`` if the lower bound is inclusive).
 
 With an event-time column in the join key (a window), both sides leave when that column ``<= WM_k``.
+
+**The rest of the condition**, as Spark's optimizer places it (each pinned by Spark's own join tests,
+``tests/conformance/suite_streaming_join.py``):
+
+- keys are equal (``=``: a null key matches nothing, a null-padded row of an outer join has null keys) or
+  null-safe equal (``null_safe=True``, Spark's ``<=>``: null matches null); a join without equal keys is
+  refused, as Spark refuses it;
+- a one-sided condition (``left_where`` / ``right_where``) is applied *before* the join on an inner side, so
+  a failing row is neither stored nor late-counted, and a condition whose columns are known
+  (``RowCondition(fn, columns)``) on the watermarked rows is even applied below the watermark (the failing
+  row does not move it); on the side an outer join preserves, it stays in the join: a failing row matches
+  nothing and gets its null-padded row at once, in its own batch;
+- a condition on the pair (``where``) is tested with the time range for each candidate pair;
+- ``using=True`` (Spark's ``join(other, ["key"])``): the key columns appear once in the output, and an outer
+  join's padded row takes them from the side it kept.
 
 >>> within = TimeRange("imp_time", "click_time", lower=0, upper=60_000)   # a click within a minute
 >>> within.left_state_watermark(100_000), within.right_state_watermark(100_000)
@@ -40,7 +57,8 @@ from __future__ import annotations
 
 import attrs
 
-from ministream.core.operator import Operator
+from ministream.core.operator import Operator, watermark_moved
+from ministream.core.steps import RowCondition
 from ministream.errors import PipelineError
 from ministream.state.keygroups import key_group_of
 from ministream.time.lateness import LateRow
@@ -50,8 +68,9 @@ from ministream.time.units import format_ts
 
 @attrs.frozen
 class JoinSide:
-    """What the join knows of one input: a name for traces, the column its watermark tracks (``None``
-    without a watermark), and its columns when the pipeline declares them (``select``), for null padding.
+    """What the join knows of one input: a name for traces, its event-time column (the column its watermark
+    tracks, or the end of a window column; ``None`` without a watermark: its rows are never late), and its
+    columns when the plan knows them (``select``, a source's columns), for null padding.
 
     >>> JoinSide("clicks", watermark_column="click_time", columns=("click_ad", "click_time")).columns
     ('click_ad', 'click_time')
@@ -94,11 +113,30 @@ class StreamJoin(Operator):
         left: JoinSide,
         right: JoinSide,
         key_time: tuple[str, str] | None = None,
+        *,
+        left_where: RowCondition | None = None,
+        right_where: RowCondition | None = None,
+        where=None,
+        null_safe: bool = False,
+        using: tuple[str, ...] = (),
     ):
         self.how = how
         self.time_range = time_range
         self.sides = (left, right)
         self.key_time = key_time  # (left column, right column): event time inside the join key
+        self.where = where  # a condition on a (left, right) pair
+        self.null_safe = null_safe
+        self.using = using  # key columns that appear once in the output
+        # Rule 2 of each side's one-sided condition: Spark's optimizer moves it below the join (the rows that
+        # fail it never reach the join) unless the side is preserved by an outer join, where it stays in the
+        # join and a failing row gets its null-padded row at once.
+        conditions = (left_where, right_where)
+        self.pushed = tuple(None if self._preserved(side) else conditions[side] for side in (0, 1))
+        self.pre_join = tuple(conditions[side] if self._preserved(side) else None for side in (0, 1))
+
+    def _preserved(self, side: int) -> bool:
+        """Whether the side's rows are emitted even without a match (an outer join's preserved side)."""
+        return self.how == "full_outer" or self.how == ("left_outer", "right_outer")[side]
 
     @staticmethod
     def check_output_mode(step_name: str, output_mode: str, has_watermark: bool) -> None:
@@ -116,6 +154,7 @@ class StreamJoin(Operator):
         # {key_group: {key: [[row, matched], ...]}}, one per side
         self.state = (ctx.state.table("left"), ctx.state.table("right"))
         self.arrived = ([], [])
+        self.batch = None  # the batch running, then the last one this run ran
         self.late_rows = []  # every LateRow (time/lateness.py): what Run.late_rows() reports
         # marked for incremental checkpoints; not copy on write: a snapshot copies the lists
         self.changed = (ctx.state.track_changes("left"), ctx.state.track_changes("right"))
@@ -124,7 +163,8 @@ class StreamJoin(Operator):
         self.arrived[input_index].extend(pairs)
 
     def on_batch_end(self, batch):
-        left_rows, right_rows = (self._drop_late(side, rows, batch) for side, rows in enumerate(self.arrived))
+        arrived = [self._pushed_down(side, rows) for side, rows in enumerate(self.arrived)]
+        left_rows, right_rows = (self._drop_late(side, rows, batch) for side, rows in enumerate(arrived))
         self.arrived = ([], [])
         out = []
         for key, row in left_rows:  # rule 2: left rows meet the right state first
@@ -143,18 +183,40 @@ class StreamJoin(Operator):
                 sizes,
             )
 
+    def on_batch_start(self, batch):
+        self.batch = batch
+
     def should_run_another_batch(self, watermark):
         """Spark runs a no-data batch for a join whenever the watermark moved and some state can be evicted
         by it (a state watermark exists for either side)."""
-        return any(self._state_watermark(side, watermark) is not None for side in (0, 1))
+        return watermark_moved(self.batch, watermark) and any(
+            self._state_watermark(side, watermark) is not None for side in (0, 1)
+        )
 
     # -- the rules ----------------------------------------------------------------------------------------
 
+    def _pushed_down(self, side: int, pairs: list) -> list:
+        """The conditions Spark's optimizer moves below the join (a one-sided condition of a side that is not
+        preserved; ``key IS NOT NULL`` on such a side when keys are compared with ``=``): rows that fail them
+        never reach the join, so they are neither late nor stored."""
+        condition = self.pushed[side]
+        nulls_out = not self.null_safe and not self._preserved(side)
+        if condition is None and not nulls_out:
+            return pairs
+        kept = [
+            (key, row)
+            for key, row in pairs
+            if (condition is None or condition.fn(row)) and not (nulls_out and _has_null(key))
+        ]
+        if len(kept) < len(pairs):
+            self.ctx.drop("filtered by the join condition", rows=len(pairs) - len(kept))
+        return kept
+
     def _drop_late(self, side: int, pairs: list, batch) -> list:
         """Rule 1: rows at or before the previous batch's watermark are late: not joined, not stored. The
-        column tested is the side's event time: its watermarked column, or the event-time column of the key
-        (a window's end) when the key has one."""
-        column = self.key_time[side] if self.key_time else self.sides[side].watermark_column
+        column tested is the side's own event time (its watermarked column, or its window's end); a side
+        without a watermark has no late rows, even when the other side's watermark evicts its state."""
+        column = self.sides[side].watermark_column
         if column is None or batch.late_watermark is None:
             return pairs
         kept = []
@@ -173,8 +235,17 @@ class StreamJoin(Operator):
         return kept
 
     def _join_new_row(self, side: int, key, row: dict) -> list[dict]:
-        """A new row meets the other side's stored rows of its key; then it is stored (rules 2 and 3)."""
-        other = self.state[1 - side].get(key_group_of(key), {}).get(key, [])
+        """A new row meets the other side's stored rows of its key; then it is stored (rules 2 and 3). A row
+        that fails its side's condition (kept in the join because the side is preserved) can never match: its
+        null-padded row comes out at once and it is not stored."""
+        condition = self.pre_join[side]
+        if condition is not None and not condition.fn(row):
+            self.ctx.count("emitted padded with nulls at once (fails its side's condition)")
+            padded = self._pad(side, row)
+            self._explain_emit([padded], f"{self.sides[side].name} row fails its side's join condition: padded now")
+            return [padded]
+        matchable = self.null_safe or not _has_null(key)  # with '=', a null key matches nothing
+        other = self.state[1 - side].get(key_group_of(key), {}).get(key, []) if matchable else []
         semi = self.how == "left_semi"
         out = []
         for entry in other:
@@ -182,6 +253,8 @@ class StreamJoin(Operator):
             if semi and side == 1 and entry[1]:
                 continue  # left semi: a left row is emitted at its first match only
             if self.time_range is not None and not self.time_range.holds(left, right):
+                continue
+            if self.where is not None and not self.where(left, right):
                 continue
             if not entry[1]:
                 entry[1] = True
@@ -191,7 +264,7 @@ class StreamJoin(Operator):
                 if side == 0:
                     break  # one output row per left row, however many right rows match
             else:
-                out.append(joined_row(left, right))
+                out.append(self._joined(left, right))
         if semi and side == 0 and out:
             self.ctx.count("matched once, not stored (left semi)")
             self._explain_emit(out, "left semi: the left row matched, emitted once and not stored")
@@ -258,7 +331,18 @@ class StreamJoin(Operator):
                 "before the join (stream.select(...)), as Spark knows them from the schema"
             )
         nulls = dict.fromkeys(columns)
-        return joined_row(row, nulls) if side == 0 else joined_row(nulls, row)
+        return self._joined(row, nulls) if side == 0 else self._joined(nulls, row)
+
+    def _joined(self, left: dict, right: dict) -> dict:
+        """A joined row (:func:`joined_row`); with ``using`` keys, each key column once: the right side's
+        value in a right outer join, otherwise the left's, or the right's where the left is padded."""
+        if not self.using:
+            return joined_row(left, right)
+        merged = dict(left)
+        for column in self.using:
+            if self.how == "right_outer" or merged.get(column) is None:
+                merged[column] = right.get(column)
+        return joined_row(merged, {c: v for c, v in right.items() if c not in self.using})
 
     def _explain_emit(self, rows: list[dict], why: str) -> None:
         if self.ctx.tracing:
@@ -274,6 +358,11 @@ class StreamJoin(Operator):
 
     def state_size(self):
         return sum(self.state_sizes().values())
+
+
+def _has_null(key) -> bool:
+    """Whether a join key is null or has a null part."""
+    return key is None or (isinstance(key, tuple) and None in key)
 
 
 def joined_row(left: dict, right: dict) -> dict:

@@ -7,6 +7,7 @@ makes one from its channels) are in ``time/watermarks.py``; this operator applie
 from __future__ import annotations
 
 from ministream.core.operator import Operator
+from ministream.errors import PipelineError
 from ministream.time.units import format_duration, format_ts
 from ministream.time.watermarks import MAX_WATERMARK
 
@@ -16,11 +17,23 @@ class WatermarkOperator(Operator):
 
     In the micro-batch model it reports the batch's largest event time to the driver. In the continuous
     model it emits a :class:`~ministream.core.physical.Watermark` marker each time ``max - delay - 1`` goes up.
+
+    A row with a null event time does not move the watermark; a row without the column at all is an error
+    (Spark refuses a watermark on a column that does not exist). ``pushed`` are the conditions Spark's
+    optimizer runs before the watermark (``planner.pushed_below_watermark``): a row that fails one is
+    dropped further on anyway, and does not move the watermark either.
+
+    >>> from ministream.core.operator import StepContext
+    >>> step = WatermarkOperator("ts", 0, pushed=[lambda row: row["value"] > 4])
+    >>> ctx = StepContext.for_testing(); step.open(ctx)
+    >>> step.process([{"ts": 9, "value": 1}, {"ts": 5, "value": 7}], 0); step.batch_max
+    5
     """
 
-    def __init__(self, column: str, delay: int):
+    def __init__(self, column: str, delay: int, pushed: list | None = None):
         self.column = column
         self.delay = delay
+        self.pushed = list(pushed or ())
 
     def open(self, ctx):
         super().open(ctx)
@@ -30,8 +43,16 @@ class WatermarkOperator(Operator):
 
     def process(self, rows, input_index):
         column = self.column
+        if rows and column not in rows[0]:
+            raise PipelineError(
+                f"step {self.ctx.step_name!r}: the rows have no column {column!r} to track event time in; "
+                f"a row has {', '.join(rows[0]) or 'no columns'}. (Spark: 'Cannot resolve column name "
+                f'"{column}"\'.)'
+            )
+        pushed = self.pushed
+        rows_seen = [row for row in rows if all(condition(row) for condition in pushed)] if pushed else rows
         if self.ctx.model == "microbatch":
-            times = [row.get(column) for row in rows]
+            times = [row.get(column) for row in rows_seen]
             if None in times:  # rows without event time do not move the watermark
                 times = [time for time in times if time is not None]
             if times:
@@ -43,6 +64,8 @@ class WatermarkOperator(Operator):
         for row in rows:
             pending.append(row)
             event_time = row.get(column)
+            if self.pushed and not all(condition(row) for condition in self.pushed):
+                continue
             if event_time is None or (self.max_seen is not None and event_time <= self.max_seen):
                 continue
             self.max_seen = event_time

@@ -18,9 +18,17 @@ contains its event time (``time/windows.py`` says which); the state holds one ac
    the last batch evicted with (Spark's ``shouldRunAnotherBatch``: it does not look at the state).
 
 **Continuous model (Flink).** The step's watermark rises as ``on_watermark(w)`` calls (``WindowOperator``
-with ``EventTimeTrigger``): a window fires once when ``w >= end - 1``; its state is dropped when
-``end - 1 + allowed_lateness <= w``; a row for a window that fired but is still kept fires it again at once
-(a *late firing*, emitted as the window's updated row); a row whose windows are all dropped is *late*.
+with ``EventTimeTrigger``): a window fires once when ``w >= end - 1``, its rows before the watermark goes on;
+its state is dropped when ``end - 1 + allowed_lateness <= w``; a row for a window that fired but is still kept
+fires it again at once (a *late firing*, emitted as the window's updated row). Lateness is judged per
+window: a row is added to those of its windows that are still kept, and is *late* (the side output gets it)
+only when all of them are dropped. Flink's ``WindowOperatorTest`` pins these rules
+(``tests/conformance/suite_flink_window_operator.py``).
+
+*Processing-time windows* (``window(..., processing_time=True)``, Flink's ``ProcessingTimeTrigger``): a row
+goes into the windows of the clock's time when it arrives, whatever its columns say; a window fires, and
+is forgotten, when the clock reaches ``end - 1`` (``on_processing_time``); the watermark is only passed on. No
+row is late. At the end of the input the clock does not move, so the windows it has not passed stay unfired.
 
 Late rows are never dropped silently: each (row, window) the watermark keeps apart is a trace line with the
 rule that dropped it and a :class:`LateRow` in the operator's ``late_rows`` (``Run.late_rows()`` gathers
@@ -45,7 +53,7 @@ when the step has one (``stream.side_output("late")``; Spark has no such thing, 
 from __future__ import annotations
 
 from ministream.core.aggregates import identity, table_folder
-from ministream.core.operator import BatchInfo, Operator
+from ministream.core.operator import BatchInfo, Operator, watermark_moved
 from ministream.errors import PipelineError
 from ministream.operators.aggregate import key_columns_of
 from ministream.operators.window_state import WindowsByWindow, WindowsInState
@@ -89,6 +97,7 @@ class WindowAggregate(Operator):
         column: str = "ts",
         allowed_lateness: int = 0,
         late_rows: str | None = None,
+        processing_time: bool = False,
     ):
         self.key_columns = key_columns
         self.assigner = assigner
@@ -97,6 +106,7 @@ class WindowAggregate(Operator):
         self.column = column
         self.allowed_lateness = allowed_lateness
         self.late_output = late_rows
+        self.processing_time = processing_time
         self._fold = table_folder(self.functions)  # fold(table, key, row): aggregation.add_row, made once
 
     @classmethod
@@ -128,7 +138,11 @@ class WindowAggregate(Operator):
     # -- rows ------------------------------------------------------------------------------------------------
 
     def process(self, pairs, input_index):
-        if self.ctx.model == "continuous":
+        if self.processing_time:  # continuous only (the planner refuses it elsewhere): the arrival time
+            now = self.ctx.clock.now()
+            for key, row in pairs:
+                self._add_continuous(key, row, now)
+        elif self.ctx.model == "continuous":
             for key, row in pairs:
                 ts = row.get(self.column)
                 if ts is None:
@@ -239,12 +253,7 @@ class WindowAggregate(Operator):
     def should_run_another_batch(self, watermark):
         """Spark's rule: in append and update mode, run a no-data batch when the new watermark is above the
         one the last batch evicted with, whether or not any window would go."""
-        return (
-            self.ctx.output_mode in ("append", "update")
-            and watermark is not None
-            and self.evicted_with is not None
-            and watermark > self.evicted_with
-        )
+        return self.ctx.output_mode in ("append", "update") and watermark_moved(self.batch, watermark)
 
     def explain_waiting(self, batch, next_watermark):
         """Append mode: each window this batch keeps although its end is within the next batch's watermark (the
@@ -332,6 +341,9 @@ class WindowAggregate(Operator):
             self.ctx.count("aggregated")
 
     def on_watermark(self, watermark):
+        if self.processing_time:  # the clock fires these windows, not the watermark: pass it on
+            self.ctx.emit_watermark(watermark)
+            return
         previous, self.watermark = self.watermark, watermark
         due = [
             (window, by_key)
@@ -351,6 +363,15 @@ class WindowAggregate(Operator):
                         f"{format_clock(watermark)}",
                     )
         self.ctx.emit_watermark(watermark)
+
+    def on_processing_time(self, now):
+        """Processing-time windows: fire (and forget) every window whose end - 1 the clock has reached, in end
+        order. There is no allowed lateness: a row arriving later goes into later windows."""
+        if not self.processing_time:
+            return
+        due = self.windows.take_final(now + 1)  # end <= now + 1: end - 1 <= now
+        due.sort(key=lambda item: item[0][1])
+        self._emit(due, f"end - 1 <= processing time {format_clock(now)}")
 
     # -- state -----------------------------------------------------------------------------------------------
 

@@ -16,7 +16,10 @@ Rules, each pinned by a test in ``tests/time/test_timers.py``:
    any order; ministream sorts them so that every run is the same);
 3. a fired timer is removed; deleting a timer that does not exist does nothing;
 4. timers belong to their key's key group, like keyed state, so a snapshot can be split by key group and
-   restored into a different number of subtasks.
+   restored into a different number of subtasks;
+5. in Spark's ``transformWithState`` a timer stays registered while its handler runs (``listTimers()`` in
+   the handler still lists it) and is deleted after it: the ``due_*`` methods find the timers due without
+   removing them, for the operator to delete each one after its handler.
 
 Keys must be comparable with each other (strings, numbers, tuples of them), because ties are broken by key.
 
@@ -42,6 +45,19 @@ from ministream.state.keygroups import MAX_PARALLELISM, key_group_of
 EVENT_TIME = "event_time"
 PROCESSING_TIME = "processing_time"
 DOMAINS = (EVENT_TIME, PROCESSING_TIME)
+
+
+class _AfterEveryKey:
+    """Compares above every key: ``(time, _AFTER_EVERY_KEY)`` bounds the timers at ``time`` from above."""
+
+    def __lt__(self, other):
+        return False
+
+    def __gt__(self, other):
+        return True
+
+
+_AFTER_EVERY_KEY = _AfterEveryKey()
 
 
 class TimerQueue:
@@ -88,6 +104,15 @@ class TimerQueue:
             self.discard(key, timestamp)
             fired.append((timestamp, key))
         return fired
+
+    def due(self, time: int) -> list[tuple[int, object]]:
+        """Every timer with ``timestamp <= time``, in firing order, left in place. Cost: O(k log n).
+
+        >>> queue = TimerQueue(); queue.add("a", 3); queue.add("b", 9)
+        >>> queue.due(5), len(queue)
+        ([(3, 'a')], 2)
+        """
+        return list(self.queue.irange(maximum=(time, _AFTER_EVERY_KEY), inclusive=(True, True)))
 
     def next_timestamp(self) -> int | None:
         """The earliest timestamp of any timer, or ``None`` when there is none."""
@@ -161,6 +186,16 @@ class TimerService:
         """
         return self.queues[EVENT_TIME].pop_until(watermark)
 
+    def due_event_time(self, watermark: int) -> list[tuple[int, object]]:
+        """The event-time timers with ``ts <= watermark``, as ``(ts, key)`` in firing order, left registered (a
+        micro-batch fires them and deletes each after its handler: rule 5).
+
+        >>> timers = TimerService(); timers.register_event_time_timer("a", 7)
+        >>> timers.due_event_time(7), timers.event_time_timers("a")
+        ([(7, 'a')], [7])
+        """
+        return self.queues[EVENT_TIME].due(watermark)
+
     def next_event_time(self) -> int | None:
         """The earliest event-time timer's timestamp, or ``None``.
 
@@ -207,6 +242,15 @@ class TimerService:
         ([], [(1000, 'a')])
         """
         return self.queues[PROCESSING_TIME].pop_until(now)
+
+    def due_processing_time(self, now: int) -> list[tuple[int, object]]:
+        """The processing-time timers with ``ts <= now``, in firing order, left registered.
+
+        >>> timers = TimerService(); timers.register_processing_time_timer("a", 1_000)
+        >>> timers.due_processing_time(1_000), timers.size()
+        ([(1000, 'a')], 1)
+        """
+        return self.queues[PROCESSING_TIME].due(now)
 
     def next_processing_time(self) -> int | None:
         """The earliest processing-time timer's timestamp, or ``None``.

@@ -26,7 +26,11 @@ MS_PER_UNIT = {
     "hour": 3_600_000,
     "day": 86_400_000,
     "week": 7 * 86_400_000,
+    "month": 31 * 86_400_000,
+    "year": 12 * 31 * 86_400_000,
 }
+"""Milliseconds per unit. A month counts 31 days and a year 12 months, as Spark counts them in a watermark
+delay (``IntervalUtils.getDuration`` with its 31-day month); windows refuse months and years, as Spark does."""
 _UNIT_ALIASES = {
     "ms": "millisecond",
     "msec": "millisecond",
@@ -57,19 +61,45 @@ def _unit(word: str) -> str:
     if word.endswith("s") and word[:-1] in MS_PER_UNIT:
         word = word[:-1]
     if word not in MS_PER_UNIT:
-        raise TimeFormatError(f"unknown time unit {word!r}: use milliseconds, seconds, minutes, hours, days or weeks")
+        raise TimeFormatError(
+            f"unknown time unit {word!r}: use milliseconds, seconds, minutes, hours, days, weeks, months or years"
+        )
     return word
+
+
+_QUOTED_PART = re.compile(r"\s*'?([+-]?\d+)'?\s*([a-zA-Z]+)\s*")
+_INTERVAL = re.compile(r"(?is)\s*interval\s+(.*)")
+_ANSI_RANGE = re.compile(r"(?is)'([^']*)'\s+([a-z]+)\s+to\s+([a-z]+)\s*")
+_ANSI_FORMS = {
+    ("year", "month"): (r"(\d+)-(\d+)", ("year", "month")),
+    ("day", "hour"): (r"(\d+) (\d+)", ("day", "hour")),
+    ("day", "minute"): (r"(\d+) (\d+):(\d+)", ("day", "hour", "minute")),
+    ("day", "second"): (r"(\d+) (\d+):(\d+):(\d+)", ("day", "hour", "minute", "second")),
+    ("hour", "minute"): (r"(\d+):(\d+)", ("hour", "minute")),
+    ("hour", "second"): (r"(\d+):(\d+):(\d+)", ("hour", "minute", "second")),
+    ("minute", "second"): (r"(\d+):(\d+)", ("minute", "second")),
+}
+"""The ANSI interval literals with a range (``INTERVAL '1 2:3:4' DAY TO SECOND``): the form of the quoted
+value for each pair of units, and which unit each number is."""
 
 
 def parse_duration(text: str | int) -> int:
     """Read a duration such as ``"10 seconds"`` or ``"1 hour 30 minutes"`` as milliseconds.
 
-    Spark writes durations the same way (``window(ts, "10 seconds")``); an ``int`` is taken as milliseconds.
+    Spark writes durations the same way (``window(ts, "10 seconds")``), and also as SQL interval literals,
+    which ministream reads too: ``"interval 10 seconds"``, ``"INTERVAL '10' SECOND"``, the ANSI forms
+    ``"interval '1 2:3:4' day to second"`` and ``"interval '1-2' year to month"``; surrounding spaces and
+    tabs are ignored. A month counts 31 days and a year 12 months (Spark's rule for a watermark delay). The
+    sign is that of the whole: ``"1 month -40 days"`` is negative. An ``int`` is taken as milliseconds.
 
     >>> parse_duration("1 hour 30 minutes")
     5400000
-    >>> parse_duration("250 ms")
-    250
+    >>> parse_duration("250 ms"), parse_duration("interval '3:30' minute to second")
+    (250, 210000)
+    >>> parse_duration("\tinterval '1-2' year to month") == parse_duration("1 year 2 months") == 14 * 31 * 86_400_000
+    True
+    >>> parse_duration("1 month -40 days") < 0
+    True
     >>> parse_duration("ten seconds")
     Traceback (most recent call last):
     ...
@@ -82,17 +112,51 @@ def parse_duration(text: str | int) -> int:
     s = str(text).strip()
     if s.lstrip("-").isdigit():
         return int(s)
+    interval = _INTERVAL.fullmatch(s)
+    body = interval.group(1).strip() if interval else s
+    ansi = _ANSI_RANGE.fullmatch(body) if interval else None
+    if ansi is not None:
+        return _ansi_range(text, *ansi.groups())
     total, pos = 0, 0
-    for match in _PART.finditer(s):
+    part = _QUOTED_PART if interval else _PART
+    for match in part.finditer(body):
         if match.start() != pos:
             break
         total += int(match.group(1)) * MS_PER_UNIT[_unit(match.group(2))]
         pos = match.end()
-    if pos != len(s) or not s:
+    if pos != len(body) or not body:
         raise TimeFormatError(
             f"cannot read {text!r} as a duration: write it like '10 seconds' or '1 minute 30 seconds'"
         )
     return total
+
+
+def _ansi_range(text, value: str, start: str, end: str) -> int:
+    """An ANSI interval with a range of units, ``'1 2:3:4' DAY TO SECOND``, in ms."""
+    form = _ANSI_FORMS.get((_unit(start), _unit(end)))
+    value = value.strip()
+    sign = -1 if value.startswith("-") else 1
+    found = re.fullmatch(form[0], value.lstrip("+-")) if form else None
+    if form is None or found is None:
+        raise TimeFormatError(
+            f"cannot read {text!r} as a duration: an interval {start} to {end} is written like "
+            f"{_ANSI_EXAMPLES.get((_unit(start), _unit(end)), 'another pair of units')}"
+        )
+    total = 0
+    for number, unit in zip(found.groups(), form[1]):
+        total += int(number) * MS_PER_UNIT[unit]
+    return sign * total
+
+
+_ANSI_EXAMPLES = {
+    ("year", "month"): "'1-2'",
+    ("day", "hour"): "'1 2'",
+    ("day", "minute"): "'1 2:3'",
+    ("day", "second"): "'1 2:3:4'",
+    ("hour", "minute"): "'2:3'",
+    ("hour", "second"): "'2:3:4'",
+    ("minute", "second"): "'3:4'",
+}
 
 
 def format_duration(ms: int) -> str:
@@ -105,7 +169,7 @@ def format_duration(ms: int) -> str:
         return "0 seconds"
     sign, ms = ("-", -ms) if ms < 0 else ("", ms)
     parts = []
-    for unit in ("week", "day", "hour", "minute", "second", "millisecond"):
+    for unit in ("week", "day", "hour", "minute", "second", "millisecond"):  # months are shown as days
         size = MS_PER_UNIT[unit]
         if ms >= size:
             count, ms = divmod(ms, size)
@@ -166,14 +230,19 @@ def to_datetime(ms: int) -> _dt.datetime:
 def format_ts(ms: int | None) -> str:
     """ISO-8601 UTC text of a millisecond timestamp, with milliseconds only when there are some.
 
-    >>> format_ts(0), format_ts(1500), format_ts(None), format_ts(MAX_TIME)
-    ('1970-01-01T00:00:00Z', '1970-01-01T00:00:01.500Z', '-', '+∞')
+    A time past the year 9999 (Flink's tests use times near ``Long.MAX_VALUE``) is shown in ms.
+
+    >>> format_ts(0), format_ts(1500), format_ts(None), format_ts(MAX_TIME), format_ts(MAX_TIME - 808)
+    ('1970-01-01T00:00:00Z', '1970-01-01T00:00:01.500Z', '-', '+∞', '9223372036854774999 ms')
     """
     if ms is None:
         return "-"
     if ms >= MAX_TIME:
         return "+∞"
-    moment = to_datetime(ms)
+    try:
+        moment = to_datetime(ms)
+    except OverflowError:  # beyond what a datetime holds
+        return f"{ms} ms"
     text = moment.strftime("%Y-%m-%dT%H:%M:%S")
     if ms % 1000:
         text += f".{moment.microsecond // 1000:03d}"
@@ -186,6 +255,5 @@ def format_clock(ms: int | None) -> str:
     >>> format_clock(1704103205000), format_clock(12_345), format_clock(MAX_TIME)
     ('10:00:05', '00:00:12.345', '+∞')
     """
-    if ms is None or ms >= MAX_TIME:
-        return format_ts(ms)
-    return format_ts(ms)[11:-1]
+    text = format_ts(ms)
+    return text[11:-1] if text.endswith("Z") else text

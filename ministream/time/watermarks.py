@@ -41,6 +41,21 @@ MAX_WATERMARK = MAX_TIME
 """The watermark that means "no more input, ever" (Flink's ``Watermark.MAX_WATERMARK``)."""
 
 
+def check_policy(policy: str) -> None:
+    """Refuse a watermark policy other than ``"min"`` and ``"max"`` (Spark refuses it when the setting is
+    made, query or no query).
+
+    >>> check_policy("random")
+    Traceback (most recent call last):
+    ...
+    ministream.errors.PipelineError: watermark policy must be 'min' or 'max', not 'random' (Spark: 'Valid values are 'min' and 'max'')
+    """
+    if policy not in POLICIES:
+        raise PipelineError(
+            f"watermark policy must be 'min' or 'max', not {policy!r} (Spark: 'Valid values are 'min' and 'max'')"
+        )
+
+
 class MicroBatchWatermarks:
     """Spark's watermark tracker: one proposal per ``with_watermark`` step, combined by a policy.
 
@@ -49,8 +64,7 @@ class MicroBatchWatermarks:
     """
 
     def __init__(self, delays: dict[str, int], policy: str = "min"):
-        if policy not in POLICIES:
-            raise PipelineError(f"watermark policy must be 'min' or 'max', not {policy!r}")
+        check_policy(policy)
         self.delays = delays
         self.policy = policy
         self.proposals: dict[str, int] = {}

@@ -41,6 +41,7 @@ runs each ``kind``. Every assigner has a ``kind`` (``"tumbling"``, ``"sliding"``
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Protocol
 
@@ -151,6 +152,13 @@ def describe_window(start: int, end: int) -> str:
 
 
 def _duration(value) -> int:
+    """A window's size, slide or offset in ms: months and years are refused, as Spark refuses them in a
+    window (their length varies)."""
+    if isinstance(value, str) and re.search(r"(?i)\b(month|months|year|years|mon|mons)\b|year\s+to\s+month", value):
+        raise PipelineError(
+            f"a window cannot be {value!r} long: months and years have no fixed length. Use days or weeks. "
+            f"(Spark: 'Intervals greater than a month is not supported ({value})'.)"
+        )
     return parse_duration(value)
 
 

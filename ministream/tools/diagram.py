@@ -273,7 +273,7 @@ def recovery_timeline_dot(run, storage, name: str = "checkpoint-recovery") -> st
     >>> storage = MemoryStorage()
     >>> dot = recovery_timeline_dot(get_lesson("checkpoint-recovery").run(storage=storage, trace=True), storage)
     >>> print(dot.splitlines()[-3])
-    <tr><td></td><td>4</td><td>10:00:35</td><td>offsets/4: events up to 5</td><td bgcolor="#e3f4e1">chk-4 written</td><td>ran to the end</td></tr>
+    <tr><td></td><td>4</td><td>10:00:35</td><td>offsets/4: events up to 4</td><td bgcolor="#e3f4e1">chk-4 written</td><td>ran to the end</td></tr>
     """
     runs: list[list[int]] = []  # the batch ids each attempt ran, in order: a batch id that does not grow starts one
     for summary in run.trace.batches:

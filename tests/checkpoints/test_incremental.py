@@ -13,7 +13,11 @@ from ministream.checkpoints.restore import restore_graph
 from ministream.checkpoints.storage import MemoryStorage
 from ministream.core.physical import PhysicalGraph, Scheduler
 from ministream.lessons import get_lesson
-from ministream.lessons.crash_checks import failure_free_outputs, run_lesson_with_recovery, same_output
+from ministream.lessons.crash_checks import (
+    recovered_outputs,
+    run_lesson_with_recovery,
+    same_output,
+)
 from ministream.operators.planner import physical_graph
 from ministream.state.changes import StateDelta, apply_delta, checkpoint_snapshot
 from ministream.state.keyed import KeyedStateBackend, ListState, MapState, ValueState
@@ -46,7 +50,7 @@ def test_snapshot_plus_deltas_restores_what_a_full_checkpoint_restores(name, mod
         assert load_checkpoint(incremental, checkpoint_id) == load_checkpoint(full, checkpoint_id), checkpoint_id
     if len(full.checkpoint_ids()) > 2:
         assert _deltas(incremental)
-    expected = failure_free_outputs(lesson, model=model, parallelism=settings.get("parallelism", 1))
+    expected = recovered_outputs(lesson, run, model=model, parallelism=settings.get("parallelism", 1))
     assert any(same_output(model, run.output(), output) for output in expected)
 
 
