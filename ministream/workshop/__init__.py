@@ -12,6 +12,8 @@ batch or row) and which rule was missed.
 - ``notebooks/``: one module per notebook, which generates it (``notebooks/cells.py``: the cells they share,
   the exercises placed before each recap, the kernel they ask for);
 - ``course.py``, ``build.py``: the notebooks in teaching order, and the step that writes them;
+- ``progress.py``: what long work says while it runs, as plain lines and progress bars (Spark starting, a
+  planned crash, the notebooks of a check);
 - ``timings.py``: how long each notebook takes, for ``tutorials/instructor-guide.md``;
 - ``commands.py``: ``ministream workshop list | copy DIR | check | build | timings`` (also
   ``python -m ministream.workshop``).

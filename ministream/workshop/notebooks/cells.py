@@ -3,9 +3,11 @@
 A notebook of the course is a :class:`NotebookSource`: its number, its name, the lessons it teaches, and its
 cells (:func:`markdown` and :func:`code`), written by the lesson's author in one module of this package. The
 build adds the exercises of its lessons before its recap (:func:`with_exercises`: per exercise, the task, the
-cell the learner writes in and the check), puts the :data:`PROGRESS` cell first in a lesson notebook (so
-that Spark's start and a planned crash show as plain lines) and renders it with nbformat (:func:`to_notebook`), with the
-metadata every notebook of the course carries: the kernel ``make setup`` registers, "Python (ministream)".
+cell the learner writes in and the check), puts the :data:`PROGRESS` cell first in a lesson notebook (so that
+Spark's start and a planned crash show as plain lines) and renders it with nbformat (:func:`to_notebook`),
+with the metadata every notebook of the course carries: the kernel ``make setup`` registers, "Python
+(ministream)". Plots come from ``ministream.tools.plots``, whose figures show as images in any notebook: no
+cell draws with matplotlib itself.
 
 Every cell has a fixed id (the notebook's slug and the cell's place, or the exercise's function), so that the
 same source always gives the same file.
