@@ -196,7 +196,11 @@ def pipeline(script, params) -> Dataflow:
     flow = Dataflow("device-sessions")
     events = flow.source("events", ScriptedSource(script)).with_watermark("watermark", "ts", params["delay"])
     sessions = events.key_by("device").process(
-        "sessions", DeviceSessions(params["heartbeat"], params["timeout"]), time_mode="event_time", output_mode="update"
+        "sessions",
+        DeviceSessions(params["heartbeat"], params["timeout"]),
+        time_mode="event_time",
+        output_mode="update",
+        output_schema=OUTPUT_SCHEMA,
     )
     sessions.sink("output", CollectingSink())
     return flow

@@ -106,7 +106,11 @@ def pipeline(script, params) -> Dataflow:
     flow = Dataflow("processing-time")
     readings = flow.source("readings", ScriptedSource(script))
     alerts = readings.key_by("key").process(
-        "watchdog", Watchdog(params["timeout"]), time_mode="processing_time", output_mode="update"
+        "watchdog",
+        Watchdog(params["timeout"]),
+        time_mode="processing_time",
+        output_mode="update",
+        output_schema=OUTPUT_SCHEMA,
     )
     alerts.sink("output", CollectingSink())
     return flow

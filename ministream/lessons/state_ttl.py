@@ -127,7 +127,11 @@ def pipeline(script, params) -> Dataflow:
     flow = Dataflow("state-ttl")
     events = flow.source("events", ScriptedSource(script))
     visits = events.key_by("key").process(
-        "visits", VisitMemory(params["ttl"]), time_mode="processing_time", output_mode="update"
+        "visits",
+        VisitMemory(params["ttl"]),
+        time_mode="processing_time",
+        output_mode="update",
+        output_schema=OUTPUT_SCHEMA,
     )
     visits.sink("output", CollectingSink())
     return flow
