@@ -578,7 +578,7 @@ class KeyedStream:
         spec = ProcessSpec(
             self.key_columns,
             processor,
-            time_mode,  # type: ignore[arg-type]
+            time_mode,
             output_mode,  # type: ignore[arg-type]
             initial,
             event_time_column,

@@ -274,6 +274,15 @@ def twin(inputs, params):
     return events.groupBy("device").transformWithState(DeviceSessionsTwin(), OUTPUT_SCHEMA, "Update", "EventTime")
 
 
+def adapter_twin(inputs, params):
+    """PySpark through the processor adapter (``spark/processor_adapter.py``): the very same ``DeviceSessions``
+    class, run by ``groupBy("device").transformWithState``, with the settings of the pipeline's own step."""
+    from ministream.spark.processor_adapter import processor_twin
+
+    events = inputs["events"].withWatermark("ts", f"{params['delay']} milliseconds")
+    return processor_twin(events, pipeline([], params).step("sessions").spec, step_name="sessions")
+
+
 def random_script(rng, params) -> list:
     """Random game events: a few devices and sessions, time moving on with jitter, some rows late.
 

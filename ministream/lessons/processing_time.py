@@ -157,6 +157,14 @@ def twin(inputs, params):
     return inputs["events"].groupBy("key").transformWithState(WatchdogTwin(), OUTPUT_SCHEMA, "Update", "ProcessingTime")
 
 
+def adapter_twin(inputs, params):
+    """PySpark through the processor adapter (``spark/processor_adapter.py``): the very same ``Watchdog``
+    class, its processing-time timers on Spark's, run by ``groupBy("key").transformWithState``."""
+    from ministream.spark.processor_adapter import processor_twin
+
+    return processor_twin(inputs["events"], pipeline([], params).step("watchdog").spec, step_name="watchdog")
+
+
 LESSON = Lesson(
     name="processing-time",
     title="Processing time: timers on the machine's clock, made testable with a manual clock",

@@ -177,6 +177,14 @@ def twin(inputs, params):
     )
 
 
+def adapter_twin(inputs, params):
+    """PySpark through the processor adapter (``spark/processor_adapter.py``): the very same ``VisitMemory``
+    class, its TTL state over Spark's, run by ``groupBy("key").transformWithState``."""
+    from ministream.spark.processor_adapter import processor_twin
+
+    return processor_twin(inputs["events"], pipeline([], params).step("visits").spec, step_name="visits")
+
+
 LESSON = Lesson(
     name="state-ttl",
     title="State TTL: keyed state that expires after a time-to-live of processing time",

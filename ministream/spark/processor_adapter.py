@@ -257,6 +257,10 @@ class SparkMapState(_SparkState):
             return []
         return sorted((stored[0], _load(key[0]), _load(stored[1])) for key, stored in self.state.iterator())
 
+    def _next_order(self) -> int:
+        """The insertion number of a new entry: one more than the last one's (reads the whole map)."""
+        return max((order for order, _, _ in self._entries()), default=-1) + 1
+
     def get(self, map_key, default=None):
         """The value under ``map_key`` in the current key's map."""
         stored = self.state.getValue((_dump(map_key),))
@@ -266,10 +270,7 @@ class SparkMapState(_SparkState):
         """Set ``map_key``: an existing entry keeps its place, a new one goes last."""
         packed = (_dump(map_key),)
         stored = self.state.getValue(packed)
-        if stored is not None:
-            order = stored[0]
-        else:
-            order = max((entry[0] for entry in self._entries()), default=-1) + 1
+        order = stored[0] if stored is not None else self._next_order()
         self.state.updateValue(packed, (order, _dump(value)))
 
     def contains(self, map_key) -> bool:

@@ -1,0 +1,175 @@
+"""The processor adapter (``spark/processor_adapter.py``): the engine's own ``Processor`` classes, run by Spark's
+``transformWithState``, give the engine's rows batch for batch, on every lesson with a process step and on the
+conformance cases of Spark's and PySpark's ``transformWithState`` suites.
+
+The lessons keep their hand-written twins; here each runs with ``adapter_twin`` instead (a copy of the lesson,
+``attrs.evolve(lesson, twin=...)``) and is compared with the engine by ``compare_lesson``. A conformance case
+keeps its steps and its expected rows, which the engine meets (``tests/conformance``); here the case's twins
+are replaced by the adapter running the engine pipeline's own process step, and the Spark replay must meet the
+same rows. The rows that lead into the process step are translated from the pipeline's plan (sources,
+watermarks, unions; a map's Python function is given its Spark ``select`` by hand).
+"""
+
+import functools
+import os
+
+import attrs
+import pytest
+from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StructField, StructType, TimestampType
+
+from ministream import Count
+from ministream.core.plan import Dataflow
+from ministream.core.sources import ScriptedSource
+from ministream.core.steps import AggregateSpec, MapSpec, ProcessSpec, SourceSpec, UnionSpec, WatermarkSpec
+from ministream.errors import PipelineError
+from ministream.lessons import compare_lesson, device_sessions, processing_time, state_ttl
+from ministream.operators.process import Processor
+from ministream.spark.processor_adapter import output_schema_of, processor_twin, to_output_row
+from tests.conformance import suite_pyspark_transform_with_state as pyspark_suite
+from tests.conformance import suite_transform_with_state as scala_suite
+from tests.conformance.harness import Inputs
+from tests.conformance.spark_replay import run_spark
+
+pytestmark = pytest.mark.spark
+
+
+# -- the lessons -------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("module", [device_sessions, state_ttl, processing_time], ids=lambda m: m.LESSON.name)
+def test_a_lesson_through_the_adapter_matches_the_engine(module):
+    """A keyed-process lesson's own Processor, run by Spark through the adapter, gives the engine's rows and
+    watermarks in every batch (processing-time lessons: with the batch timestamps Spark recorded)."""
+    lesson = attrs.evolve(module.LESSON, twin=module.adapter_twin)
+    comparison = compare_lesson(lesson)
+    assert comparison.matches, comparison.table()
+    assert comparison.rows_matched == {"device-sessions": 7, "state-ttl": 5, "processing-time": 2}[lesson.name]
+
+
+# -- the conformance cases ---------------------------------------------------------------------------------------
+
+OUTPUT_SCHEMAS = {
+    "RunningCount": scala_suite.KEY_COUNT,
+    "RunningCountWithError": scala_suite.KEY_COUNT,
+    "RunningCountList": scala_suite.KEY_COUNT,
+    "ExistsInInit": scala_suite.KEY_COUNT,
+    "LazyIterators": "value BIGINT",
+    "MaxEventTime": "key STRING, max INT",
+    "RunningCountMostRecent": "key STRING, count STRING, previous STRING",
+    "MostRecentWithDeletion": "key STRING, previous STRING",
+    "SimpleCount": "id STRING, countAsString STRING",
+    "ProcTimeCount": "id STRING, countAsString STRING, timeValues STRING",
+    "EventTimeMax": "id STRING, timestamp STRING",
+    "EventTimeMin": "id STRING, timestamp STRING",
+    "SumWithInitialState": "id1 STRING, id2 STRING, value STRING",
+    "ChainingOps": "id STRING, outputTimestamp TIMESTAMP",
+    "LargeValues": "id STRING, valueStateResult STRING, listStateResult STRING, mapStateResult STRING",
+}
+"""The suites' processors declare no output schema: the adapter is given the one of the suite's own twin."""
+
+
+def spark_map(name: str, frame):
+    """The Spark ``select`` of a map step of the suites' pipelines (the step's function is Python, not data)."""
+    if name == "event_time" and "_1" in frame.columns:
+        return frame.select(F.col("_1").alias("key"), F.timestamp_seconds("_2").alias("eventTime"))
+    if name == "event_time":
+        return frame.select("id", F.timestamp_seconds("temperature").alias("eventTime"))
+    if name == "timestamp":
+        return frame.select(F.timestamp_seconds("value").alias("timestamp"))
+    if name.endswith("_as_string"):
+        return frame.select(F.col("value").cast("string").alias("value"))
+    raise AssertionError(f"no Spark select for map step {name!r}")
+
+
+def spark_frame(step, inputs):
+    """The streaming DataFrame of a step's output, for the steps that lead into the suites' process steps."""
+    frames = [spark_frame(edge.upstream, inputs) for edge in step.inputs]
+    spec = step.spec
+    if isinstance(spec, SourceSpec):
+        return inputs[step.name]
+    if isinstance(spec, WatermarkSpec):
+        return frames[0].withWatermark(spec.column, f"{spec.delay} milliseconds")
+    if isinstance(spec, UnionSpec):
+        return functools.reduce(lambda left, right: left.union(right), frames)
+    if isinstance(spec, MapSpec):
+        return spark_map(step.name, frames[0])
+    if isinstance(spec, ProcessSpec):
+        schema = OUTPUT_SCHEMAS[type(spec.processor).__name__]
+        united = functools.reduce(lambda left, right: left.union(right), frames)
+        return processor_twin(united, spec, step_name=step.name, output_schema=schema)
+    if isinstance(spec, AggregateSpec) and all(isinstance(f, Count) for f in spec.aggregates.values()):
+        (name,) = spec.aggregates
+        return frames[0].groupBy(*spec.key_columns).agg(F.count("*").alias(name))
+    raise AssertionError(f"no Spark translation for step {step.name!r} ({step.kind})")
+
+
+def adapter_twin(case, query):
+    """A twin of ``query`` that runs its ministream pipeline's own process step through the adapter."""
+
+    def twin(inputs):
+        flow = Dataflow("adapter")
+        streams = {name: flow.source(name, ScriptedSource([], columns=case.columns(name))) for name in case.inputs}
+        end = query.pipeline(Inputs(streams, {}))
+        return spark_frame(end.step, inputs)
+
+    return twin
+
+
+def uses_process(case) -> bool:
+    """Whether one of the case's queries has a process step."""
+    for query in case.queries.values():
+        flow = Dataflow("probe")
+        streams = {name: flow.source(name, ScriptedSource([], columns=case.columns(name))) for name in case.inputs}
+        query.pipeline(Inputs(streams, {}))
+        if any(isinstance(step.spec, ProcessSpec) for step in flow.steps):
+            return True
+    return False
+
+
+ALL_CASES = [
+    case for suite in (scala_suite, pyspark_suite) for case in suite.CASES if case.spark is None and uses_process(case)
+]
+CASES = [case for case in ALL_CASES if case.ci or os.environ.get("MINISTREAM_CONFORMANCE", "").strip().lower() == "all"]
+"""The cases CI replays through the adapter (those it replays through their hand-written twins); all of them
+with ``MINISTREAM_CONFORMANCE=all``."""
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.id)
+def test_a_conformance_case_through_the_adapter_gives_the_test_s_rows(case, spark):
+    """A transformWithState case's ministream processor, run by Spark through the adapter, gives every answer
+    the Spark test asserts (the answers the engine gives: tests/conformance)."""
+    queries = {
+        name: attrs.evolve(query, twin=adapter_twin(case, query)) if query.twin is not None else query
+        for name, query in case.queries.items()
+    }
+    run_spark(attrs.evolve(case, queries=queries), spark)
+
+
+# -- the adapter's parts, without a query ------------------------------------------------------------------------
+
+
+class Declared(Processor):
+    output_schema = "key STRING, n BIGINT"
+
+
+def test_the_output_schema_comes_from_the_call_the_step_or_the_processor_class():
+    """The output schema is the call's, else the step's ``output_schema``, else the processor class's; none is
+    a one-line error naming the step."""
+    spec = ProcessSpec(("key",), Declared())
+    assert output_schema_of(spec, "s") == "key STRING, n BIGINT"
+    assert output_schema_of(attrs.evolve(spec, output_schema="key STRING"), "s") == "key STRING"
+    assert output_schema_of(spec, "s", "n BIGINT") == "n BIGINT"
+    with pytest.raises(PipelineError, match=r"^step 'count': Spark needs the columns of the rows Processor returns"):
+        output_schema_of(ProcessSpec(("key",), Processor()), "count")
+
+
+def test_output_rows_get_timestamps_from_ms_and_nulls_for_missing_columns():
+    """A returned row becomes the schema's Row: ms in a TIMESTAMP column become that UTC time, a column the row
+    lacks is null, and a column the schema lacks is an error naming the step and the row."""
+    schema = StructType([StructField("key", LongType()), StructField("at", TimestampType())])
+    row = to_output_row({"key": 7}, schema, "s")
+    assert row.asDict() == {"key": 7, "at": None}
+    assert to_output_row({"at": 1_500}, schema, "s").at.timestamp() == 1.5
+    with pytest.raises(PipelineError, match=r"^step 's': the processor returned column 'x'"):
+        to_output_row({"x": 1}, schema, "s")
