@@ -42,8 +42,13 @@ engine; with rows it sees the same.
 
 **What does not map** (each is measured or read in PySpark 4.3, ``tutorials/spark-facts.md``):
 
-- in processing-time mode Spark's ``TimerValues`` carry no watermark (-1, so ``None`` here), while the
-  engine passes the batch's watermark when the query has one;
+- Spark's ``TimerValues`` give a watermark of 0 in a query without one (processing-time mode), the engine
+  ``None``: the adapter gives ``None`` when the step's input has no ``withWatermark`` column (it reads the
+  column metadata ``spark.watermarkDelayMs``); a watermark set only on another branch of the query (a join's
+  other side) would not be seen;
+- a map's entries: Spark lists them in the order of their encoded keys' bytes (measured: shorter keys
+  first), the engine in insertion order; the numbering above gives the engine's order, at the price of a
+  read of the whole map when a new key is put;
 - the processor's own attributes live as long as one Spark task: Spark deserializes the processor once per
   partition and batch, and the adapter copies it afresh in every ``init``, as the engine does per batch;
 - the processor's code runs in Spark's Python workers, which import ``ministream`` (the adapter and the
@@ -103,6 +108,9 @@ MAP_KEY_SCHEMA = "key BINARY"
 MAP_VALUE_SCHEMA = "order BIGINT, value BINARY"
 """The schema of a map state's values: the entry's insertion number, and the pickled value."""
 
+WATERMARK_METADATA = "spark.watermarkDelayMs"
+"""The metadata key ``withWatermark`` puts on its event-time column (its value: the delay in ms)."""
+
 SPARK_TIME_MODES = {"none": "None", "eventtime": "EventTime", "processingtime": "ProcessingTime"}
 """Spark's name of each time mode, by the mode's name in lower case without underscores."""
 
@@ -139,11 +147,12 @@ def _engine_key(key: tuple):
     return values[0] if len(values) == 1 else values
 
 
-def _timer_values(timer_values) -> TimerValues:
-    """Spark's ``TimerValues`` as the engine's: -1 (Spark's "no such time") is ``None``."""
+def _timer_values(timer_values, watermarked: bool) -> TimerValues:
+    """Spark's ``TimerValues`` as the engine's: -1 (Spark's "no such time") is ``None``, and so is the
+    watermark of a query without one (Spark gives 0 there)."""
     now = timer_values.getCurrentProcessingTimeInMs()
     watermark = timer_values.getCurrentWatermarkInMs()
-    return TimerValues(None if now < 0 else now, None if watermark < 0 else watermark)
+    return TimerValues(None if now < 0 else now, None if watermark < 0 or not watermarked else watermark)
 
 
 def _to_spark(value, data_type):
@@ -342,13 +351,15 @@ class ProcessorAdapter(StatefulProcessor):
 
     Args:
         processor: the ministream processor (a template: ``init`` runs on a fresh copy of it).
-        schema: the output schema (a ``StructType``). step_name: for error messages.
+        schema: the output schema (a ``StructType``). step_name: for error messages. watermarked: whether the
+        step's input has a watermark (without one, the processor sees the engine's ``None``, not Spark's 0).
     """
 
-    def __init__(self, processor: Processor, schema: StructType, step_name: str):
+    def __init__(self, processor: Processor, schema: StructType, step_name: str, watermarked: bool = True):
         self.template = processor
         self.schema = schema
         self.step_name = step_name
+        self.watermarked = watermarked
         self.processor: Processor | None = None
 
     def _rows(self, result) -> list[Row]:
@@ -363,19 +374,22 @@ class ProcessorAdapter(StatefulProcessor):
     def handleInputRows(self, key, rows, timerValues):
         assert self.processor is not None
         plain = [_ms(row) for row in rows]
-        result = self.processor.handle_input_rows(_engine_key(key), plain, _timer_values(timerValues))
+        values = _timer_values(timerValues, self.watermarked)
+        result = self.processor.handle_input_rows(_engine_key(key), plain, values)
         return iter(self._rows(result))
 
     # Spark calls this one with keyword arguments: the parameters keep Spark's names.
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
         assert self.processor is not None
         info = ExpiredTimerInfo(expiredTimerInfo.getExpiryTimeInMs())
-        result = self.processor.handle_expired_timer(_engine_key(key), _timer_values(timerValues), info)
+        values = _timer_values(timerValues, self.watermarked)
+        result = self.processor.handle_expired_timer(_engine_key(key), values, info)
         return iter(self._rows(result))
 
     def handleInitialState(self, key, initialState, timerValues) -> None:
         assert self.processor is not None
-        self.processor.handle_initial_state(_engine_key(key), _ms(initialState), _timer_values(timerValues))
+        values = _timer_values(timerValues, self.watermarked)
+        self.processor.handle_initial_state(_engine_key(key), _ms(initialState), values)
 
     def close(self) -> None:
         if self.processor is not None:
@@ -432,8 +446,10 @@ def processor_twin(
         settings["initialState"] = initial_state.groupBy(*keys)
     if spec.event_time_column is not None:
         settings["eventTimeColumnName"] = spec.event_time_column
+    # withWatermark marks its column in the schema: the one sign, on a DataFrame, that the query has a watermark.
+    watermarked = any(WATERMARK_METADATA in field.metadata for field in frame.schema.fields)
     return frame.groupBy(*keys).transformWithState(
-        ProcessorAdapter(spec.processor, schema, step_name),
+        ProcessorAdapter(spec.processor, schema, step_name, watermarked),
         schema,
         (output_mode or spec.output_mode or "update").capitalize(),
         spark_time_mode(time_mode or spec.time_mode),

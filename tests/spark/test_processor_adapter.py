@@ -222,6 +222,54 @@ def test_every_part_of_the_handle_gives_the_engine_s_rows(spark):
     assert len(theirs) == 6 and sum(len(batch.rows) for batch in theirs) == 11
 
 
+class ExpiringMap(Processor):
+    """Map state with a 1 ms time-to-live in processing-time mode: what the previous batch wrote is gone."""
+
+    def init(self, handle):
+        self.seen = handle.get_map_state("seen", ttl=1)
+
+    def handle_input_rows(self, key, rows, timer_values):
+        before = repr(self.seen.items())
+        for row in rows:
+            self.seen.put(row["tag"], timer_values.processing_time)
+        return [
+            {"key": key, "before": before, "watermark": timer_values.watermark, "now": timer_values.processing_time}
+        ]
+
+
+def test_map_state_ttl_and_a_query_without_watermark_give_the_engine_s_rows(spark):
+    """In processing-time mode, map entries with a time-to-live expire in Spark as in the engine (run with
+    Spark's batch timestamps), and in a query without a watermark the processor sees the engine's ``None``
+    where Spark's TimerValues say 0."""
+    from ministream import CollectingSink, run_microbatch
+    from ministream.core.compare import compare_batches
+    from ministream.spark import ROCKSDB_STATE_STORE, run_query, scripted_stream
+
+    script = [
+        [{"key": "a", "tag": "x"}],
+        [{"key": "a", "tag": "y"}, {"key": "b", "tag": "x"}],
+        [],
+        [{"key": "a", "tag": "z"}],
+    ]
+    flow = Dataflow("expiring")
+    flow.source("events", ScriptedSource(script)).key_by("key").process(
+        "expiring",
+        ExpiringMap(),
+        time_mode="processing_time",
+        output_mode="update",
+        output_schema="key STRING, before STRING, watermark BIGINT, now TIMESTAMP",
+    ).sink("output", CollectingSink())
+    frame = scripted_stream(spark, "key STRING, tag STRING", script)
+    conf = {**ROCKSDB_STATE_STORE, "spark.sql.streaming.noDataMicroBatches.enabled": "false"}
+    theirs = run_query(processor_twin(frame, flow.step("expiring").spec, step_name="expiring"), "update", conf=conf)
+    timestamps = [batch.processing_time for batch in theirs]
+    ours = run_microbatch(flow, output_mode="update", batch_timestamps=timestamps).output()
+    comparison = compare_batches(ours, theirs)
+    assert comparison.matches, comparison.table()
+    assert [row["before"] for batch in theirs for row in batch.rows] == ["[]", "[]", "[]", "[]"]
+    assert {row["watermark"] for batch in theirs for row in batch.rows} == {None}
+
+
 # -- the adapter's parts, without a query ------------------------------------------------------------------------
 
 
