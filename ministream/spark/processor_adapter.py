@@ -40,17 +40,28 @@ rows, so one key's rows may arrive in several chunks), with numpy types, ``NaN``
 integer columns widened to float when they hold nulls. The processor would see other values than in the
 engine; with rows it sees the same.
 
-**What does not map** (each is measured or read in PySpark 4.3, ``tutorials/spark-facts.md``):
+**What the adapter bridges** (each measured on PySpark 4.3, ``tutorials/spark-facts.md``):
 
 - Spark's ``TimerValues`` give a watermark of 0 in a query without one (processing-time mode), the engine
   ``None``: the adapter gives ``None`` when the step's input has no ``withWatermark`` column (it reads the
-  column metadata ``spark.watermarkDelayMs``); a watermark set only on another branch of the query (a join's
-  other side) would not be seen;
-- a map's entries: Spark lists them in the order of their encoded keys' bytes (measured: shorter keys
-  first), the engine in insertion order; the numbering above gives the engine's order, at the price of a
-  read of the whole map when a new key is put;
-- the processor's own attributes live as long as one Spark task: Spark deserializes the processor once per
-  partition and batch, and the adapter copies it afresh in every ``init``, as the engine does per batch;
+  column metadata ``spark.watermarkDelayMs``);
+- a map's entries: Spark lists them in the order of their encoded keys' bytes (shorter keys first), the
+  engine in insertion order: the numbering above gives the engine's order;
+- the processor's own attributes live as long as one Spark task (Spark deserializes the processor once per
+  partition and batch); the adapter copies it afresh in every ``init``, as the engine does per batch.
+
+**What it cannot map:**
+
+- a watermark set only on another branch of the query (a join's other side) is not seen in the step's
+  input: the processor then gets 0 in processing-time mode where the engine gives the query's watermark;
+- Spark does not promise the order of one key's rows within a batch (the engine hands them in arrival
+  order): a processor whose result depends on that order may differ;
+- map keys that are equal in Python but pickle to different bytes (``0.0`` and ``-0.0``, ``1`` and ``1.0``,
+  dicts in another insertion order, sets) are one key in the engine and two in Spark;
+- a refusal comes from Spark's handle with Spark's error class (``INVALID_HANDLE_STATE`` for a state variable
+  created outside ``init``), not with the engine's sentence; the output schema's types must be those of the
+  processor's values (the engine never checks them); a state access costs a pickle, a new map key a read of
+  the whole map;
 - the processor's code runs in Spark's Python workers, which import ``ministream`` (the adapter and the
   ``Processor`` base class live in it): on a cluster, install ministream on the workers. A processor class
   defined outside the ``ministream`` package (a test's, a notebook's) is shipped by value.
