@@ -140,7 +140,11 @@ def spark_time_mode(time_mode: str) -> str:
 
 
 def _ms(value):
-    """A value from Spark as the engine has it: datetimes as ms, rows as dicts, lists as lists."""
+    """A value from Spark as the engine has it: datetimes as ms, rows as dicts, lists as lists.
+
+    PySpark's row-based worker reads each value from Arrow (``.as_py()``): a ``TIMESTAMP`` comes as a datetime
+    in the session's time zone, a ``TIMESTAMP_NTZ`` as a naive one, read here as UTC.
+    """
     if isinstance(value, datetime.datetime):
         return from_datetime(value)
     if isinstance(value, Row):
