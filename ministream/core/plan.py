@@ -541,6 +541,7 @@ class KeyedStream:
         output_mode: str | None = None,
         initial_state: list[dict] | None = None,
         event_time_column: str | None = None,
+        output_schema: str | None = None,
     ) -> Stream:
         """A keyed process function (``operators/process.py``): ``processor``, a ``Processor``, sees each
         key's rows and keeps its own state and timers: Spark's ``groupBy(key).transformWithState(processor,
@@ -550,7 +551,9 @@ class KeyedStream:
         ``a.union(b).groupByKey(...).transformWithState(...)``). ``initial_state``: rows (with the key
         columns) that the processor's ``handle_initial_state`` sees before the query's first batch (Spark's
         ``initialState``). ``event_time_column``: an output column that the next stateful step takes as its
-        event time (Spark's ``eventTimeColumnName``)."""
+        event time (Spark's ``eventTimeColumnName``). ``output_schema``: the columns of the rows the processor
+        returns, as a Spark DDL schema; the engine does not need it, running the processor in Spark does
+        (``spark/processor_adapter.py``)."""
         if time_mode not in TIME_MODES:
             raise PipelineError(f"step {name!r}: time_mode must be one of {', '.join(TIME_MODES)}, not {time_mode!r}")
         if output_mode not in (None, "append", "update"):
@@ -572,7 +575,15 @@ class KeyedStream:
         if time_mode == "event_time":
             _at_most_one_event_time(name, distinct_event_times(event_time_columns(self.upstream)))
         initial = None if initial_state is None else tuple(dict(row) for row in initial_state)
-        spec = ProcessSpec(self.key_columns, processor, time_mode, output_mode, initial, event_time_column)  # type: ignore[arg-type]
+        spec = ProcessSpec(
+            self.key_columns,
+            processor,
+            time_mode,
+            output_mode,  # type: ignore[arg-type]
+            initial,
+            event_time_column,
+            output_schema,
+        )
         return self.keyed_step(name, spec, others)
 
     def aggregate(self, name: str, *others: KeyedStream, **aggregates: AggregateFunction) -> Stream:

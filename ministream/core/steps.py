@@ -376,6 +376,10 @@ class ProcessSpec(StepSpec):
     event_time_column: str | None = None
     """An output column that the next stateful step takes as its event time (Spark's
     ``eventTimeColumnName``), under the same watermark."""
+    output_schema: str | None = None
+    """The columns of the rows the processor returns, as a Spark DDL schema (``"key STRING, count BIGINT"``;
+    times are ``TIMESTAMP`` columns holding ms): the engine does not need it, Spark does
+    (``spark/processor_adapter.py``)."""
     kind: ClassVar[str] = "process"
     keyed: ClassVar[bool] = True
 

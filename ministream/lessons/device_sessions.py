@@ -196,7 +196,11 @@ def pipeline(script, params) -> Dataflow:
     flow = Dataflow("device-sessions")
     events = flow.source("events", ScriptedSource(script)).with_watermark("watermark", "ts", params["delay"])
     sessions = events.key_by("device").process(
-        "sessions", DeviceSessions(params["heartbeat"], params["timeout"]), time_mode="event_time", output_mode="update"
+        "sessions",
+        DeviceSessions(params["heartbeat"], params["timeout"]),
+        time_mode="event_time",
+        output_mode="update",
+        output_schema=OUTPUT_SCHEMA,
     )
     sessions.sink("output", CollectingSink())
     return flow
@@ -268,6 +272,15 @@ def twin(inputs, params):
 
     events = inputs["events"].withWatermark("ts", f"{params['delay']} milliseconds")
     return events.groupBy("device").transformWithState(DeviceSessionsTwin(), OUTPUT_SCHEMA, "Update", "EventTime")
+
+
+def adapter_twin(inputs, params):
+    """PySpark through the processor adapter (``spark/processor_adapter.py``): the very same ``DeviceSessions``
+    class, run by ``groupBy("device").transformWithState``, with the settings of the pipeline's own step."""
+    from ministream.spark.processor_adapter import processor_twin
+
+    events = inputs["events"].withWatermark("ts", f"{params['delay']} milliseconds")
+    return processor_twin(events, pipeline([], params).step("sessions").spec, step_name="sessions")
 
 
 def random_script(rng, params) -> list:

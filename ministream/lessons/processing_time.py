@@ -106,7 +106,11 @@ def pipeline(script, params) -> Dataflow:
     flow = Dataflow("processing-time")
     readings = flow.source("readings", ScriptedSource(script))
     alerts = readings.key_by("key").process(
-        "watchdog", Watchdog(params["timeout"]), time_mode="processing_time", output_mode="update"
+        "watchdog",
+        Watchdog(params["timeout"]),
+        time_mode="processing_time",
+        output_mode="update",
+        output_schema=OUTPUT_SCHEMA,
     )
     alerts.sink("output", CollectingSink())
     return flow
@@ -151,6 +155,14 @@ def twin(inputs, params):
             pass
 
     return inputs["events"].groupBy("key").transformWithState(WatchdogTwin(), OUTPUT_SCHEMA, "Update", "ProcessingTime")
+
+
+def adapter_twin(inputs, params):
+    """PySpark through the processor adapter (``spark/processor_adapter.py``): the very same ``Watchdog``
+    class, its processing-time timers on Spark's, run by ``groupBy("key").transformWithState``."""
+    from ministream.spark.processor_adapter import processor_twin
+
+    return processor_twin(inputs["events"], pipeline([], params).step("watchdog").spec, step_name="watchdog")
 
 
 LESSON = Lesson(

@@ -127,7 +127,11 @@ def pipeline(script, params) -> Dataflow:
     flow = Dataflow("state-ttl")
     events = flow.source("events", ScriptedSource(script))
     visits = events.key_by("key").process(
-        "visits", VisitMemory(params["ttl"]), time_mode="processing_time", output_mode="update"
+        "visits",
+        VisitMemory(params["ttl"]),
+        time_mode="processing_time",
+        output_mode="update",
+        output_schema=OUTPUT_SCHEMA,
     )
     visits.sink("output", CollectingSink())
     return flow
@@ -171,6 +175,14 @@ def twin(inputs, params):
     return (
         inputs["events"].groupBy("key").transformWithState(VisitMemoryTwin(), OUTPUT_SCHEMA, "Update", "ProcessingTime")
     )
+
+
+def adapter_twin(inputs, params):
+    """PySpark through the processor adapter (``spark/processor_adapter.py``): the very same ``VisitMemory``
+    class, its TTL state over Spark's, run by ``groupBy("key").transformWithState``."""
+    from ministream.spark.processor_adapter import processor_twin
+
+    return processor_twin(inputs["events"], pipeline([], params).step("visits").spec, step_name="visits")
 
 
 LESSON = Lesson(

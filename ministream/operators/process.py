@@ -69,6 +69,7 @@ from __future__ import annotations
 
 import copy
 from functools import partial
+from typing import ClassVar
 
 import attrs
 
@@ -142,6 +143,11 @@ class Processor:
     >>> [batch.rows for batch in run_microbatch(flow, output_mode="update").output()]
     [[{'key': 'a', 'count': 2}], [{'key': 'a', 'count': 3}]]
     """
+
+    output_schema: ClassVar[str | None] = None
+    """The columns of the rows the processor returns, as a Spark DDL schema (``"key STRING, count BIGINT"``):
+    the engine does not need it; running the processor in Spark does (``spark/processor_adapter.py``). A step's
+    ``process(..., output_schema=...)`` wins over it."""
 
     def init(self, handle: ProcessorHandle) -> None:
         """Create the state variables from ``handle`` (called at the start of every batch)."""

@@ -59,6 +59,16 @@ watermark_plot({"watermark WM_k": [b.watermark for b in batches]}, emitted,
         code("""result = compare_lesson(sessions)
 print(result.table())
 assert result.matches"""),
+        markdown("""That twin is `DeviceSessions` written a second time, against Spark's handle. The processor adapter
+(`ministream/spark/processor_adapter.py`) runs the very same `DeviceSessions` class inside Spark's
+`transformWithState` instead: the lesson's `adapter_twin` hands it the pipeline's own process step. Swap the
+twin and compare again:"""),
+        code("""import attrs
+from ministream.lessons import device_sessions
+
+result = compare_lesson(attrs.evolve(sessions, twin=device_sessions.adapter_twin))
+print(result.summary())
+assert result.matches"""),
         markdown("""## 12. State TTL: state that expires
 
 A time-to-live counts processing time: the batch timestamp. ministream's batches run one second apart here;
