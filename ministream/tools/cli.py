@@ -7,6 +7,7 @@
         [--incremental K]                      (K delta checkpoints after each full one)
     ministream compare LESSON | --all          ministream against the PySpark twin, batch by batch
     ministream fuzz LESSON | --all [--runs N]  ministream against Spark on random events, failures shrunk
+    ministream twin LESSON [--hand-written]    the PySpark twin compiled from the lesson's pipeline
     ministream diagrams                        render every lesson's diagrams and plots into diagrams/
     ministream cluster start|stop|status       a Spark standalone master and worker on 127.0.0.1
     ministream workshop [list|copy DIR|check|build|timings]   the notebooks: listed, copied, run headless
@@ -248,6 +249,22 @@ def cmd_compare(args, out) -> int:
     return EXIT_DIFFERS if differing else EXIT_OK
 
 
+def cmd_twin(args, out) -> int:
+    """Print the PySpark source the compiler writes for a lesson's pipeline (``spark/compiler``), or the
+    lesson's hand-written twin."""
+    import inspect
+
+    from ministream.spark.compiler import compiled_lesson_twin
+
+    lesson = get_lesson(args.lesson)
+    if args.hand_written:
+        print(inspect.getsource(lesson.twin), file=out, end="")
+        return EXIT_OK
+    compiled = compiled_lesson_twin(lesson, _params(args.param))
+    print(compiled.source, file=out, end="")
+    return EXIT_OK
+
+
 def cmd_fuzz(args, out) -> int:
 
     if args.all == bool(args.lesson):
@@ -401,6 +418,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--state", action="store_true", help="also diff the state after every batch (lessons/state_compare.py)"
     )
     compare.set_defaults(handler=cmd_compare)
+
+    twin = commands.add_parser("twin", help="print the PySpark twin compiled from a lesson's pipeline")
+    twin.add_argument("lesson", help="a lesson name")
+    twin.add_argument("--param", action="append", metavar="NAME=VALUE", help="change a parameter")
+    twin.add_argument("--hand-written", action="store_true", help="print the lesson's hand-written twin instead")
+    twin.set_defaults(handler=cmd_twin)
 
     fuzz = commands.add_parser("fuzz", help="compare ministream with Spark on random events; shrink what differs")
     fuzz.add_argument("lesson", nargs="?", help="a lesson name")

@@ -39,18 +39,43 @@ import attrs
 
 from ministream.core.events import Field
 from ministream.core.plan import Dataflow
+from ministream.core.lineage import event_time_columns
 from ministream.core.steps import (
     AggregateSpec,
+    DedupSpec,
+    FilterSpec,
+    FlatMapSpec,
+    JoinSpec,
+    MapSpec,
+    OperatorSpec,
+    ProcessSpec,
+    SelectSpec,
     SinkSpec,
+    SortSpec,
     SourceSpec,
+    StaticJoinSpec,
     Step,
+    UnionSpec,
     WatermarkSpec,
+    WindowColumnSpec,
     WindowSpec,
 )
 from ministream.spark.compiler.aggregate import compile_aggregate, compile_window
+from ministream.spark.compiler.dedup import compile_dedup
 from ministream.spark.compiler.frames import Compilation, Frame, StepCompiler
+from ministream.spark.compiler.joins import compile_join
+from ministream.spark.compiler.process import compile_process
 from ministream.spark.compiler.refusals import CompileError, refuse
-from ministream.spark.compiler.schema import ddl, source_schema
+from ministream.spark.compiler.schema import Schema, ddl, source_schema
+from ministream.spark.compiler.stateless import (
+    compile_filter,
+    compile_map,
+    compile_select,
+    compile_sort,
+    compile_static_join,
+    compile_union,
+    compile_window_column,
+)
 from ministream.spark.compiler.watermark import compile_watermark
 from ministream.spark.compiler.writer import SourceWriter, literal
 
@@ -69,12 +94,40 @@ class CompiledTwin:
     output_mode: str = "append"
 
 
-def _compilers() -> dict[type, StepCompiler]:
-    return {
-        WatermarkSpec: compile_watermark,
-        AggregateSpec: compile_aggregate,
-        WindowSpec: compile_window,
-    }
+COMPILERS: dict[type, StepCompiler] = {
+    SelectSpec: compile_select,
+    MapSpec: compile_map,
+    FlatMapSpec: compile_map,
+    FilterSpec: compile_filter,
+    UnionSpec: compile_union,
+    WindowColumnSpec: compile_window_column,
+    SortSpec: compile_sort,
+    StaticJoinSpec: compile_static_join,
+    WatermarkSpec: compile_watermark,
+    AggregateSpec: compile_aggregate,
+    WindowSpec: compile_window,
+    JoinSpec: compile_join,
+    DedupSpec: compile_dedup,
+    ProcessSpec: compile_process,
+}
+"""The module that writes each kind of step (``OperatorSpec``, an operator of your own, has none: refused)."""
+
+
+def _check_event_time(step: Step, inputs: list[Frame]) -> None:
+    """A stateful step whose event time, as ministream sees it, is a column that a Python function rebuilt
+    in Spark: Spark's watermark mark is gone from it, so Spark would see no watermark there."""
+    for edge, frame in zip(step.inputs, inputs):
+        for column in event_time_columns(edge.upstream):
+            if column in frame.lost:
+                origin = frame.lost[column]
+                raise refuse(
+                    step.name,
+                    step.kind,
+                    f"its event time {column!r} was rebuilt by the Python function of step {origin!r}, and Spark's "
+                    "watermark follows the column withWatermark marked: a UDF's output column carries no mark, so "
+                    "Spark sees no watermark here",
+                    f"put with_watermark after {origin!r}, or make {origin!r} a select or a filter",
+                )
 
 
 def _feeding(sink: Step) -> list[Step]:
@@ -103,16 +156,19 @@ def _sink(flow: Dataflow, name: str) -> Step:
     raise CompileError(f"dataflow {flow.name!r} has no sink {name!r} to compile the query of; its sinks: {have}")
 
 
-def _source(step: Step, fields: dict[str, list[Field]], flow: Dataflow, compilation: Compilation) -> Frame:
+def _source(
+    step: Step, fields: dict[str, list[Field]], flow: Dataflow, compilation: Compilation, schemas: dict[str, Schema]
+) -> Frame:
     """A source is one of the twin's inputs: a streaming DataFrame with ``ts`` and the fields."""
-    if step.name in fields:
+    given = {name: source_schema(input_fields) for name, input_fields in fields.items()} | schemas
+    if step.name in given:
         input_name = step.name
-    elif len(fields) == 1 and len(flow.sources) == 1:
-        input_name = next(iter(fields))
+    elif len(given) == 1 and len(flow.sources) == 1:
+        input_name = next(iter(given))
     else:
-        have = ", ".join(fields) or "none"
+        have = ", ".join(given) or "none"
         raise CompileError(f"source {step.name!r}: no fields given for it (compile_flow's fields has: {have})")
-    schema = source_schema(fields[input_name])
+    schema = dict(given[input_name])
     writer = compilation.writer
     name = writer.name_of(step.name)
     writer.comment(f"source {step.name!r}: {ddl(schema)}")
@@ -120,23 +176,43 @@ def _source(step: Step, fields: dict[str, list[Field]], flow: Dataflow, compilat
     return Frame(name, schema)
 
 
+def _other_sink(sink: Step) -> str:
+    """What the twin's header says of a sink it does not compile."""
+    for step in _feeding(sink):
+        for edge in step.inputs:
+            if edge.output is not None:
+                return (
+                    f"The sink {sink.name!r} reads the side output {edge.output!r} of {edge.upstream.name!r}: Spark has "
+                    "no side outputs (it drops late rows and counts them, numRowsDroppedByWatermark), so it is not "
+                    "compiled."
+                )
+    return f"The sink {sink.name!r} is another query, not compiled here."
+
+
 def _describe(step: Step) -> str:
     words = ", ".join(f"{key}={value}" for key, value in step.describe().items())
     return f"{step.kind} {step.name!r}" + (f": {words}" if words else "")
 
 
-def compile_flow(flow: Dataflow, fields: dict[str, list[Field]], *, output_mode: str = "append", sink: str = "output") -> CompiledTwin:
+def compile_flow(
+    flow: Dataflow,
+    fields: dict[str, list[Field]],
+    *,
+    output_mode: str = "append",
+    sink: str = "output",
+    schemas: dict[str, Schema] | None = None,
+) -> CompiledTwin:
     """Compile the query that feeds ``sink`` (the only sink when the flow has one) into a PySpark twin.
 
     ``fields``: each input's own columns (``{input name: [Field, ...]}``), after ``ts``; a source step reads
-    the input of its own name, or the only input when there is one. Raises :class:`CompileError` for a step
-    that Spark cannot run.
+    the input of its own name, or the only input when there is one. ``schemas``: inputs given as whole Spark
+    schemas instead (``{input name: {column: Spark type}}``, no ``ts`` added). Raises :class:`CompileError`
+    for a step that Spark cannot run.
     """
     if output_mode not in OUTPUT_MODES:
         raise CompileError(f"output mode must be one of {', '.join(OUTPUT_MODES)}, not {output_mode!r}")
     compilation = Compilation(SourceWriter(flow.name), output_mode)
     compilation.writer.note("`steps` holds the plan's steps by name: their Python functions run as UDFs.")
-    compilers = _compilers()
     target = _sink(flow, sink)
     for step in _feeding(target):
         spec = step.spec
@@ -151,26 +227,43 @@ def compile_flow(flow: Dataflow, fields: dict[str, list[Field]], *, output_mode:
                     "compare the late rows with ministream's trace or accounting; in Spark, read the counts",
                 )
         if isinstance(spec, SourceSpec):
-            compilation.frames[step.name] = _source(step, fields, flow, compilation)
+            compilation.frames[step.name] = _source(step, fields, flow, compilation, schemas or {})
             continue
         inputs = [compilation.frames[edge.upstream.name] for edge in step.inputs]
         if isinstance(spec, SinkSpec):
             compilation.writer.comment(f"sink {step.name!r}: the query's output, in {output_mode} mode")
             compilation.writer.returns(inputs[0].variable)
             break
-        compiler = compilers.get(type(spec))
+        compiler = COMPILERS.get(type(spec))
         if compiler is None:
-            raise refuse(step.name, step.kind, "the compiler has no Spark operator for this kind of step")
+            rule = "Spark has no operator for this kind of step"
+            if isinstance(spec, OperatorSpec):
+                rule = "it runs an operator of your own, which only ministream's engine can run; Spark has none"
+            raise refuse(step.name, step.kind, rule)
+        if spec.keyed:
+            _check_event_time(step, inputs)
         compilation.writer.comment(_describe(step))
         compilation.frames[step.name] = compiler(step, inputs, compilation)
+        if isinstance(spec, (AggregateSpec, WindowSpec)):
+            compilation.aggregated = True
     for other in flow.sinks:
         if other is not target:
-            compilation.writer.note(f"the sink {other.name!r} is another query, not compiled here")
+            compilation.writer.note(_other_sink(other))
     source = compilation.writer.source()
+    return CompiledTwin(source, _executed(source, flow), dict(compilation.conf), output_mode)
+
+
+def _executed(source: str, flow: Dataflow) -> Callable[[dict, dict], Any]:
+    """The twin as a Lesson's ``twin(inputs, params)``: ``source`` run with ``exec`` (at the first call, so that
+    compiling needs no PySpark), with ``steps``, the flow's steps by name, as its global."""
     namespace: dict[str, Any] = {"steps": {step.name: step for step in flow.steps}}
-    exec(compile(source, f"<twin of {flow.name}>", "exec"), namespace)
-    run = namespace["twin"]
-    return CompiledTwin(source, lambda inputs, params=None: run(inputs), dict(compilation.conf), output_mode)
+
+    def twin(inputs: dict, params: dict | None = None):
+        if "twin" not in namespace:
+            exec(compile(source, f"<twin of {flow.name}>", "exec"), namespace)
+        return namespace["twin"](inputs)
+
+    return twin
 
 
 def compiled_lesson_twin(lesson, params: dict | None = None, script=None) -> CompiledTwin:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import keyword
 import re
+import textwrap
 
 import attrs
 
@@ -34,6 +35,63 @@ RUNTIME = "ministream.spark.compiler.runtime"
 """The module of the helpers the generated code calls (UDF wrappers): imported by name when used."""
 HELPERS = ("map_rows", "flat_map_rows", "row_predicate", "pair_predicate", "fold_values", "session_gap", "static_table")
 """Names the generated code uses for itself: a step called so gets another variable name."""
+
+
+WIDTH = 120
+"""The longest line the writer leaves on one line (the project's line length)."""
+
+
+def _split_top_level(text: str) -> list[str]:
+    """``text`` cut at the commas that are outside brackets and strings."""
+    parts, depth, quote, start = [], 0, None, 0
+    for i, char in enumerate(text):
+        if quote:
+            quote = None if char == quote and text[i - 1] != "\\" else quote
+        elif char in "\"'":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == "," and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    parts.append(text[start:].strip())
+    return [part for part in parts if part]
+
+
+def _last_call(line: str) -> int | None:
+    """The index of the ``(`` that the line's final ``)`` closes (``None`` when the line does not end with one)."""
+    if not line.endswith(")"):
+        return None
+    depth, quote = 0, None
+    for i in range(len(line) - 1, -1, -1):
+        char = line[i]
+        if quote:
+            quote = None if char == quote else quote
+        elif char in "\"'":
+            quote = char
+        elif char in ")]}":
+            depth += 1
+        elif char in "([{":
+            depth -= 1
+            if depth == 0:
+                return i
+    return None
+
+
+def wrapped(line: str) -> list[str]:
+    """A line of code as ruff would break it when it is too long: the last call's arguments one per line.
+
+    >>> wrapped("    x = df.agg(" + ", ".join(f'F.count("c{i}")' for i in range(9)) + ")")[:2]
+    ['    x = df.agg(', '        F.count("c0"),']
+    """
+    opening = _last_call(line)
+    if len(line) <= WIDTH or opening is None:
+        return [line]
+    indent = line[: len(line) - len(line.lstrip())]
+    arguments = _split_top_level(line[opening + 1 : -1])
+    return [line[: opening + 1], *(f"{indent}    {argument}," for argument in arguments), f"{indent})"]
 
 
 def literal(value) -> str:
@@ -79,16 +137,17 @@ class SourceWriter:
             self.imports.append(line)
 
     def note(self, text: str) -> None:
-        """A comment line at the head of the file."""
-        self.notes.append(text)
+        """A comment at the head of the file (wrapped at :data:`WIDTH`)."""
+        self.notes.extend(textwrap.wrap(text, WIDTH - 2))
 
     def comment(self, text: str) -> None:
-        """A comment line in the body."""
-        self.body.append(f"    # {text}")
+        """A comment in the body (wrapped at :data:`WIDTH`)."""
+        self.body.extend(f"    # {line}" for line in textwrap.wrap(text, WIDTH - 6))
 
     def assign(self, name: str, expression: str) -> None:
-        """``name = expression`` in the body."""
-        self.body.append(f"    {name} = {expression}")
+        """``name = expression`` in the body; a line longer than :data:`WIDTH` has the arguments of its last
+        call one per line, as ruff formats them."""
+        self.body.extend(wrapped(f"    {name} = {expression}"))
 
     def returns(self, name: str) -> None:
         """The last line: the twin returns this DataFrame."""
