@@ -201,6 +201,7 @@ def compile_flow(
     output_mode: str = "append",
     sink: str = "output",
     schemas: dict[str, Schema] | None = None,
+    watermark_policy: str = "min",
 ) -> CompiledTwin:
     """Compile the query that feeds ``sink`` (the only sink when the flow has one) into a PySpark twin.
 
@@ -211,7 +212,10 @@ def compile_flow(
     """
     if output_mode not in OUTPUT_MODES:
         raise CompileError(f"output mode must be one of {', '.join(OUTPUT_MODES)}, not {output_mode!r}")
+    if watermark_policy not in ("min", "max"):
+        raise CompileError(f"the watermark policy is 'min' or 'max', not {watermark_policy!r}")
     compilation = Compilation(SourceWriter(flow.name), output_mode)
+    compilation.conf["spark.sql.streaming.multipleWatermarkPolicy"] = watermark_policy
     compilation.writer.note("`steps` holds the plan's steps by name: their Python functions run as UDFs.")
     target = _sink(flow, sink)
     for step in _feeding(target):
@@ -272,10 +276,9 @@ def compiled_lesson_twin(lesson, params: dict | None = None, script=None) -> Com
     values = lesson.resolve_params(params)
     flow = lesson.pipeline(lesson.default_script if script is None else script, values)
     fields = {name: lesson.fields for name in lesson.inputs}
-    compiled = compile_flow(flow, fields, output_mode=lesson.mode(values))
+    compiled = compile_flow(flow, fields, output_mode=lesson.mode(values), watermark_policy=lesson.policy(values))
     own = lesson.spark_conf(values) if callable(lesson.spark_conf) else lesson.spark_conf
-    conf = {"spark.sql.streaming.multipleWatermarkPolicy": lesson.policy(values), **own, **compiled.conf}
-    return attrs.evolve(compiled, conf=conf)
+    return attrs.evolve(compiled, conf={**own, **compiled.conf})
 
 
 __all__ = ["CompileError", "CompiledTwin", "compile_flow", "compiled_lesson_twin"]

@@ -68,7 +68,7 @@ def _pushed_filter(step: Step, side: int, condition: RowCondition, frame: Frame,
     name = compilation.writer.name_of(f"{step.name}_{('left', 'right')[side]}")
     compilation.writer.comment(f"{where} of {step.name!r}, on the side no outer join keeps: a filter before the join")
     struct = f"F.struct({', '.join(literal(c) for c in columns)})"
-    udf = f"row_predicate(steps[{literal(step.name)}].spec.{where}.fn, {columns!r})"
+    udf = f"row_predicate(steps[{literal(step.name)}].spec.{where}.fn, {literal(columns)})"
     compilation.writer.assign(name, f"{frame.variable}.filter({udf}({struct}))")
     return Frame(name, frame.schema, frame.event_time, frame.lost)
 
@@ -124,7 +124,7 @@ def compile_join(step: Step, inputs: list[Frame], compilation: Compilation) -> F
     if spec.where is not None:
         left_struct = ", ".join(f"F.col({literal(prefix[0] + c)})" for c in left.schema)
         right_struct = ", ".join(f"F.col({literal(prefix[1] + c)})" for c in right.schema)
-        udf = f"pair_predicate(steps[{literal(step.name)}].spec.where, {left.schema!r}, {right.schema!r})"
+        udf = f"pair_predicate(steps[{literal(step.name)}].spec.where, {literal(left.schema)}, {literal(right.schema)})"
         writer.comment("the condition on the pair: a filter after the inner join (the same rows)")
         writer.assign(name, f"{name}.filter({udf}(F.struct({left_struct}), F.struct({right_struct})))")
     if spec.how == "left_semi":

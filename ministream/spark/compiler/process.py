@@ -13,6 +13,7 @@ from ministream.core.steps import ProcessSpec, Step
 from ministream.spark.compiler.frames import Compilation, Frame
 from ministream.spark.compiler.refusals import refuse
 from ministream.spark.compiler.writer import literal
+from ministream.spark.session import ROCKSDB_STATE_STORE
 
 ADAPTER = "ministream.spark.processor_adapter"
 
@@ -37,6 +38,7 @@ def compile_process(step: Step, inputs: list[Frame], compilation: Compilation) -
     if len(inputs) > 1:
         raise refuse(step.name, step.kind, "the adapter runs a process function on one input", "union the inputs first")
     (frame,) = inputs
+    compilation.conf.update(ROCKSDB_STATE_STORE)  # transformWithState needs the RocksDB state store
     compilation.writer.use(f"from {ADAPTER} import processor_twin")
     name = compilation.writer.name_of(step.name)
     compilation.writer.assign(name, f"processor_twin({frame.variable}, steps[{literal(step.name)}].spec)")

@@ -73,6 +73,11 @@ def flat_map_rows(step: str, fn, before: Schema, after: Schema):
     return _udf(rows, f"array<struct<{_struct(after)}>>")
 
 
+def row_value(fn, columns: Schema, return_type: str):
+    """A value computed from a row (the key of ``key_by(function)``): a UDF of a struct of the columns."""
+    return _udf(lambda values: fn(to_row(values, columns)), return_type)
+
+
 def row_predicate(fn, columns: Schema):
     """``filter`` or a one-sided join condition: a boolean UDF of a struct of the columns it reads."""
     return _udf(lambda values: bool(fn(to_row(values, columns))), "boolean")

@@ -126,7 +126,7 @@ def compile_map(step: Step, inputs: list[Frame], compilation: Compilation) -> Fr
     writer = compilation.writer
     name = writer.name_of(step.name)
     helper = "flat_map_rows" if many else "map_rows"
-    udf = f"{helper}({literal(step.name)}, {_spec_ref(step)}.fn, {frame.schema!r}, {after!r})"
+    udf = f"{helper}({literal(step.name)}, {_spec_ref(step)}.fn, {literal(frame.schema)}, {literal(after)})"
     if many:
         writer.assign(name, f"{frame.variable}.select(F.inline({udf}({_struct(frame.schema)})))")
     else:
@@ -146,7 +146,7 @@ def compile_filter(step: Step, inputs: list[Frame], compilation: Compilation) ->
     (frame,) = inputs
     columns = frame.schema if spec.columns is None else {c: frame.schema[c] for c in spec.columns if c in frame.schema}
     name = compilation.writer.name_of(step.name)
-    predicate = f"row_predicate({_spec_ref(step)}.predicate, {columns!r})"
+    predicate = f"row_predicate({_spec_ref(step)}.predicate, {literal(columns)})"
     compilation.writer.assign(name, f"{frame.variable}.filter({predicate}({_struct(columns)}))")
     return Frame(name, frame.schema, frame.event_time, frame.lost)
 
@@ -248,7 +248,7 @@ def compile_static_join(step: Step, inputs: list[Frame], compilation: Compilatio
     table_schema = {c: table_schema[c] for c in columns}
     writer = compilation.writer
     table = writer.name_of(f"{step.name}_table")
-    writer.assign(table, f"static_table({frame.variable}.sparkSession, {_spec_ref(step)}.table, {table_schema!r})")
+    writer.assign(table, f"static_table({frame.variable}.sparkSession, {_spec_ref(step)}.table, {literal(table_schema)})")
     name = writer.name_of(step.name)
     same = [s for s, t in zip(spec.stream_keys, spec.table_keys) if s == t]
     if len(same) == len(spec.stream_keys):

@@ -33,7 +33,16 @@ import attrs
 RESERVED = {"F", "inputs", "steps", "twin", "spark"}
 RUNTIME = "ministream.spark.compiler.runtime"
 """The module of the helpers the generated code calls (UDF wrappers): imported by name when used."""
-HELPERS = ("map_rows", "flat_map_rows", "row_predicate", "pair_predicate", "fold_values", "session_gap", "static_table")
+HELPERS = (
+    "map_rows",
+    "flat_map_rows",
+    "row_value",
+    "row_predicate",
+    "pair_predicate",
+    "fold_values",
+    "session_gap",
+    "static_table",
+)
 """Names the generated code uses for itself: a step called so gets another variable name."""
 
 
@@ -96,13 +105,15 @@ def wrapped(line: str) -> list[str]:
 
 def literal(value) -> str:
     """A Python literal for a string (in double quotes, as ruff writes them), a number, a bool or ``None``;
-    a list or tuple of them as a list.
+    a list or tuple of them as a list, a dict as a dict.
 
     >>> literal("10 seconds"), literal(["key", "ts"]), literal(None)
     ('"10 seconds"', '["key", "ts"]', 'None')
     """
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(literal(item) for item in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{literal(key)}: {literal(item)}" for key, item in value.items()) + "}"
     if isinstance(value, str):
         return json.dumps(value)
     return repr(value)
