@@ -13,12 +13,14 @@ stream-static joins), ``watermark``, ``aggregate`` (aggregates, windows, session
 ``process`` (keyed process functions through ``spark/processor_adapter.py``), ``refusals``, and ``runtime``
 (the UDF wrappers the generated code calls).
 
+>>> from ministream import CollectingSink, Count, Dataflow, ScriptedSource, Sum
 >>> from ministream.core.events import Field
->>> from ministream.lessons import get_lesson
->>> lesson = get_lesson("running-aggregation")
->>> compiled = compile_flow(lesson.pipeline(lesson.default_script, {}), {"events": lesson.fields}, output_mode="update")
+>>> flow = Dataflow("totals")
+>>> events = flow.source("events", ScriptedSource([]))
+>>> events.key_by("key").aggregate("totals", count=Count(), sum=Sum("value")).sink("output", CollectingSink())
+>>> compiled = compile_flow(flow, {"events": [Field("key", str), Field("value", float)]}, output_mode="update")
 >>> print(compiled.source)   # doctest: +ELLIPSIS
-# The PySpark twin of the ministream dataflow 'running-aggregation', written by ministream.spark.compiler.
+# The PySpark twin of the ministream dataflow 'totals', written by ministream.spark.compiler.
 ...
 def twin(inputs):
     # source 'events': ts TIMESTAMP, key STRING, value DOUBLE
@@ -38,8 +40,8 @@ from typing import Any
 import attrs
 
 from ministream.core.events import Field
-from ministream.core.plan import Dataflow
 from ministream.core.lineage import event_time_columns
+from ministream.core.plan import Dataflow
 from ministream.core.steps import (
     AggregateSpec,
     DedupSpec,
@@ -113,21 +115,33 @@ COMPILERS: dict[type, StepCompiler] = {
 """The module that writes each kind of step (``OperatorSpec``, an operator of your own, has none: refused)."""
 
 
-def _check_event_time(step: Step, inputs: list[Frame]) -> None:
-    """A stateful step whose event time, as ministream sees it, is a column that a Python function rebuilt
-    in Spark: Spark's watermark mark is gone from it, so Spark would see no watermark there."""
+def _check_event_time(step: Step, inputs: list[Frame], flow: Dataflow) -> None:
+    """A stateful step whose event time, as ministream sees it, is a column that has lost Spark's watermark
+    mark: rebuilt by a Python function (a UDF's output column is a new column), or a window's bound taken out
+    of its struct. Spark would see no watermark there."""
     for edge, frame in zip(step.inputs, inputs):
         for column in event_time_columns(edge.upstream):
-            if column in frame.lost:
-                origin = frame.lost[column]
+            if column not in frame.lost:
+                continue
+            origin = frame.lost[column]
+            if isinstance(flow.step(origin).spec, WindowColumnSpec):
                 raise refuse(
                     step.name,
                     step.kind,
-                    f"its event time {column!r} was rebuilt by the Python function of step {origin!r}, and Spark's "
-                    "watermark follows the column withWatermark marked: a UDF's output column carries no mark, so "
-                    "Spark sees no watermark here",
-                    f"put with_watermark after {origin!r}, or make {origin!r} a select or a filter",
+                    f"its event time {column!r} is a bound of the window of step {origin!r}: Spark keeps the "
+                    "watermark's mark on the window struct, and its start and end taken out as columns carry none, "
+                    "so Spark sees no watermark here ('STREAMING_OUTPUT_MODE.UNSUPPORTED_OPERATION: ... streaming "
+                    "aggregations without watermark')",
+                    "window the aggregate itself (key_by(...).window(...)), which Spark groups by the window struct",
                 )
+            raise refuse(
+                step.name,
+                step.kind,
+                f"its event time {column!r} was rebuilt by the Python function of step {origin!r}, and Spark's "
+                "watermark follows the column withWatermark marked: a UDF's output column carries no mark, so "
+                "Spark sees no watermark here",
+                f"put with_watermark after {origin!r}, or make {origin!r} a select or a filter",
+            )
 
 
 def _feeding(sink: Step) -> list[Step]:
@@ -202,6 +216,7 @@ def compile_flow(
     sink: str = "output",
     schemas: dict[str, Schema] | None = None,
     watermark_policy: str = "min",
+    model: str = "microbatch",
 ) -> CompiledTwin:
     """Compile the query that feeds ``sink`` (the only sink when the flow has one) into a PySpark twin.
 
@@ -212,6 +227,8 @@ def compile_flow(
     """
     if output_mode not in OUTPUT_MODES:
         raise CompileError(f"output mode must be one of {', '.join(OUTPUT_MODES)}, not {output_mode!r}")
+    if model not in ("microbatch", "continuous"):
+        raise CompileError(f"the model is 'microbatch' or 'continuous', not {model!r}")
     if watermark_policy not in ("min", "max"):
         raise CompileError(f"the watermark policy is 'min' or 'max', not {watermark_policy!r}")
     compilation = Compilation(SourceWriter(flow.name), output_mode)
@@ -244,8 +261,17 @@ def compile_flow(
             if isinstance(spec, OperatorSpec):
                 rule = "it runs an operator of your own, which only ministream's engine can run; Spark has none"
             raise refuse(step.name, step.kind, rule)
+        if spec.keyed and model == "continuous":
+            raise refuse(
+                step.name,
+                step.kind,
+                "ministream's continuous model is Flink's (a window fires as the watermark passes it, record by "
+                "record); Spark's continuous processing runs map-like queries only ('Continuous processing does not "
+                "support Aggregate operations')",
+                "compile the flow for the micro-batch model (model='microbatch'), where Spark runs it batch by batch",
+            )
         if spec.keyed:
-            _check_event_time(step, inputs)
+            _check_event_time(step, inputs, flow)
         compilation.writer.comment(_describe(step))
         compilation.frames[step.name] = compiler(step, inputs, compilation)
         if isinstance(spec, (AggregateSpec, WindowSpec)):
@@ -275,7 +301,7 @@ def compiled_lesson_twin(lesson, params: dict | None = None, script=None) -> Com
     these parameters, its fields, its output mode and its Spark settings (watermark policy included)."""
     values = lesson.resolve_params(params)
     flow = lesson.pipeline(lesson.default_script if script is None else script, values)
-    fields = {name: lesson.fields for name in lesson.inputs}
+    fields = dict.fromkeys(lesson.inputs, lesson.fields)
     compiled = compile_flow(flow, fields, output_mode=lesson.mode(values), watermark_policy=lesson.policy(values))
     own = lesson.spark_conf(values) if callable(lesson.spark_conf) else lesson.spark_conf
     return attrs.evolve(compiled, conf={**own, **compiled.conf})

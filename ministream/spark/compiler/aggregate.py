@@ -73,7 +73,11 @@ def aggregate_columns(
             columns.append(f"F.{BUILT_IN[function.name]}({argument}).alias({literal(name)})")
             finish.append(literal(name))
             continue
-        values = f"F.struct({', '.join(literal(c) for c in schema)})" if function.column is None else literal(function.column)
+        values = (
+            f"F.struct({', '.join(literal(c) for c in schema)})"
+            if function.column is None
+            else literal(function.column)
+        )
         columns.append(f"F.collect_list({values}).alias({literal(name)})")
         fold = f"fold_values(steps[{literal(step)}].spec.aggregates[{literal(name)}], {literal(types[name])})"
         finish.append(f"{fold}({literal(name)}).alias({literal(name)})")
@@ -113,7 +117,7 @@ def grouped(step: Step, inputs: list[Frame], compilation: Compilation) -> tuple[
             "compute the key as a column with map(..., output=...) and key_by that column",
         )
     name = writer.name_of(f"{step.name}_key")
-    columns = {c: k for c, k in frame.schema.items()}
+    columns = dict(frame.schema.items())
     udf = f"row_value(steps[{literal(step.name)}].inputs[0].key_fn, {literal(columns)}, {literal(kind)})"
     struct = f"F.struct({', '.join(literal(c) for c in columns)})"
     writer.comment(f"the key of {step.name!r}, from key_by(function): a column 'key'")
@@ -173,7 +177,7 @@ def compile_window(step: Step, inputs: list[Frame], compilation: Compilation) ->
         struct = "session_window"
         gap = assigner.gap
         if callable(gap):
-            gap_text = f"session_gap(steps[{literal(step.name)}].spec.assigner, {literal(list(frame.schema))})"
+            gap_text = f"session_gap(steps[{literal(step.name)}].spec.assigner, {literal(frame.schema)})"
             window = f"F.session_window({column}, {gap_text}({', '.join(literal(c) for c in frame.schema)}))"
         else:
             window = f"F.session_window({column}, {literal(format_duration(gap))})"
@@ -190,8 +194,8 @@ def compile_window(step: Step, inputs: list[Frame], compilation: Compilation) ->
     group = ", ".join([*(literal(k) for k in keys), window])
     writer.assign(name, f"{frame.variable}.groupBy({group}).agg({', '.join(columns)})")
     bounds = [
-        f"F.col({literal(struct + '.start')}).alias(\"window_start\")",
-        f"F.col({literal(struct + '.end')}).alias(\"window_end\")",
+        f'F.col({literal(struct + ".start")}).alias("window_start")',
+        f'F.col({literal(struct + ".end")}).alias("window_end")',
     ]
     results = finish or [literal(n) for n in spec.aggregates]
     writer.assign(name, f"{name}.select({', '.join([*(literal(k) for k in keys), *bounds, *results])})")

@@ -1,5 +1,6 @@
 """Deduplication: ``drop_duplicates(columns)`` is Spark's ``dropDuplicates(columns)``, and with
-``within_watermark`` ``dropDuplicatesWithinWatermark(columns)``; no columns means the whole row.
+``within_watermark`` ``dropDuplicatesWithinWatermark(columns)``; no columns means the whole row. (The plan
+already refuses ``within_watermark`` without a watermark, as Spark does.)
 
 >>> from ministream.core.steps import DedupSpec, Step
 >>> from ministream.spark.compiler.frames import Compilation, Frame
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 from ministream.core.steps import DedupSpec, Step
 from ministream.spark.compiler.frames import Compilation, Frame
-from ministream.spark.compiler.refusals import refuse
 from ministream.spark.compiler.writer import literal
 
 
@@ -23,14 +23,6 @@ def compile_dedup(step: Step, inputs: list[Frame], compilation: Compilation) -> 
     spec = step.spec
     assert isinstance(spec, DedupSpec)
     (frame,) = inputs
-    if spec.within_watermark and not frame.event_time:
-        raise refuse(
-            step.name,
-            step.kind,
-            "dropDuplicatesWithinWatermark forgets a key a delay after its event time, so it needs a watermark "
-            "('dropDuplicatesWithinWatermark is not supported on streaming DataFrames/DataSets without watermark')",
-            "add with_watermark(...) before it",
-        )
     method = "dropDuplicatesWithinWatermark" if spec.within_watermark else "dropDuplicates"
     name = compilation.writer.name_of(step.name)
     columns = literal(list(spec.columns)) if spec.columns else ""

@@ -12,9 +12,11 @@ The rest of the condition is Python:
 - a one-sided condition (``left_where``/``right_where``) on the side that is *not* preserved by an outer join
   runs as a filter on that side before the join: Spark's optimizer pushes it there too, and the result is the
   same;
-- on a preserved side, and for a condition on the pair (``where``) in an outer or semi join, the Python UDF
-  would sit in the join's ON clause, which Spark refuses ('UNSUPPORTED_FEATURE.PYTHON_UDF_IN_ON_CLAUSE');
-- a pair condition in an inner join is a filter after the join (Spark moves an inner join's UDF there itself).
+- on a preserved side it is a boolean UDF column in the join's ON clause: Spark evaluates a UDF that reads one
+  side only (measured: it runs), and a row that fails it comes out padded with nulls;
+- a condition on the pair (``where``) is a UDF that reads both sides, which Spark refuses in the ON clause of
+  an outer or semi join ('UNSUPPORTED_FEATURE.PYTHON_UDF_IN_ON_CLAUSE'); in an inner join it is a filter after
+  the join (what Spark turns it into itself).
 
 >>> from ministream.time.ranges import TimeRange
 >>> range_condition(TimeRange("imp", "click", lower=0, upper=60_000), "", "")
@@ -61,6 +63,14 @@ def _preserved(how: str, side: int) -> bool:
     return how == "full_outer" or how == ("left_outer", "right_outer")[side]
 
 
+def _condition_column(step: Step, side: int, condition: RowCondition, frame: Frame, prefix: str) -> str:
+    """A one-sided condition as a boolean UDF column of that side's columns, for the join's ON clause."""
+    columns = frame.schema if condition.columns is None else {c: frame.schema[c] for c in condition.columns}
+    where = ("left_where", "right_where")[side]
+    udf = f"row_predicate(steps[{literal(step.name)}].spec.{where}.fn, {literal(columns)})"
+    return f"{udf}(F.struct({', '.join(f'F.col({literal(prefix + c)})' for c in columns)}))"
+
+
 def _pushed_filter(step: Step, side: int, condition: RowCondition, frame: Frame, compilation: Compilation) -> Frame:
     """A one-sided condition as a filter on that side before the join."""
     columns = frame.schema if condition.columns is None else {c: frame.schema[c] for c in condition.columns}
@@ -77,31 +87,19 @@ def compile_join(step: Step, inputs: list[Frame], compilation: Compilation) -> F
     """``left.join(right, F.expr(condition), how)``, then the output columns."""
     spec = step.spec
     assert isinstance(spec, JoinSpec)
-    if compilation.output_mode != "append":
-        raise refuse(
-            step.name,
-            step.kind,
-            f"Spark runs a stream-stream join only in append mode ('Join between two streaming DataFrames/Datasets "
-            f"is not supported in {compilation.output_mode.capitalize()} output mode, only in Append output mode')",
-            "run the query in append mode",
-        )
     for edge, keys in zip(step.inputs, (spec.left_keys, spec.right_keys)):
         if edge.key_columns != keys:
             raise refuse(step.name, step.kind, "a join key comes from a Python function; Spark joins on columns")
     left, right = inputs
+    in_clause = []  # one-sided conditions on a side an outer join keeps: UDF columns in the ON clause
     for side, condition in enumerate((spec.left_where, spec.right_where)):
         if condition is None:
             continue
+        frame = (left, right)[side]
         if _preserved(spec.how, side):
-            raise refuse(
-                step.name,
-                step.kind,
-                f"the {('left', 'right')[side]} condition is a Python function on the side a {spec.how} join keeps, "
-                "so it belongs in the join's ON clause, and Spark refuses a Python UDF there "
-                "('UNSUPPORTED_FEATURE.PYTHON_UDF_IN_ON_CLAUSE')",
-                "compute the condition as a boolean column with map(...) before the join and compare it in the keys",
-            )
-        frame = _pushed_filter(step, side, condition, (left, right)[side], compilation)
+            in_clause.append(_condition_column(step, side, condition, frame, ("L.", "R.")[side] if spec.using else ""))
+            continue
+        frame = _pushed_filter(step, side, condition, frame, compilation)
         left, right = (frame, right) if side == 0 else (left, frame)
     if spec.where is not None and spec.how != "inner":
         raise refuse(
@@ -118,9 +116,14 @@ def compile_join(step: Step, inputs: list[Frame], compilation: Compilation) -> F
         parts.append(range_condition(spec.between, *prefix))
     writer = compilation.writer
     name = writer.name_of(step.name)
-    sides = (f'{left.variable}.alias("L")', f'{right.variable}.alias("R")') if spec.using else (left.variable, right.variable)
+    sides = (
+        (f'{left.variable}.alias("L")', f'{right.variable}.alias("R")')
+        if spec.using
+        else (left.variable, right.variable)
+    )
     condition = literal(" AND ".join(parts))
-    writer.assign(name, f"{sides[0]}.join({sides[1]}, F.expr({condition}), {literal(SPARK_HOW[spec.how])})")
+    condition = " & ".join([f"F.expr({condition})", *in_clause])
+    writer.assign(name, f"{sides[0]}.join({sides[1]}, {condition}, {literal(SPARK_HOW[spec.how])})")
     if spec.where is not None:
         left_struct = ", ".join(f"F.col({literal(prefix[0] + c)})" for c in left.schema)
         right_struct = ", ".join(f"F.col({literal(prefix[1] + c)})" for c in right.schema)
@@ -136,7 +139,7 @@ def compile_join(step: Step, inputs: list[Frame], compilation: Compilation) -> F
             if column not in spec.left_keys:
                 columns.append(literal(f"L.{column}"))
             elif spec.how == "right_outer":
-                columns.append(f'F.col({literal("R." + column)}).alias({literal(column)})')
+                columns.append(f"F.col({literal('R.' + column)}).alias({literal(column)})")
             elif spec.how == "full_outer":
                 columns.append(f'F.coalesce("L.{column}", "R.{column}").alias({literal(column)})')
             else:

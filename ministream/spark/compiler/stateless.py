@@ -64,7 +64,9 @@ def compile_select(step: Step, inputs: list[Frame], compilation: Compilation) ->
             "'UNRESOLVED_COLUMN'",
             "select a column the rows have",
         )
-    columns = [literal(new) if new == old else f"F.col({literal(old)}).alias({literal(new)})" for new, old in spec.columns]
+    columns = [
+        literal(new) if new == old else f"F.col({literal(old)}).alias({literal(new)})" for new, old in spec.columns
+    ]
     name = compilation.writer.name_of(step.name)
     compilation.writer.assign(name, f"{frame.variable}.select({', '.join(columns)})")
     schema = {new: frame.schema[old] for new, old in spec.columns}
@@ -86,7 +88,7 @@ def _inferred(step: Step, fn, before: Schema, many: bool) -> Schema:
     declare = f'declare them: {step.kind}({step.name!r}, fn, output={{"column": "BIGINT", ...}})'
     try:
         result = fn(sample_row(before))
-        row = (list(result)[0] if result else None) if many else result
+        row = (next(iter(result)) if result else None) if many else result
     except Exception as error:  # the user's function on a made-up row: any error means "cannot tell"
         raise refuse(
             step.name,
@@ -130,7 +132,7 @@ def compile_map(step: Step, inputs: list[Frame], compilation: Compilation) -> Fr
     if many:
         writer.assign(name, f"{frame.variable}.select(F.inline({udf}({_struct(frame.schema)})))")
     else:
-        writer.assign(name, f"{frame.variable}.select({udf}({_struct(frame.schema)}).alias(\"row\")).select(\"row.*\")")
+        writer.assign(name, f'{frame.variable}.select({udf}({_struct(frame.schema)}).alias("row")).select("row.*")')
     lost = {column: step.name for column in frame.event_time if column in after} | {
         column: origin for column, origin in frame.lost.items() if column in after
     }
@@ -193,14 +195,18 @@ def compile_window_column(step: Step, inputs: list[Frame], compilation: Compilat
     name = compilation.writer.name_of(step.name)
     window = f"F.window({', '.join(arguments)})"
     bounds = [f'F.col("window.start").alias({literal(spec.start)})', f'F.col("window.end").alias({literal(spec.end)})']
-    compilation.writer.assign(name, f"{frame.variable}.select({', '.join(kept)}, {window}.alias(\"window\"))")
+    compilation.writer.assign(name, f'{frame.variable}.select({", ".join(kept)}, {window}.alias("window"))')
     compilation.writer.assign(name, f"{name}.select({', '.join([*kept, *bounds])})")
     schema = {c: k for c, k in frame.schema.items() if c not in (spec.start, spec.end)} | {
         spec.start: TIMESTAMP,
         spec.end: TIMESTAMP,
     }
-    event_time = frame.event_time + ((spec.start, spec.end) if spec.column in frame.event_time else ())
-    return Frame(name, schema, event_time, frame.lost)
+    # Spark keeps the watermark's mark on the window struct; its start and end taken out as columns have none
+    # (measured: an aggregation by them in append mode is refused as one without a watermark)
+    lost = {c: origin for c, origin in frame.lost.items() if c not in (spec.start, spec.end)}
+    if spec.column in frame.event_time or spec.column in frame.lost:
+        lost |= {spec.start: step.name, spec.end: step.name}
+    return Frame(name, schema, frame.event_time, lost)
 
 
 def compile_sort(step: Step, inputs: list[Frame], compilation: Compilation) -> Frame:
@@ -217,7 +223,10 @@ def compile_sort(step: Step, inputs: list[Frame], compilation: Compilation) -> F
             "DataFrame/Dataset in Complete output mode')",
             "sort after an aggregate, in complete mode, or sort each batch where it is read",
         )
-    order = [f"F.col({literal(c)}).desc()" if down else f"F.col({literal(c)})" for c, down in zip(spec.columns, spec.descending)]
+    order = [
+        f"F.col({literal(c)}).desc()" if down else f"F.col({literal(c)})"
+        for c, down in zip(spec.columns, spec.descending)
+    ]
     name = compilation.writer.name_of(step.name)
     compilation.writer.assign(name, f"{frame.variable}.orderBy({', '.join(order)})")
     return Frame(name, frame.schema, frame.event_time, frame.lost)
@@ -248,14 +257,17 @@ def compile_static_join(step: Step, inputs: list[Frame], compilation: Compilatio
     table_schema = {c: table_schema[c] for c in columns}
     writer = compilation.writer
     table = writer.name_of(f"{step.name}_table")
-    writer.assign(table, f"static_table({frame.variable}.sparkSession, {_spec_ref(step)}.table, {literal(table_schema)})")
+    writer.assign(
+        table, f"static_table({frame.variable}.sparkSession, {_spec_ref(step)}.table, {literal(table_schema)})"
+    )
     name = writer.name_of(step.name)
     same = [s for s, t in zip(spec.stream_keys, spec.table_keys) if s == t]
     if len(same) == len(spec.stream_keys):
         writer.assign(name, f"{frame.variable}.join({table}, {literal(list(spec.stream_keys))}, {literal(spec.how)})")
     else:  # keys of the same name appear once, as ministream writes them: the table's copy is dropped
         condition = " & ".join(
-            f"({frame.variable}[{literal(s)}] == {table}[{literal(t)}])" for s, t in zip(spec.stream_keys, spec.table_keys)
+            f"({frame.variable}[{literal(s)}] == {table}[{literal(t)}])"
+            for s, t in zip(spec.stream_keys, spec.table_keys)
         )
         drops = "".join(f".drop({table}[{literal(c)}])" for c in same)
         writer.assign(name, f"{frame.variable}.join({table}, {condition}, {literal(spec.how)}){drops}")

@@ -166,7 +166,9 @@ class SourceWriter:
 
     def source(self) -> str:
         """The whole file."""
-        head = [f"# The PySpark twin of the ministream dataflow {self.flow_name!r}, written by ministream.spark.compiler."]
+        head = [
+            f"# The PySpark twin of the ministream dataflow {self.flow_name!r}, written by ministream.spark.compiler."
+        ]
         head += [f"# {note}" for note in self.notes]
         body = "\n".join(self.body)
         helpers = [name for name in HELPERS if re.search(rf"\b{name}\(", body)]
