@@ -79,7 +79,8 @@ def aggregate_columns(
             else literal(function.column)
         )
         columns.append(f"F.collect_list({values}).alias({literal(name)})")
-        fold = f"fold_values(steps[{literal(step)}].spec.aggregates[{literal(name)}], {literal(types[name])})"
+        rows = "" if function.column is not None else f", {literal(schema)}"
+        fold = f"fold_values(steps[{literal(step)}].spec.aggregates[{literal(name)}], {literal(types[name])}{rows})"
         finish.append(f"{fold}({literal(name)}).alias({literal(name)})")
     if all(function.name in BUILT_IN for function in aggregates.values()):
         finish = []
