@@ -144,6 +144,26 @@ def _check_event_time(step: Step, inputs: list[Frame], flow: Dataflow) -> None:
             )
 
 
+def _time_columns(step: Step) -> set[str]:
+    """The columns a step reads as event time: a watermark's, a window's, a time range's."""
+    spec = step.spec
+    if isinstance(spec, (WatermarkSpec, WindowSpec, WindowColumnSpec)):
+        return {spec.column}
+    if isinstance(spec, JoinSpec) and spec.between is not None:
+        return {spec.between.left, spec.between.right}
+    return set()
+
+
+def _times_downstream(flow: Dataflow) -> dict[str, set[str]]:
+    """For each step, the columns that the steps after it read as event time: a Python function that returns
+    an int in such a column returns an event time, in ms, which is a TIMESTAMP in Spark."""
+    after: dict[str, set[str]] = {step.name: set() for step in flow.steps}
+    for step in reversed(flow.steps):  # a step comes after its inputs in the plan
+        for edge in step.inputs:
+            after[edge.upstream.name] |= after[step.name] | _time_columns(step)
+    return after
+
+
 def _feeding(sink: Step) -> list[Step]:
     """The steps whose rows reach ``sink``, each once, upstream before downstream."""
     order: list[Step] = []
@@ -231,7 +251,7 @@ def compile_flow(
         raise CompileError(f"the model is 'microbatch' or 'continuous', not {model!r}")
     if watermark_policy not in ("min", "max"):
         raise CompileError(f"the watermark policy is 'min' or 'max', not {watermark_policy!r}")
-    compilation = Compilation(SourceWriter(flow.name), output_mode)
+    compilation = Compilation(SourceWriter(flow.name), output_mode, times_downstream=_times_downstream(flow))
     compilation.conf["spark.sql.streaming.multipleWatermarkPolicy"] = watermark_policy
     compilation.writer.note("`steps` holds the plan's steps by name: their Python functions run as UDFs.")
     target = _sink(flow, sink)
@@ -255,6 +275,15 @@ def compile_flow(
             compilation.writer.comment(f"sink {step.name!r}: the query's output, in {output_mode} mode")
             compilation.writer.returns(inputs[0].variable)
             break
+        opaque = next((frame.opaque for frame in inputs if frame.opaque), None)
+        if opaque is not None:
+            raise refuse(
+                step.name,
+                step.kind,
+                f"it reads the output of the process function {opaque!r}, whose columns Spark learns from the "
+                "processor's declared DDL schema, which the compiler hands over without reading",
+                f"end the compiled query at {opaque!r}, or do this step's work inside the processor",
+            )
         compiler = COMPILERS.get(type(spec))
         if compiler is None:
             rule = "Spark has no operator for this kind of step"

@@ -31,6 +31,8 @@ class Frame:
     schema: Schema
     event_time: tuple[str, ...] = ()
     lost: dict[str, str] = attrs.field(factory=dict)
+    opaque: str | None = None
+    """The process step whose output this is, when its columns are known only to Spark (``process.py``)."""
 
     def with_time(self, *columns: str) -> Frame:
         """The same frame with more event-time columns."""
@@ -46,6 +48,8 @@ class Compilation:
     output_mode: str
     conf: dict = attrs.field(factory=dict)
     frames: dict[str, Frame] = attrs.field(factory=dict)
+    times_downstream: dict[str, set[str]] = attrs.field(factory=dict)
+    """For each step, the columns later steps read as event time (see ``__init__._times_downstream``)."""
     aggregated: bool = False
     """Whether an aggregation ran before the step being compiled (Spark sorts only after one)."""
 

@@ -83,8 +83,10 @@ def _declared(step: Step, output) -> Schema:
     return schema
 
 
-def _inferred(step: Step, fn, before: Schema, many: bool) -> Schema:
-    """The output columns of a map (or flat map) found by calling it on a sample row."""
+def _inferred(step: Step, fn, before: Schema, many: bool, times: set[str]) -> Schema:
+    """The output columns of a map (or flat map) found by calling it on a sample row; an int in a column that
+    a later step reads as event time (``times``) is a ``TIMESTAMP``: ministream's event times are ints of
+    milliseconds."""
     declare = f'declare them: {step.kind}({step.name!r}, fn, output={{"column": "BIGINT", ...}})'
     try:
         result = fn(sample_row(before))
@@ -105,7 +107,7 @@ def _inferred(step: Step, fn, before: Schema, many: bool) -> Schema:
             f"{'no row' if row is None else repr(row)}, so they cannot be inferred",
             declare,
         )
-    schema, unknown = infer_schema(row, before)
+    schema, unknown = infer_schema(row, times)
     if unknown:
         raise refuse(
             step.name,
@@ -124,7 +126,8 @@ def compile_map(step: Step, inputs: list[Frame], compilation: Compilation) -> Fr
     (frame,) = inputs
     many = isinstance(spec, FlatMapSpec)
     output = getattr(spec, "output", None)
-    after = _declared(step, output) if output else _inferred(step, spec.fn, frame.schema, many)
+    times = compilation.times_downstream.get(step.name, set())
+    after = _declared(step, output) if output else _inferred(step, spec.fn, frame.schema, many, times)
     writer = compilation.writer
     name = writer.name_of(step.name)
     helper = "flat_map_rows" if many else "map_rows"
