@@ -47,8 +47,8 @@ def ddl(schema: Schema) -> str:
 
 
 def sample_row(schema: Schema) -> dict:
-    """A row with one made-up value per column (see :data:`SAMPLE_VALUES`)."""
-    return {name: SAMPLE_VALUES[kind] for name, kind in schema.items()}
+    """A row with one made-up value per column (see :data:`SAMPLE_VALUES`; ``None`` for other types)."""
+    return {name: SAMPLE_VALUES.get(kind) for name, kind in schema.items()}
 
 
 def infer_type(value) -> str | None:
