@@ -120,8 +120,9 @@ def _check_event_time(step: Step, inputs: list[Frame], flow: Dataflow) -> None:
     mark: rebuilt by a Python function (a UDF's output column is a new column), or a window's bound taken out
     of its struct. Spark would see no watermark there."""
     for edge, frame in zip(step.inputs, inputs):
+        keys = edge.key_columns or getattr(step.spec, "columns", ())
         for column in event_time_columns(edge.upstream):
-            if column not in frame.lost:
+            if column not in frame.lost or column in frame.window_of(keys):  # keyed by the struct instead
                 continue
             origin = frame.lost[column]
             if isinstance(flow.step(origin).spec, WindowColumnSpec):
@@ -132,7 +133,8 @@ def _check_event_time(step: Step, inputs: list[Frame], flow: Dataflow) -> None:
                     "watermark's mark on the window struct, and its start and end taken out as columns carry none, "
                     "so Spark sees no watermark here ('STREAMING_OUTPUT_MODE.UNSUPPORTED_OPERATION: ... streaming "
                     "aggregations without watermark')",
-                    "window the aggregate itself (key_by(...).window(...)), which Spark groups by the window struct",
+                    "window the aggregate itself (key_by(...).window(...)), or key by both bounds of the window, "
+                    "which the twin then groups, joins or deduplicates by the window struct",
                 )
             raise refuse(
                 step.name,
@@ -273,7 +275,11 @@ def compile_flow(
         inputs = [compilation.frames[edge.upstream.name] for edge in step.inputs]
         if isinstance(spec, SinkSpec):
             compilation.writer.comment(f"sink {step.name!r}: the query's output, in {output_mode} mode")
-            compilation.writer.returns(inputs[0].variable)
+            frame = inputs[0]
+            if frame.windows:  # the carried window structs are not part of the output
+                columns = ", ".join(literal(column) for column in frame.schema)
+                compilation.writer.assign(frame.variable, f"{frame.variable}.select({columns})")
+            compilation.writer.returns(frame.variable)
             break
         opaque = next((frame.opaque for frame in inputs if frame.opaque), None)
         if opaque is not None:
