@@ -74,6 +74,16 @@ def test_per_row_session_gaps_are_a_udf_column():
     assert result.matches, result.table()
 
 
+def test_compare_compiled_runs_the_compiled_twin(capsys):
+    """``ministream compare LESSON --compiled`` compares ministream with the compiled twin, exit 0 on a match."""
+    from ministream.tools.cli import main
+
+    assert main(["compare", "deduplication", "--compiled", "--param", "key=within"]) == 0
+    out = capsys.readouterr().out
+    assert "deduplication: ministream against the twin compiled from its pipeline, batch by batch" in out
+    assert "deduplication: 6 of 6 batches match" in out
+
+
 def run_both(flow, fields, output_mode="append", sink="output"):
     """ministream's batches and the compiled twin's, on the scripts of the flow's sources."""
     from ministream.spark import run_query, scripted_stream, spark_session
