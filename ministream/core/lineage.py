@@ -231,8 +231,8 @@ def event_time_columns(step: Step) -> dict[str, EventTime]:
         before = event_time_columns(upstream[0])
         if spec.end not in before:
             return before
-        window = before[spec.end]
-        return {**before, spec.column: EventTime(spec.column, window.delay, window.step)}
+        window_end = before[spec.end]
+        return {**before, spec.column: EventTime(spec.column, window_end.delay, window_end.step)}
     if isinstance(spec, AggregateSpec):
         found: dict[str, EventTime] = {}
         for edge in step.inputs:

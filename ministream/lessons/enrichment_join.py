@@ -59,6 +59,16 @@ def table_versions(params) -> dict[int, list[dict]]:
     return {0: DRIVERS, **(CHANGES if params["table"] == "changing" else {})}
 
 
+def table_at(params, batch_id: int) -> list[dict]:
+    """The table in force at ``batch_id``: the version of the latest change at or before it.
+
+    >>> [row["city"] for row in table_at({"table": "changing"}, 1)], len(table_at({"table": "changing"}, 2))
+    (['Lyon', 'Paris'], 3)
+    """
+    versions = table_versions(params)
+    return versions[max(start for start in versions if start <= batch_id)]
+
+
 def random_script(rng, params) -> list:
     """Random trips (for ``ministream fuzz``): drivers with a row in every version, in one only, in none, and
     now and then a trip without a driver (a null never matches), in 2 to 6 batches, some empty.

@@ -75,8 +75,8 @@ from ministream.core.steps import (
     UnionSpec,
     WatermarkSpec,
     WindowColumnSpec,
-    WindowTimeSpec,
     WindowSpec,
+    WindowTimeSpec,
 )
 from ministream.errors import PipelineError
 from ministream.operators.aggregate import RunningAggregate, WatermarkedAggregate

@@ -260,6 +260,14 @@ PICTURES = [
         lambda: inputs_per_batch("barrier-alignment"),
     ),
     Picture("rescale", "keys", "keys per subtask before the crash and after the restore", rescaled_keys),
+    Picture(
+        "enrichment-join",
+        "rows",
+        "rows emitted per batch by the inner and the left outer join",
+        lambda: rows_by_param(
+            "enrichment-join", "how", ("inner", "left_outer"), "enrichment-join: rows emitted per batch"
+        ),
+    ),
 ]
 """Every tutorial's plots, in lesson order."""
 

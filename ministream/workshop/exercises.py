@@ -208,6 +208,20 @@ lesson with Spark's.""",
         "checks_join:check_join_batch",
     ),
     Exercise(
+        "enrich_batch",
+        "enrichment-join",
+        "one batch of a stream-static join",
+        """\
+Write `enrich_batch(trips, table, how)`: the rows one micro-batch of `trips.join(drivers, "driver", how)`
+emits, where `trips` are the batch's trips (dicts with `ts`, `driver`, `fare`), `table` is the drivers table
+in force at that batch (dicts with `driver` and `city`) and `how` is `"inner"` or `"left_outer"`. Each output
+row is the trip with its `city`. Think about a trip with no table row, a trip without a driver, and a driver
+with two rows. The check replays the lesson in both join types, with the table of each batch, and compares every
+batch with Spark's.""",
+        _starter("enrich_batch(trips, table, how)", "The rows this batch of the stream-static join emits."),
+        "checks_enrichment:check_enrich_batch",
+    ),
+    Exercise(
         "state_watermark",
         "outer-join",
         "how long the join keeps an impression",

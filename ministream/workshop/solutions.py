@@ -127,6 +127,17 @@ def join_batch(left_state, right_state, new_left, new_right, within):
     return pairs
 
 
+def enrich_batch(trips, table, how):
+    """Notebook 19: the rows one batch of the stream-static join emits."""
+    out = []
+    for trip in trips:
+        matches = [row for row in table if trip["driver"] is not None and row["driver"] == trip["driver"]]
+        out += [{**trip, "city": row["city"]} for row in matches]
+        if not matches and how == "left_outer":  # nothing can match it later: padded with nulls now
+            out.append({**trip, "city": None})
+    return out
+
+
 def state_watermark(watermark, upper, inclusive):
     """Notebook 08: impressions at or before this time can match no future click."""
     return watermark - upper - (1 if inclusive else 0)

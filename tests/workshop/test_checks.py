@@ -16,6 +16,7 @@ from ministream.workshop.checks_engine import (
     check_ttl_expired,
     check_update_batch,
 )
+from ministream.workshop.checks_enrichment import check_enrich_batch
 from ministream.workshop.checks_join import check_join_batch
 from ministream.workshop.checks_output import check_emit_batch, check_emits, check_fires_after
 from ministream.workshop.checks_pipeline import check_pipeline
@@ -51,6 +52,7 @@ CHECKS = {
     "counting_windows": lambda fn: check_counting_windows(fn, against="ministream"),
     "emits": lambda fn: check_emits(fn, against="ministream"),
     "join_batch": lambda fn: check_join_batch(fn, against="ministream"),
+    "enrich_batch": lambda fn: check_enrich_batch(fn, against="ministream"),
     "state_watermark": lambda fn: check_state_watermark(fn, against="ministream"),
     "global_watermark": lambda fn: check_global_watermark(fn, against="ministream"),
     "forget": lambda fn: check_forget(fn, against="ministream"),
@@ -226,6 +228,24 @@ def pipeline_without_watermark(script, params):
     return flow
 
 
+def enrich_null_matches_null(trips, table, how):
+    out = []
+    for trip in trips:
+        matches = [row for row in table if row["driver"] == trip["driver"]]
+        out += [{**trip, "city": row["city"]} for row in matches]
+        out += [{**trip, "city": None}] if not matches and how == "left_outer" else []
+    return out
+
+
+def enrich_first_match_only(trips, table, how):
+    out = []
+    for trip in trips:
+        match = next((row for row in table if trip["driver"] is not None and row["driver"] == trip["driver"]), None)
+        if match is not None or how == "left_outer":
+            out.append({**trip, "city": match and match["city"]})
+    return out
+
+
 WRONG = [
     ("key_group", lambda key: hash(key) % 128, "salted per process"),
     ("key_group", lambda key: zlib.crc32(str(key).encode("utf-8")) % 128, "hash repr(key), not str(key)"),
@@ -301,6 +321,9 @@ WRONG = [
     ("join_batch", join_state_only, "exactly once"),
     ("join_batch", join_everything, "only pairs with at least one new row"),
     ("join_batch", join_strict, "inclusive at both ends"),
+    ("enrich_batch", lambda trips, table, how: solutions.enrich_batch(trips, table, "inner"), "its city null"),
+    ("enrich_batch", enrich_null_matches_null, "a null driver matches nothing"),
+    ("enrich_batch", enrich_first_match_only, "comes out twice"),
     ("state_watermark", lambda wm, upper, inclusive: wm - upper, "one more millisecond"),
     ("state_watermark", lambda wm, upper, inclusive: wm - 1, "impression_time <= WM - upper"),
     ("state_watermark", lambda wm, upper, inclusive: wm + upper - 1, "impression_time <= WM - upper"),
