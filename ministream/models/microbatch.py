@@ -176,6 +176,7 @@ def run_microbatch(
         """Each stateful step's own watermark (``watermark_propagation.py``): the global one unless a stateful
         step before it passes on a lower one."""
         return step_watermarks(flow, graph, watermark) if watermark is not None else {}
+
     history: list[int | None] = []
     ran: list[BatchInfo] = []
     watermark = 0 if watermarks else None
