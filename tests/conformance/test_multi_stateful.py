@@ -140,7 +140,7 @@ CASES = [
         pipeline=three_aggregations,
         twin=three_aggregations_twin,
         steps=[
-            add("inputData", *range(0, 38)),
+            add("inputData", *range(38)),
             check_new((0, 20, 2, 20)),
             add("inputData", *range(30, 61)),
             check_new((20, 40, 2, 23), (40, 60, 2, 20)),
