@@ -34,6 +34,7 @@ LESSON_MODULES = [
     "rescale",
     "state_backends",
     "enrichment_join",
+    "chained_aggregations",
 ]
 """Lesson modules in teaching order (the order of ``ministream lessons`` and of the tutorials)."""
 

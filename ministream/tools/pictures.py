@@ -268,6 +268,12 @@ PICTURES = [
             "enrichment-join", "how", ("inner", "left_outer"), "enrichment-join: rows emitted per batch"
         ),
     ),
+    Picture(
+        "chained-aggregations",
+        "state",
+        "entries in each step's state after every batch",
+        lambda: state("chained-aggregations", what="windows in state"),
+    ),
 ]
 """Every tutorial's plots, in lesson order."""
 

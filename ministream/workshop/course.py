@@ -21,6 +21,7 @@ import attrs
 from ministream.lessons import LESSON_MODULES, all_lessons
 from ministream.workshop.exercises import exercises_of
 from ministream.workshop.notebooks import (
+    chained_aggregations,
     checkpoints,
     deduplication,
     enrichment_join,
@@ -53,6 +54,7 @@ LESSON_NOTEBOOKS: list[NotebookSource] = [
     microbatch_vs_continuous.NOTEBOOK,
     checkpoints.NOTEBOOK,
     enrichment_join.NOTEBOOK,
+    chained_aggregations.NOTEBOOK,
 ]
 """Every lesson notebook of the course, by number (``00-start-here`` is ``notebooks/start_here.py``)."""
 

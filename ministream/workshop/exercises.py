@@ -222,6 +222,18 @@ batch with Spark's.""",
         "checks_enrichment:check_enrich_batch",
     ),
     Exercise(
+        "top_driver",
+        "chained-aggregations",
+        "the top driver of an hour",
+        """\
+The second step of the lesson receives, for one hour, the sums the first step emitted: dicts with `driver` and
+`total`. Write `top_driver(sums)`: the `(driver, total)` that Spark's `max(struct(total, driver))` picks. Think
+about two drivers with the same total. The check then feeds the first step's sums of the lesson, hour by hour,
+through your function, and compares each answer, and the batch it comes out in, with Spark's.""",
+        _starter("top_driver(sums)", "The (driver, total) of the hour's top driver."),
+        "checks_chained:check_top_driver",
+    ),
+    Exercise(
         "state_watermark",
         "outer-join",
         "how long the join keeps an impression",

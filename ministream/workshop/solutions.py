@@ -138,6 +138,12 @@ def enrich_batch(trips, table, how):
     return out
 
 
+def top_driver(sums):
+    """Notebook 20: the top driver of an hour, as max(struct(total, driver)) picks it."""
+    best = max(sums, key=lambda row: (row["total"], row["driver"]))  # a tie goes to the larger driver name
+    return best["driver"], best["total"]
+
+
 def state_watermark(watermark, upper, inclusive):
     """Notebook 08: impressions at or before this time can match no future click."""
     return watermark - upper - (1 if inclusive else 0)

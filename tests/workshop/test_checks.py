@@ -8,6 +8,7 @@ import pytest
 
 from ministream.time.windows import merge_sessions, sliding
 from ministream.workshop import solutions
+from ministream.workshop.checks_chained import check_top_driver
 from ministream.workshop.checks_engine import (
     check_barrier_arrives,
     check_due_timers,
@@ -53,6 +54,7 @@ CHECKS = {
     "emits": lambda fn: check_emits(fn, against="ministream"),
     "join_batch": lambda fn: check_join_batch(fn, against="ministream"),
     "enrich_batch": lambda fn: check_enrich_batch(fn, against="ministream"),
+    "top_driver": lambda fn: check_top_driver(fn, against="ministream"),
     "state_watermark": lambda fn: check_state_watermark(fn, against="ministream"),
     "global_watermark": lambda fn: check_global_watermark(fn, against="ministream"),
     "forget": lambda fn: check_forget(fn, against="ministream"),
@@ -246,6 +248,11 @@ def enrich_first_match_only(trips, table, how):
     return out
 
 
+def top_driver_smaller_name_on_ties(sums):
+    best = min(sums, key=lambda row: (-row["total"], row["driver"]))
+    return best["driver"], best["total"]
+
+
 WRONG = [
     ("key_group", lambda key: hash(key) % 128, "salted per process"),
     ("key_group", lambda key: zlib.crc32(str(key).encode("utf-8")) % 128, "hash repr(key), not str(key)"),
@@ -324,6 +331,9 @@ WRONG = [
     ("enrich_batch", lambda trips, table, how: solutions.enrich_batch(trips, table, "inner"), "its city null"),
     ("enrich_batch", enrich_null_matches_null, "a null driver matches nothing"),
     ("enrich_batch", enrich_first_match_only, "comes out twice"),
+    ("top_driver", lambda sums: min((-r["total"], r["driver"]) for r in sums)[1:] + (0,), "largest total"),
+    ("top_driver", top_driver_smaller_name_on_ties, "the larger driver name wins"),
+    ("top_driver", lambda sums: max((abs(r["total"]), r["driver"]) for r in sums)[::-1], "as numbers"),
     ("state_watermark", lambda wm, upper, inclusive: wm - upper, "one more millisecond"),
     ("state_watermark", lambda wm, upper, inclusive: wm - 1, "impression_time <= WM - upper"),
     ("state_watermark", lambda wm, upper, inclusive: wm + upper - 1, "impression_time <= WM - upper"),
