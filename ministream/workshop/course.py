@@ -29,6 +29,7 @@ from ministream.workshop.notebooks import (
     keyed_process_functions,
     late_data,
     microbatch_vs_continuous,
+    operator_state,
     outer_join,
     output_modes,
     running_aggregation,
@@ -55,6 +56,7 @@ LESSON_NOTEBOOKS: list[NotebookSource] = [
     checkpoints.NOTEBOOK,
     enrichment_join.NOTEBOOK,
     chained_aggregations.NOTEBOOK,
+    operator_state.NOTEBOOK,
 ]
 """Every lesson notebook of the course, by number (``00-start-here`` is ``notebooks/start_here.py``)."""
 

@@ -234,6 +234,20 @@ through your function, and compares each answer, and the batch it comes out in, 
         "checks_chained:check_top_driver",
     ),
     Exercise(
+        "deal_out",
+        "operator-state",
+        "deal a rescaled operator state out",
+        """\
+A rescale restores the operator state of the old subtasks into a different number of new subtasks. Write
+`deal_out(lists, parallelism, mode)`: `lists` holds the lists of the old subtasks, in subtask order; return one
+list per new subtask (`parallelism` of them). With `mode="even"` every item goes to exactly one new subtask: put
+the old lists end to end and cut them into contiguous parts whose sizes differ by at most one, the larger parts
+first. With `mode="union"` every new subtask gets every item. The check tries edge cases (more subtasks than
+items, one subtask), then the lesson's buffers at its restore.""",
+        _starter("deal_out(lists, parallelism, mode)", "One list per new subtask."),
+        "checks_operator_state:check_deal_out",
+    ),
+    Exercise(
         "state_watermark",
         "outer-join",
         "how long the join keeps an impression",

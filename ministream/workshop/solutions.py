@@ -144,6 +144,20 @@ def top_driver(sums):
     return best["driver"], best["total"]
 
 
+def deal_out(lists, parallelism, mode):
+    """Notebook 21: the old subtasks' lists dealt out to the new subtasks, split evenly or as a union."""
+    items = [item for old in lists for item in old]
+    if mode == "union":
+        return [list(items) for _ in range(parallelism)]
+    size, extra = divmod(len(items), parallelism)
+    parts, start = [], 0
+    for index in range(parallelism):
+        end = start + size + (1 if index < extra else 0)  # the first `extra` parts take one more
+        parts.append(items[start:end])
+        start = end
+    return parts
+
+
 def state_watermark(watermark, upper, inclusive):
     """Notebook 08: impressions at or before this time can match no future click."""
     return watermark - upper - (1 if inclusive else 0)
