@@ -11,7 +11,8 @@ Each stateful step runs with its own watermarks (``models/watermark_propagation.
 its input watermark on unchanged, so both steps run batch k with WM_k: the hourly sums that the first step
 emits in batch k reach the second step in the same batch, are not late for it (their hour ended after
 WM_{k-1}, or they would have come out before), and the second step emits the hour's top driver in that same
-batch. Before Spark 3.4 a second aggregation judged those rows with WM_k and dropped them all as late.
+batch. Before Spark 3.4 an operator filtered late rows with WM_k, its eviction watermark, so the rows a first
+aggregation emitted were late for the second (SPARK-40925 split the two watermarks).
 
 >>> from ministream.time.units import format_clock
 >>> for batch in LESSON.run().output():
