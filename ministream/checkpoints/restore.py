@@ -10,8 +10,10 @@ dataflow and restores it from the newest complete checkpoint (``checkpoints/reco
 **Another parallelism.** Keyed state and timers are stored by *key group* (``state/keygroups.py``), so a
 checkpoint taken with 2 subtasks can be restored into 1 or 4: each new subtask takes the key groups of its
 range (``keygroups.key_group_range``) from the merged snapshots of the old ones (:func:`merge_snapshots`).
-State that is not laid out by key group (a window step's last eviction watermark, say) must be the same in
-every old subtask to be restored elsewhere; otherwise the restore is refused, with the reason.
+*Operator state* (``state/operator_state.py``: a subtask's own lists, under ``"operator"`` in its snapshot)
+is dealt out to the new subtasks as each list was declared: split evenly, or the union to every subtask.
+Other state that is not laid out by key group (a window step's last eviction watermark, say) must be the same
+in every old subtask to be restored elsewhere; otherwise the restore is refused, with the reason.
 """
 
 from __future__ import annotations
@@ -20,9 +22,13 @@ from ministream.core.physical import PhysicalGraph
 from ministream.errors import PipelineError
 from ministream.state.copy_on_write import copy_value
 from ministream.state.keygroups import key_group_range
+from ministream.state.operator_state import split_snapshots
 
 KEY_GROUP_PARTS = ("keyed", "timers")
 """The parts of an operator snapshot laid out ``{key_group: ...}``, which a rescale splits by key group."""
+
+OPERATOR_STATE = "operator"
+"""The part of an operator snapshot that holds its operator state (``OperatorState.snapshot()``)."""
 
 
 def install_sinks(graph: PhysicalGraph, sinks: dict) -> None:
@@ -104,11 +110,21 @@ def restore_graph(graph: PhysicalGraph, checkpoint) -> None:
             for subtask in subtasks:
                 subtask.operator.restore(saved[subtask.index], None)
         else:
-            merged = merge_snapshots(step.name, [saved[index] for index in sorted(saved)])
+            old = [saved[index] for index in sorted(saved)]
+            shares = split_snapshots([snapshot.get(OPERATOR_STATE, {}) for snapshot in old], len(subtasks))
+            merged = merge_snapshots(step.name, [_without_operator_state(snapshot) for snapshot in old])
+            has_operator_state = any(OPERATOR_STATE in snapshot for snapshot in old)
             for subtask in subtasks:
-                subtask.operator.restore(copy_value(merged), key_group_range(subtask.index, len(subtasks)))
+                share = copy_value(merged)
+                if has_operator_state:
+                    share[OPERATOR_STATE] = shares[subtask.index]
+                subtask.operator.restore(share, key_group_range(subtask.index, len(subtasks)))
         if checkpoint.model == "continuous":
             _restore_watermarks(step.name, subtasks, checkpoint.subtasks)
+
+
+def _without_operator_state(snapshot: dict) -> dict:
+    return {part: value for part, value in snapshot.items() if part != OPERATOR_STATE}
 
 
 def _restore_watermarks(step: str, subtasks: list, saved_subtasks: dict) -> None:

@@ -40,6 +40,7 @@ from ministream.core.steps import (
     WatermarkSpec,
     WindowColumnSpec,
     WindowSpec,
+    WindowTimeSpec,
 )
 
 
@@ -159,6 +160,9 @@ def output_columns(step: Step) -> tuple[str, ...] | None:
     if isinstance(spec, WindowColumnSpec):
         before = output_columns(upstream[0])
         return None if before is None else before + tuple(c for c in (spec.start, spec.end) if c not in before)
+    if isinstance(spec, WindowTimeSpec):
+        before = output_columns(upstream[0])
+        return None if before is None else before + tuple(c for c in (spec.column,) if c not in before)
     if isinstance(spec, AggregateSpec):
         return spec.key_columns + tuple(spec.aggregates)
     if isinstance(spec, WindowSpec):
@@ -174,7 +178,8 @@ def output_columns(step: Step) -> tuple[str, ...] | None:
         return left + right
     if isinstance(spec, StaticJoinSpec):
         left = output_columns(upstream[0])
-        table = tuple(dict.fromkeys(c for row in spec.table for c in row))
+        tables = [spec.table, *(rows for _, rows in spec.changes)]
+        table = tuple(dict.fromkeys(c for rows in tables for row in rows for c in row))
         return None if left is None else left + tuple(c for c in table if c not in left)
     return None
 
@@ -222,6 +227,12 @@ def event_time_columns(step: Step) -> dict[str, EventTime]:
             return before
         column_time = EventTime(spec.end, before[spec.column].delay, before[spec.column].step, (spec.start, spec.end))
         return {**before, spec.start: column_time, spec.end: column_time}
+    if isinstance(spec, WindowTimeSpec):
+        before = event_time_columns(upstream[0])
+        if spec.end not in before:
+            return before
+        window_end = before[spec.end]
+        return {**before, spec.column: EventTime(spec.column, window_end.delay, window_end.step)}
     if isinstance(spec, AggregateSpec):
         found: dict[str, EventTime] = {}
         for edge in step.inputs:

@@ -197,6 +197,13 @@ class Operator:
     def should_run_another_batch(self, watermark: int | None) -> bool:
         return False
 
+    def output_watermark(self, input_watermark: int) -> int | None:
+        """Micro-batch model: the watermark this step passes on to the stateful steps after it, given its own
+        input watermark (Spark's ``produceOutputWatermark``): no row it emits has an event time at or before
+        it. By default the input watermark itself: an aggregation emits a window only once the watermark has
+        passed its end, so what it emits is never behind its input. ``None``: its rows carry no event time."""
+        return input_watermark
+
     def explain_waiting(self, batch: BatchInfo, next_watermark: int | None) -> None:
         """Micro-batch, when the run is traced: after ``batch``, say what the step holds back that the next
         batch's watermark (``next_watermark``, from this batch's rows) lets out: why a result looks one batch

@@ -67,6 +67,7 @@ from ministream.core.steps import (
     WatermarkSpec,
     WindowColumnSpec,
     WindowSpec,
+    WindowTimeSpec,
 )
 from ministream.errors import PipelineError
 from ministream.time.ranges import TimeRange
@@ -242,6 +243,22 @@ class Stream:
             )
         return self._then(name, WindowColumnSpec(assigner, column, start, end))
 
+    def with_window_time(
+        self, name: str, column: str = "window_time", *, start: str = "window_start", end: str = "window_end"
+    ) -> Stream:
+        """Add ``column``, the time of each row's window (``end - 1`` ms): Spark's ``window_time(window)``. It
+        keeps the window's watermark, so a second windowed step can group by it, as Spark's
+        ``groupBy(window(window_time("window"), "1 hour"))`` chains two aggregations: the rows the first emits
+        when the watermark passes their window reach the second in the same batch, under the same watermark."""
+        times = event_time_columns(self.step)
+        if end not in times or times[end].window is None:
+            raise PipelineError(
+                f"step {name!r}: {end!r} is not the end of a window under a watermark; window_time needs the "
+                "window of a windowed aggregate or of with_window, with a watermark on its event time. (Spark: "
+                "'window_time function requires a window column produced by window or session_window'.)"
+            )
+        return self._then(name, WindowTimeSpec(column, start, end))
+
     def sort(self, name: str, *columns: str, descending: bool | tuple[bool, ...] = False) -> Stream:
         """Each batch's rows in the order of ``columns`` (``descending``: one flag, or one per column): Spark's
         ``orderBy``. A stream has no end to sort, so Spark allows it only after an aggregation in complete
@@ -270,11 +287,14 @@ class Stream:
         *,
         on: str | list[str] | tuple[str, ...] | dict[str, str],
         how: Literal["inner", "left_outer"] = "inner",
+        changes: dict[int, list[dict]] | None = None,
     ) -> Stream:
         """Join each row with the rows of a fixed ``table`` (a list of dicts) on equal keys: Spark's
         stream-static join, ``stream.join(static_df, on, how)``. ``on`` is a column (or columns) both have,
         which then appears once, or ``{stream column: table column}``. ``how`` is ``"inner"`` or
-        ``"left_outer"`` (a row without a match is kept, padded with nulls). Nothing is kept in state."""
+        ``"left_outer"`` (a row without a match is kept, padded with nulls). Nothing is kept in state.
+        ``changes``: ``{batch id: rows}``, the table as it is from that micro-batch on (a table updated
+        between batches; rows joined before keep the old version's columns)."""
         if how not in ("inner", "left_outer"):
             raise PipelineError(
                 f"join_static {name!r}: how must be 'inner' or 'left_outer' with the stream on the left, not "
@@ -287,8 +307,13 @@ class Stream:
         )
         if not pairs:
             raise PipelineError(f"join_static {name!r}: give the columns to join on")
+        versions = tuple(
+            (int(batch_id), tuple(dict(row) for row in rows)) for batch_id, rows in sorted((changes or {}).items())
+        )
+        if any(batch_id < 0 for batch_id, _ in versions):
+            raise PipelineError(f"join_static {name!r}: a change of the table starts at a batch id from 0 up")
         spec = StaticJoinSpec(
-            tuple(dict(row) for row in table), tuple(a for a, _ in pairs), tuple(b for _, b in pairs), how
+            tuple(dict(row) for row in table), tuple(a for a, _ in pairs), tuple(b for _, b in pairs), how, versions
         )
         return self._then(name, spec)
 

@@ -194,6 +194,26 @@ class WindowColumnSpec(StepSpec):
 
 
 @attrs.frozen
+class WindowTimeSpec(StepSpec):
+    """Each row gets ``column``, the time of its window: ``end - 1`` ms, the last instant inside the half-open
+    window ``[start, end)``. Spark's ``window_time(window)``. The column carries the window's event time, so a
+    second windowed step can group by it: ``window(window_time(window), "1 hour")`` chains two windowed
+    aggregations under one watermark.
+
+    >>> WindowTimeSpec().describe()
+    {'column': 'window_time', 'window': 'window_start, window_end'}
+    """
+
+    column: str = "window_time"
+    start: str = "window_start"
+    end: str = "window_end"
+    kind: ClassVar[str] = "window_time"
+
+    def describe(self) -> dict[str, str]:
+        return {"column": self.column, "window": f"{self.start}, {self.end}"}
+
+
+@attrs.frozen
 class SortSpec(StepSpec):
     """Each batch's rows in order of ``columns`` (``descending`` says, per column, whether the order is
     reversed): Spark's ``orderBy``, which a streaming query allows only after an aggregation in complete
@@ -350,20 +370,26 @@ class StaticJoinSpec(StepSpec):
     """Each row of the stream joined with the rows of a fixed table whose ``table_keys`` equal its
     ``stream_keys``: Spark's stream-static join (``stream.join(static_df, ...)``). No state: every row is
     joined as it comes. ``how`` is ``"inner"`` or ``"left_outer"`` (a stream row with no match is kept,
-    padded with nulls), the joins Spark allows with the stream on the left."""
+    padded with nulls), the joins Spark allows with the stream on the left. ``changes``: ``(batch id,
+    rows)`` pairs, the table as it is from that micro-batch on (Spark reads its static side again in every
+    batch, so an updated table is joined in its new version from the next batch on)."""
 
     table: tuple[dict, ...]
     stream_keys: tuple[str, ...]
     table_keys: tuple[str, ...]
     how: Literal["inner", "left_outer"] = "inner"
+    changes: tuple[tuple[int, tuple[dict, ...]], ...] = ()
     kind: ClassVar[str] = "static_join"
 
     def describe(self) -> dict[str, str]:
-        return {
+        words = {
             "how": self.how,
             "key": ", ".join(self.stream_keys) + " = " + ", ".join(self.table_keys),
             "table": f"{len(self.table)} rows",
         }
+        if self.changes:
+            words["changes"] = ", ".join(f"batch {batch_id}: {len(rows)} rows" for batch_id, rows in self.changes)
+        return words
 
 
 @attrs.frozen

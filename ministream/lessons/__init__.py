@@ -33,6 +33,9 @@ LESSON_MODULES = [
     "barrier_alignment",
     "rescale",
     "state_backends",
+    "enrichment_join",
+    "chained_aggregations",
+    "operator_state",
 ]
 """Lesson modules in teaching order (the order of ``ministream lessons`` and of the tutorials)."""
 
@@ -64,6 +67,11 @@ def compare_lesson(
 
     A lesson that uses processing time (``lesson.replay_spark_clock``) runs Spark first, then ministream with
     the batch timestamps Spark recorded, so that both engines see the same processing time."""
+    if lesson.twin is None:
+        raise PipelineError(
+            f"lesson {lesson.name!r} has no Spark twin to compare with: Spark has no such concept, and the lesson "
+            "is checked by properties of its own runs (its tutorial says which)"
+        )
     if lesson.replay_spark_clock:
         theirs = lesson.run_twin(script, params, master=master)
         timestamps = [batch.processing_time for batch in theirs]

@@ -24,6 +24,7 @@ from ministream.checkpoints.storage import MemoryStorage
 from ministream.core.compare import compare_batches
 from ministream.core.faults import crash_at
 from ministream.core.results import BatchResult, normalize_row
+from ministream.lessons.lesson import Lesson
 from ministream.models.microbatch import run_microbatch
 
 
@@ -91,7 +92,8 @@ def failure_free_outputs(
         runs += [(p, s) for p in (1, 2, 4) for s in range(8)]
     outputs = []
     for p, s in runs:
-        output = lesson.run(script, params, parallelism=p, seed=s, model=model).output()
+        # Lesson.run itself: a plain run, not the crash a recovery lesson's own run makes
+        output = Lesson.run(lesson, script, params, parallelism=p, seed=s, model=model).output()
         if not any(same_output(model, output, known) for known in outputs):
             outputs.append(output)
     return outputs
@@ -118,7 +120,7 @@ def restarted_output(
     script = lesson.default_script if script is None else script
     length = max(len(batches) for batches in script.values()) if isinstance(script, dict) else len(script)
     if after_batch + 1 >= length:
-        return lesson.run(script, params, parallelism=parallelism, seed=seed).output()
+        return Lesson.run(lesson, script, params, parallelism=parallelism, seed=seed).output()
     if isinstance(script, dict):
         cut = {name: batches[: after_batch + 1] for name, batches in script.items()}
     else:

@@ -90,7 +90,9 @@ class Lesson:
     name: str
     title: str
     pipeline: Callable[[Any, dict], Any]
-    twin: Callable[[dict, dict], Any]
+    twin: Callable[[dict, dict], Any] | None
+    """The PySpark twin; ``None`` for a concept Spark does not have (operator state), whose checks are then
+    properties of ministream's runs rather than a comparison."""
     fields: list[Field]
     default_script: Any
     params: list[Param] = attrs.field(factory=list)
@@ -198,6 +200,8 @@ class Lesson:
         checkpoint there, to read its state afterwards; a temporary one otherwise)."""
         from ministream.spark import run_query, scripted_stream, spark_session
 
+        if self.twin is None:
+            raise PipelineError(f"lesson {self.name!r} has no Spark twin: Spark has no such concept")
         values = self.resolve_params(params)
         script = self.default_script if script is None else script
         spark = spark_session(master)

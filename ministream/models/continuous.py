@@ -268,9 +268,14 @@ class ContinuousDriver:
                 subtask.operator.on_processing_time(now)
 
     def _end_of_input(self) -> None:
-        """Every source has finished: each sends the final watermark, +∞, so that everything fires."""
+        """Every source has finished: each becomes active again, and once every subtask has heard so, each
+        sends the final watermark, +∞, so that everything fires. (Sent at once, +∞ could reach a step through one
+        input while another input, still idle there, left its minimum: that step would jump to +∞ and take the
+        rows the other input then emits, when +∞ reaches it, for late.)"""
         for reader in self.readers:
             reader.set_idle(False)
+        self._run_until_quiet()
+        for reader in self.readers:
             reader.subtask.output.broadcast(Watermark(MAX_WATERMARK))
             self._explain(reader.name, "watermark", "end of all input: active again to send the final watermark +∞")
 

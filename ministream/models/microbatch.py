@@ -34,6 +34,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import attrs
+
 from ministream.core.lineage import upstream
 from ministream.core.operator import BatchInfo
 from ministream.core.physical import EndOfBatch, PhysicalGraph, Scheduler
@@ -43,6 +45,7 @@ from ministream.core.trace import Trace
 from ministream.core.triggers import Trigger
 from ministream.errors import PipelineError
 from ministream.models.run import Run
+from ministream.models.watermark_propagation import step_watermarks
 from ministream.operators.planner import check_output_mode, physical_graph
 from ministream.state.backends import StateBackends, state_backends
 from ministream.time.clock import ManualClock
@@ -156,9 +159,9 @@ def run_microbatch(
         for step in flow.sinks:
             step.sink.reset()
 
-    current = {"batch": None}
+    current: dict[str, BatchInfo] = {}  # {step: the batch as that step runs it (its own watermarks)}
     for subtask in graph.subtasks:
-        subtask.on_marker = lambda subtask, marker: _end_batch(subtask, current["batch"])
+        subtask.on_marker = lambda subtask, marker: _end_batch(subtask, current[subtask.step.name])
         if isinstance(subtask.step.spec, WatermarkSpec):
             subtask.operator.ctx.report_event_time = lambda event_time, name=subtask.step.name: watermarks.observe(
                 name, event_time
@@ -167,6 +170,13 @@ def run_microbatch(
     sources = [(step.source, graph.by_step[step.name][0]) for step in flow.sources]
     script_length = max(len(source) for source, _ in sources)
     stateful = [subtask.operator for subtask in graph.subtasks if subtask.operator is not None]
+    steps_of = {id(subtask.operator): subtask.step.name for subtask in graph.subtasks}
+
+    def per_step(watermark: int | None) -> dict[str, int | None]:
+        """Each stateful step's own watermark (``watermark_propagation.py``): the global one unless a stateful
+        step before it passes on a lower one."""
+        return step_watermarks(flow, graph, watermark) if watermark is not None else {}
+
     history: list[int | None] = []
     ran: list[BatchInfo] = []
     watermark = 0 if watermarks else None
@@ -178,7 +188,10 @@ def run_microbatch(
             batch_id, position, watermark, late_watermark = restored
 
     def asks_for_no_data_batch() -> bool:
-        return no_data_batches and any(operator.should_run_another_batch(watermark) for operator in stateful)
+        own = per_step(watermark)
+        return no_data_batches and any(
+            operator.should_run_another_batch(own.get(steps_of[id(operator)], watermark)) for operator in stateful
+        )
 
     while True:
         logged = checkpoints.logged(batch_id) if checkpoints is not None else None
@@ -209,11 +222,17 @@ def run_microbatch(
             processing_time = processing_time if processing_time is not None else clock.now()
             clock.set(processing_time)
         batch = BatchInfo(batch_id, watermark, late_watermark, has_data, processing_time, position, end)
-        current["batch"] = batch
+        own, own_late = per_step(watermark), per_step(late_watermark)
+        for step in flow.steps:
+            current[step.name] = (
+                attrs.evolve(batch, watermark=own[step.name], late_watermark=own_late[step.name])
+                if step.name in own
+                else batch
+            )
         if tracer:
             tracer.begin_batch(batch_id, watermark, late_watermark, has_data)
         for operator in stateful:
-            operator.on_batch_start(batch)
+            operator.on_batch_start(current[steps_of[id(operator)]])
         if checkpoints is not None:
             checkpoints.begin_batch(batch)  # the offsets log: batch k is planned before it reads
         for source, subtask in sources:
@@ -236,8 +255,10 @@ def run_microbatch(
         if watermarks:
             late_watermark, watermark = watermark, watermarks.advance()
             if tracer:  # what the batch's own rows will let out one batch later
+                following = per_step(watermark)
                 for operator in stateful:
-                    operator.explain_waiting(batch, watermark)
+                    name = steps_of[id(operator)]
+                    operator.explain_waiting(current[name], following.get(name, watermark))
         position = end
         if checkpoints is not None:
             checkpoints.commit_batch(batch, graph, watermarks, watermark, late_watermark)

@@ -76,6 +76,7 @@ from ministream.core.steps import (
     WatermarkSpec,
     WindowColumnSpec,
     WindowSpec,
+    WindowTimeSpec,
 )
 from ministream.errors import PipelineError
 from ministream.operators.aggregate import RunningAggregate, WatermarkedAggregate
@@ -96,7 +97,9 @@ def window_operator_class(step: Step) -> type[WindowAggregate]:
     no row is ever late, no window ever final, and append mode is refused)."""
     spec = step.spec
     assert isinstance(spec, WindowSpec)
-    watermarked = spec.column in watermarked_columns(step)
+    # the column a with_watermark tracks, or one derived from it that carries its event time (window_time)
+    derived = event_time_columns(step.inputs[0].upstream)
+    watermarked = spec.column in watermarked_columns(step) or spec.column in derived
     if spec.assigner.kind == "session":
         return SessionWindowAggregate if watermarked else SessionWindowAggregateWithoutWatermark
     return WindowAggregate if watermarked else WindowAggregateWithoutWatermark
@@ -144,6 +147,22 @@ def window_columns(spec: WindowColumnSpec):
         return [{**row, start: window[0], end: window[1]} for window in assign(ts)]
 
     return windows
+
+
+def window_time(spec: WindowTimeSpec):
+    """The function of a window time step: each row with the time of its window, ``end - 1`` ms (null for a
+    row without a window).
+
+    >>> window_time(WindowTimeSpec())({"window_start": 0, "window_end": 3_600_000})
+    {'window_start': 0, 'window_end': 3600000, 'window_time': 3599999}
+    """
+    column, end = spec.column, spec.end
+
+    def with_time(row: dict) -> dict:
+        last = row.get(end)
+        return {**row, column: None if last is None else last - 1}
+
+    return with_time
 
 
 def pushed_below_watermark(flow: Dataflow, step: Step) -> list:
@@ -247,6 +266,7 @@ def operator_class(step: Step, model: Model = "microbatch") -> type[Operator] | 
         FilterSpec: FilterOperator,
         FlatMapSpec: FlatMapOperator,
         WindowColumnSpec: FlatMapOperator,
+        WindowTimeSpec: MapOperator,
         UnionSpec: UnionOperator,
         SortSpec: SortOperator,
         StaticJoinSpec: StaticJoin,
@@ -278,12 +298,14 @@ def operator_for(step: Step, model: Model = "microbatch", flow: Dataflow | None 
         return FlatMapOperator(spec.fn)
     if isinstance(spec, WindowColumnSpec):
         return FlatMapOperator(window_columns(spec))
+    if isinstance(spec, WindowTimeSpec):
+        return MapOperator(window_time(spec))
     if isinstance(spec, UnionSpec):
         return UnionOperator()
     if isinstance(spec, SortSpec):
         return SortOperator(spec.columns, spec.descending)
     if isinstance(spec, StaticJoinSpec):
-        return StaticJoin(spec.table, spec.stream_keys, spec.table_keys, spec.how)
+        return StaticJoin(spec.table, spec.stream_keys, spec.table_keys, spec.how, spec.changes)
     if isinstance(spec, WatermarkSpec):
         pushed = pushed_below_watermark(flow, step) if flow is not None else []
         return WatermarkOperator(spec.column, spec.delay, pushed)

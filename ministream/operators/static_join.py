@@ -6,7 +6,10 @@ known in full, so each stream row finds all its matches the moment it arrives, a
 will never find one. That is why Spark allows only the joins whose unmatched rows come from the stream side:
 an inner join, or a left outer join with the stream on the left (its unmatched rows are emitted at once,
 padded with nulls). The table is read again for every batch in Spark (a batch aggregate there is recomputed,
-never turned into streaming state); ministream's table is a list of rows that does not change.
+never turned into streaming state), so a table updated between two batches is joined in its new version from
+the next batch on; rows joined before are not joined again. ministream's table is a list of rows, with
+``changes``: the table as it is from a given micro-batch on (the continuous model has no batches and keeps
+the first table).
 
 Output columns: the stream row's, then the table row's; a key column with the same name on both sides
 appears once (Spark's ``join(df, "key")``).
@@ -16,6 +19,13 @@ appears once (Spark's ``join(df, "key")``).
 >>> ctx = StepContext.for_testing(); join.open(ctx)
 >>> join.process([{"value": 1}, {"value": 4}], 0); ctx.emitted
 [{'value': 1, 'parity': 1, 'n': 3}]
+>>> from ministream.core.operator import BatchInfo
+>>> changed = StaticJoin([{"parity": 1, "n": 3}], ("value",), ("parity",), "inner", ((1, ({"parity": 1, "n": 9},)),))
+>>> ctx = StepContext.for_testing(); changed.open(ctx)
+>>> for batch_id in (0, 1):
+...     changed.on_batch_start(BatchInfo(batch_id)); changed.process([{"value": 1}], 0)
+>>> ctx.emitted
+[{'value': 1, 'parity': 1, 'n': 3}, {'value': 1, 'parity': 1, 'n': 9}]
 """
 
 from __future__ import annotations
@@ -26,24 +36,46 @@ from ministream.errors import PipelineError
 
 class StaticJoin(Operator):
     """Joins each row with the rows of ``table`` whose ``table_keys`` equal its ``stream_keys`` (``how`` is
-    ``"inner"`` or ``"left_outer"``). State: ``self.index``, the table by key, built once; a key with a
-    null never matches (SQL's ``=``)."""
+    ``"inner"`` or ``"left_outer"``); ``changes``, ``(batch id, rows)`` pairs, replace the table from that
+    micro-batch on. No state: ``self.index`` is the table in force, by key (``{key tuple: [table rows]}``),
+    rebuilt when the table changes; a key with a null never matches (SQL's ``=``)."""
 
     counts_rows = True
 
-    def __init__(self, table, stream_keys: tuple[str, ...], table_keys: tuple[str, ...], how: str):
-        self.table = [dict(row) for row in table]
+    def __init__(
+        self,
+        table,
+        stream_keys: tuple[str, ...],
+        table_keys: tuple[str, ...],
+        how: str,
+        changes: tuple[tuple[int, tuple[dict, ...]], ...] = (),
+    ):
+        self.versions = [(0, [dict(row) for row in table])] + [(k, [dict(row) for row in rows]) for k, rows in changes]
         self.stream_keys = stream_keys
         self.table_keys = table_keys
         self.how = how
-        self.index: dict = {}
-        for row in self.table:
-            key = tuple(row.get(column) for column in table_keys)
-            if None not in key:
-                self.index.setdefault(key, []).append(row)
-        self.table_columns = list(dict.fromkeys(column for row in self.table for column in row))
+        # a left outer join pads with every column any version of the table has, so that all rows agree
+        self.table_columns = list(dict.fromkeys(column for _, rows in self.versions for row in rows for column in row))
         # a key column named the same on both sides appears once (Spark's join(df, "key"))
         self.merged = {t for s, t in zip(stream_keys, table_keys) if s == t}
+        self.in_force = -1
+        self._use_table(0)
+
+    def _use_table(self, batch_id: int) -> None:
+        """Index the version of the table in force at ``batch_id`` (the last change at or before it)."""
+        version = max(i for i, (start, _) in enumerate(self.versions) if start <= batch_id or i == 0)
+        if version == self.in_force:
+            return
+        self.in_force = version
+        self.table = self.versions[version][1]
+        self.index: dict = {}
+        for row in self.table:
+            key = tuple(row.get(column) for column in self.table_keys)
+            if None not in key:
+                self.index.setdefault(key, []).append(row)
+
+    def on_batch_start(self, batch):
+        self._use_table(batch.batch_id)
 
     def process(self, rows, input_index):
         out, unmatched = [], 0

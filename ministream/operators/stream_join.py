@@ -288,6 +288,14 @@ class StreamJoin(Operator):
             return None  # the other side's time is not watermarked: it bounds nothing
         return (self.time_range.left_state_watermark, self.time_range.right_state_watermark)[side](watermark)
 
+    def output_watermark(self, input_watermark):
+        """A stored row leaves (padded, in an outer join) only when its time is at or before its side's state
+        watermark, which lags the input watermark: the join's output watermark is the smallest of the two
+        state watermarks and the input watermark (Spark's ``StreamingSymmetricHashJoinExec``), so that the
+        step after it does not take those rows for late."""
+        limits = [self._state_watermark(side, input_watermark) for side in (0, 1)]
+        return min([limit for limit in limits if limit is not None] + [input_watermark])
+
     def _evict(self, side: int, watermark: int) -> list[dict]:
         """Rule 4: remove the rows that can no longer match; an outer side pads its unmatched ones."""
         limit = self._state_watermark(side, watermark)

@@ -22,6 +22,7 @@ import tempfile
 
 from ministream.core.results import BatchResult, normalize_value
 from ministream.spark.session import session_conf
+from ministream.spark.table import set_batch
 from ministream.time.units import parse_timestamp
 
 
@@ -123,6 +124,7 @@ def run_query(
         # The batch's whole plan (source, operators, UDFs) runs here, when its rows are collected; an error is
         # kept so it can be reported as itself rather than as "the foreachBatch function failed".
         try:
+            set_batch(batch_id)  # a versioned static table reads its version for this batch (spark/table.py)
             emitted[batch_id] = _collect(batch_df)
         except Exception as error:
             failures.append(error)

@@ -244,6 +244,9 @@ def cmd_compare(args, out) -> int:
     print(line(header), file=out, flush=True)
     differing = []
     for lesson in lessons:
+        if lesson.twin is None:  # a concept Spark does not have (operator state): checked by properties instead
+            print(line((lesson.name, "-", "-", "no Spark twin")), file=out, flush=True)
+            continue
         result = compare_lesson(lesson, None, params, parallelism=args.parallelism, master=args.master)
         if not result.matches:
             differing.append((lesson, result))
@@ -252,7 +255,8 @@ def cmd_compare(args, out) -> int:
         print(line((lesson.name, batches, rows, "match" if result.matches else "DIFFERS")), file=out, flush=True)
     for lesson, result in differing:
         print(f"{lesson.name} differs:\n{result.table()}", file=out)
-    print(f"{len(lessons) - len(differing)} of {len(lessons)} lessons match Spark batch for batch", file=out)
+    twins = [lesson for lesson in lessons if lesson.twin is not None]
+    print(f"{len(twins) - len(differing)} of {len(twins)} lessons match Spark batch for batch", file=out)
     return EXIT_DIFFERS if differing else EXIT_OK
 
 

@@ -191,7 +191,7 @@ def layer_imports() -> set[tuple[str, str]]:
     return edges
 
 
-def _wrapped(names: list[str], per_line: int = 6) -> str:
+def _wrapped(names: list[str], per_line: int = 5) -> str:
     lines = [", ".join(names[i : i + per_line]) for i in range(0, len(names), per_line)]
     return "\\n".join(lines)
 

@@ -23,6 +23,7 @@ import attrs
 from ministream.core.steps import JoinSpec, WatermarkSpec
 from ministream.lessons import get_lesson
 from ministream.lessons.microbatch_vs_continuous import late_by_model
+from ministream.lessons.operator_state import written_or_buffered
 from ministream.lessons.rescale import keys_moved
 from ministream.operators.stream_join import state_sizes_by_side
 from ministream.time.lateness import dropped_flags
@@ -152,6 +153,25 @@ def rescaled_keys(name: str = "rescale"):
     )
 
 
+def trips_written(name: str = "operator-state"):
+    """How many times each trip of the lesson was written or is still buffered after the crash and the rescale,
+    with the buffer split evenly, given whole to every subtask (union), or kept out of the checkpoint."""
+    lesson = get_lesson(name)
+    trips = sorted({row["trip"] for batch in lesson.default_script for row in batch}, key=lambda t: int(t[1:]))
+    settings = {
+        "operator state, even split": {},
+        "operator state, union": {"redistribution": "union"},
+        "plain attribute": {"keep_in": "plain"},
+    }
+    counts = {label: written_or_buffered(lesson.run(params=params)) for label, params in settings.items()}
+    return bars_plot(
+        {label: [found.get(trip, 0) for trip in trips] for label, found in counts.items()},
+        xlabel=f"trip, from {trips[0]} (0) to {trips[-1]} ({len(trips) - 1})",
+        ylabel="written or buffered",
+        title=f"{name}: each trip after the crash and the rescale",
+    )
+
+
 PICTURES = [
     Picture(
         "running-aggregation",
@@ -260,6 +280,26 @@ PICTURES = [
         lambda: inputs_per_batch("barrier-alignment"),
     ),
     Picture("rescale", "keys", "keys per subtask before the crash and after the restore", rescaled_keys),
+    Picture(
+        "enrichment-join",
+        "rows",
+        "rows emitted per batch by the inner and the left outer join",
+        lambda: rows_by_param(
+            "enrichment-join", "how", ("inner", "left_outer"), "enrichment-join: rows emitted per batch"
+        ),
+    ),
+    Picture(
+        "chained-aggregations",
+        "state",
+        "entries in each step's state after every batch",
+        lambda: state("chained-aggregations", what="windows in state"),
+    ),
+    Picture(
+        "operator-state",
+        "trips",
+        "how many times each trip was written or is still buffered, for each way of keeping the buffer",
+        trips_written,
+    ),
 ]
 """Every tutorial's plots, in lesson order."""
 

@@ -21,12 +21,15 @@ import attrs
 from ministream.lessons import LESSON_MODULES, all_lessons
 from ministream.workshop.exercises import exercises_of
 from ministream.workshop.notebooks import (
+    chained_aggregations,
     checkpoints,
     deduplication,
+    enrichment_join,
     idle_input,
     keyed_process_functions,
     late_data,
     microbatch_vs_continuous,
+    operator_state,
     outer_join,
     output_modes,
     running_aggregation,
@@ -51,6 +54,9 @@ LESSON_NOTEBOOKS: list[NotebookSource] = [
     keyed_process_functions.NOTEBOOK,
     microbatch_vs_continuous.NOTEBOOK,
     checkpoints.NOTEBOOK,
+    enrichment_join.NOTEBOOK,
+    chained_aggregations.NOTEBOOK,
+    operator_state.NOTEBOOK,
 ]
 """Every lesson notebook of the course, by number (``00-start-here`` is ``notebooks/start_here.py``)."""
 

@@ -208,6 +208,46 @@ lesson with Spark's.""",
         "checks_join:check_join_batch",
     ),
     Exercise(
+        "enrich_batch",
+        "enrichment-join",
+        "one batch of a stream-static join",
+        """\
+Write `enrich_batch(trips, table, how)`: the rows one micro-batch of `trips.join(drivers, "driver", how)`
+emits, where `trips` are the batch's trips (dicts with `ts`, `driver`, `fare`), `table` is the drivers table
+in force at that batch (dicts with `driver` and `city`) and `how` is `"inner"` or `"left_outer"`. Each output
+row is the trip with its `city`. Think about a trip with no table row, a trip without a driver, and a driver
+with two rows. The check replays the lesson in both join types, with the table of each batch, and compares every
+batch with Spark's.""",
+        _starter("enrich_batch(trips, table, how)", "The rows this batch of the stream-static join emits."),
+        "checks_enrichment:check_enrich_batch",
+    ),
+    Exercise(
+        "top_driver",
+        "chained-aggregations",
+        "the top driver of an hour",
+        """\
+The second step of the lesson receives, for one hour, the sums the first step emitted: dicts with `driver` and
+`total`. Write `top_driver(sums)`: the `(driver, total)` that Spark's `max(struct(total, driver))` picks. Think
+about two drivers with the same total. The check then feeds the first step's sums of the lesson, hour by hour,
+through your function, and compares each answer, and the batch it comes out in, with Spark's.""",
+        _starter("top_driver(sums)", "The (driver, total) of the hour's top driver."),
+        "checks_chained:check_top_driver",
+    ),
+    Exercise(
+        "deal_out",
+        "operator-state",
+        "deal a rescaled operator state out",
+        """\
+A rescale restores the operator state of the old subtasks into a different number of new subtasks. Write
+`deal_out(lists, parallelism, mode)`: `lists` holds the lists of the old subtasks, in subtask order; return one
+list per new subtask (`parallelism` of them). With `mode="even"` every item goes to exactly one new subtask: put
+the old lists end to end and cut them into contiguous parts whose sizes differ by at most one, the larger parts
+first. With `mode="union"` every new subtask gets every item. The check tries edge cases (more subtasks than
+items, one subtask), then the lesson's buffers at its restore.""",
+        _starter("deal_out(lists, parallelism, mode)", "One list per new subtask."),
+        "checks_operator_state:check_deal_out",
+    ),
+    Exercise(
         "state_watermark",
         "outer-join",
         "how long the join keeps an impression",

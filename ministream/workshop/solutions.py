@@ -127,6 +127,37 @@ def join_batch(left_state, right_state, new_left, new_right, within):
     return pairs
 
 
+def enrich_batch(trips, table, how):
+    """Notebook 19: the rows one batch of the stream-static join emits."""
+    out = []
+    for trip in trips:
+        matches = [row for row in table if trip["driver"] is not None and row["driver"] == trip["driver"]]
+        out += [{**trip, "city": row["city"]} for row in matches]
+        if not matches and how == "left_outer":  # nothing can match it later: padded with nulls now
+            out.append({**trip, "city": None})
+    return out
+
+
+def top_driver(sums):
+    """Notebook 20: the top driver of an hour, as max(struct(total, driver)) picks it."""
+    best = max(sums, key=lambda row: (row["total"], row["driver"]))  # a tie goes to the larger driver name
+    return best["driver"], best["total"]
+
+
+def deal_out(lists, parallelism, mode):
+    """Notebook 21: the old subtasks' lists dealt out to the new subtasks, split evenly or as a union."""
+    items = [item for old in lists for item in old]
+    if mode == "union":
+        return [list(items) for _ in range(parallelism)]
+    size, extra = divmod(len(items), parallelism)
+    parts, start = [], 0
+    for index in range(parallelism):
+        end = start + size + (1 if index < extra else 0)  # the first `extra` parts take one more
+        parts.append(items[start:end])
+        start = end
+    return parts
+
+
 def state_watermark(watermark, upper, inclusive):
     """Notebook 08: impressions at or before this time can match no future click."""
     return watermark - upper - (1 if inclusive else 0)

@@ -23,7 +23,7 @@ from ministream.state.changes import StateDelta, apply_delta, checkpoint_snapsho
 from ministream.state.keyed import KeyedStateBackend, ListState, MapState, ValueState
 from ministream.state.keygroups import key_group_of
 from ministream.state.ttl import TtlValueState
-from tests.checkpoints.test_recovery import CASES, SETTINGS
+from tests.checkpoints.test_recovery import CASES, PER_SUBTASK_OUTPUT, SETTINGS
 
 
 def _deltas(storage) -> list[int]:
@@ -40,6 +40,8 @@ def test_snapshot_plus_deltas_restores_what_a_full_checkpoint_restores(name, mod
     settings = dict(random.Random(f"{name}/{model}/{rows}").choice(SETTINGS))
     if model == "microbatch":
         settings.pop("mode", None), settings.pop("interval", None)
+    if name in PER_SUBTASK_OUTPUT:
+        settings.pop("restore_parallelism", None)
     full, incremental = MemoryStorage(), MemoryStorage()
     run_lesson_with_recovery(lesson, crash_after_rows=rows, model=model, storage=full, **settings)
     run = run_lesson_with_recovery(

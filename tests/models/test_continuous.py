@@ -309,3 +309,26 @@ def test_every_lesson_runs_continuously_or_says_why():
             continue
         assert [batch.watermark for batch in run.output()] == [MAX_WATERMARK], lesson.name
     assert all("continuous model" in message for _, message in refusals), refusals
+
+
+def test_the_final_watermark_waits_until_every_input_is_active_again():
+    """At the end of input every source becomes active again before +∞ is sent: a window step after another
+    one, at parallelism 2, does not reach +∞ through one input while the other is still idle there, so the
+    last window of the first step still counts (every checkpoint interval, in the run with checkpoints)."""
+    from ministream import Sum, Tumbling
+    from ministream.checkpoints.recovery import run_with_recovery
+    from ministream.lessons import get_lesson
+
+    script = get_lesson("chained-aggregations").default_script
+
+    def flow():
+        flow = Dataflow("two-windows")
+        trips = flow.source("trips", ScriptedSource(script)).with_watermark("wm", "ts", "10 minutes")
+        hourly = trips.key_by("driver").window("hourly", Tumbling("1 hour"), total=Sum("fare"))
+        per_hour = hourly.key_by("window_end").window("per_hour", Tumbling("1 hour"), column="window_end", n=Count())
+        per_hour.sink("output", CollectingSink())
+        return flow
+
+    for interval in (1, 2, 3, 4):
+        run = run_with_recovery(flow(), model="continuous", parallelism=2, interval=interval, output_mode="append")
+        assert sorted(row["n"] for batch in run.output() for row in batch.rows) == [1, 3, 3], interval

@@ -8,6 +8,7 @@ import pytest
 
 from ministream.time.windows import merge_sessions, sliding
 from ministream.workshop import solutions
+from ministream.workshop.checks_chained import check_top_driver
 from ministream.workshop.checks_engine import (
     check_barrier_arrives,
     check_due_timers,
@@ -16,7 +17,9 @@ from ministream.workshop.checks_engine import (
     check_ttl_expired,
     check_update_batch,
 )
+from ministream.workshop.checks_enrichment import check_enrich_batch
 from ministream.workshop.checks_join import check_join_batch
+from ministream.workshop.checks_operator_state import check_deal_out
 from ministream.workshop.checks_output import check_emit_batch, check_emits, check_fires_after
 from ministream.workshop.checks_pipeline import check_pipeline
 from ministream.workshop.checks_sessions import check_add_event, check_is_late
@@ -51,6 +54,9 @@ CHECKS = {
     "counting_windows": lambda fn: check_counting_windows(fn, against="ministream"),
     "emits": lambda fn: check_emits(fn, against="ministream"),
     "join_batch": lambda fn: check_join_batch(fn, against="ministream"),
+    "enrich_batch": lambda fn: check_enrich_batch(fn, against="ministream"),
+    "top_driver": lambda fn: check_top_driver(fn, against="ministream"),
+    "deal_out": check_deal_out,
     "state_watermark": lambda fn: check_state_watermark(fn, against="ministream"),
     "global_watermark": lambda fn: check_global_watermark(fn, against="ministream"),
     "forget": lambda fn: check_forget(fn, against="ministream"),
@@ -226,6 +232,47 @@ def pipeline_without_watermark(script, params):
     return flow
 
 
+def enrich_null_matches_null(trips, table, how):
+    out = []
+    for trip in trips:
+        matches = [row for row in table if row["driver"] == trip["driver"]]
+        out += [{**trip, "city": row["city"]} for row in matches]
+        out += [{**trip, "city": None}] if not matches and how == "left_outer" else []
+    return out
+
+
+def enrich_first_match_only(trips, table, how):
+    out = []
+    for trip in trips:
+        match = next((row for row in table if trip["driver"] is not None and row["driver"] == trip["driver"]), None)
+        if match is not None or how == "left_outer":
+            out.append({**trip, "city": match and match["city"]})
+    return out
+
+
+def top_driver_smaller_name_on_ties(sums):
+    best = min(sums, key=lambda row: (-row["total"], row["driver"]))
+    return best["driver"], best["total"]
+
+
+def deal_out_round_robin(lists, parallelism, mode):
+    items = [item for old in lists for item in old]
+    if mode == "union":
+        return [list(items) for _ in range(parallelism)]
+    return [items[index::parallelism] for index in range(parallelism)]
+
+
+def deal_out_larger_last(lists, parallelism, mode):
+    items = [item for old in lists for item in old]
+    size, extra = divmod(len(items), parallelism)
+    parts, start = [], 0
+    for index in range(parallelism):
+        end = start + size + (1 if index >= parallelism - extra else 0)
+        parts.append(items[start:end])
+        start = end
+    return parts
+
+
 WRONG = [
     ("key_group", lambda key: hash(key) % 128, "salted per process"),
     ("key_group", lambda key: zlib.crc32(str(key).encode("utf-8")) % 128, "hash repr(key), not str(key)"),
@@ -301,6 +348,16 @@ WRONG = [
     ("join_batch", join_state_only, "exactly once"),
     ("join_batch", join_everything, "only pairs with at least one new row"),
     ("join_batch", join_strict, "inclusive at both ends"),
+    ("enrich_batch", lambda trips, table, how: solutions.enrich_batch(trips, table, "inner"), "its city null"),
+    ("enrich_batch", enrich_null_matches_null, "a null driver matches nothing"),
+    ("enrich_batch", enrich_first_match_only, "comes out twice"),
+    ("top_driver", lambda sums: min((-r["total"], r["driver"]) for r in sums)[1:] + (0,), "largest total"),
+    ("top_driver", top_driver_smaller_name_on_ties, "the larger driver name wins"),
+    ("top_driver", lambda sums: max((abs(r["total"]), r["driver"]) for r in sums)[::-1], "as numbers"),
+    ("deal_out", lambda lists, n, mode: [list(old) for old in lists] + [[]] * (n - len(lists)), "exactly one"),
+    ("deal_out", deal_out_round_robin, "keeps the items in order"),
+    ("deal_out", deal_out_larger_last, "the larger parts first"),
+    ("deal_out", lambda lists, n, mode: solutions.deal_out(lists, n, "even"), "every item of every old subtask"),
     ("state_watermark", lambda wm, upper, inclusive: wm - upper, "one more millisecond"),
     ("state_watermark", lambda wm, upper, inclusive: wm - 1, "impression_time <= WM - upper"),
     ("state_watermark", lambda wm, upper, inclusive: wm + upper - 1, "impression_time <= WM - upper"),
