@@ -33,6 +33,7 @@ LESSON_MODULES = [
     "barrier_alignment",
     "rescale",
     "state_backends",
+    "changelog",
 ]
 """Lesson modules in teaching order (the order of ``ministream lessons`` and of the tutorials)."""
 
