@@ -173,11 +173,14 @@ class SubtaskChangelog:
         self.version = 0  # the last record written (or restored to)
         self.snapshot: int | None = None  # the newest snapshot at or before self.version
         self.since_snapshot = 0  # records appended since that snapshot
+        self.resumed = False  # restored, and no record written since
 
     def checkpoint(self, backend: KeyedStateBackend) -> LogPosition:
         """Append the writes since the last record as the next version, materialise when due, compact, and
         return the position a checkpoint keeps."""
         self.version += 1
+        if self.resumed:  # the marks count from the restored state, which is the log's at the restored version
+            backend.tracked, self.resumed = set(backend.changes), False
         self.storage.write(self.log, self.version, "changelog", take_delta(backend))
         self.since_snapshot += 1
         if self.since_snapshot >= self.materialize_every:
@@ -191,6 +194,7 @@ class SubtaskChangelog:
         """The subtask was restored as of ``version``: the next record is ``version + 1``, and it materialises
         at once (its key groups may come from other subtasks' logs, after a restore at another parallelism)."""
         self.version, self.snapshot, self.since_snapshot = version, None, self.materialize_every - 1
+        self.resumed = True
 
     def compact(self, oldest_needed: int) -> None:
         """Delete what recovering to any version ``>= oldest_needed`` does not read: the files before the
