@@ -32,6 +32,7 @@ from ministream.workshop.notebooks import (
     running_aggregation,
     session_window,
     sliding_window,
+    state,
     stream_join,
     tumbling_window,
 )
@@ -51,6 +52,7 @@ LESSON_NOTEBOOKS: list[NotebookSource] = [
     keyed_process_functions.NOTEBOOK,
     microbatch_vs_continuous.NOTEBOOK,
     checkpoints.NOTEBOOK,
+    state.NOTEBOOK,
 ]
 """Every lesson notebook of the course, by number (``00-start-here`` is ``notebooks/start_here.py``)."""
 
