@@ -195,18 +195,30 @@ def _plain(*parts) -> tuple:
     return tuple(out)
 
 
+def spark_state_rows_after_batches(
+    lesson: Lesson, params: dict | None = None, master: str | None = None, stores: list[dict] | None = None
+) -> list[BatchResult]:
+    """Spark's state after every batch of the twin, read from its checkpoint with the state data source, as rows
+    of :func:`state_rows`'s shape (``stores``: the stores to read, by default those of the lesson's step)."""
+    from ministream.spark.state_reader import state_after_batches
+
+    values = lesson.resolve_params(params)
+    spec = _stateful_step(lesson, values).spec
+    if stores is None:
+        names = {row["store"] for batch in ministream_state_rows(lesson, params) for row in batch.rows}
+        stores = stores_of(spec, names)
+    with tempfile.TemporaryDirectory(prefix="ministream-state-") as checkpoint:
+        batches = lesson.run_twin(params=params, master=master, checkpoint_dir=checkpoint)
+        ids = [batch.batch_id for batch in batches]
+        return state_after_batches(checkpoint, ids, stores, spark_state_rows, master=master)
+
+
 def compare_state(
     lesson: Lesson, params: dict | None = None, state_backend=None, master: str | None = None
 ) -> Comparison:
     """The state after every batch in ministream (on ``state_backend``) against Spark's, read from the twin's
     checkpoint with the state data source, store by store."""
-    from ministream.spark.state_reader import state_after_batches
-
     values = lesson.resolve_params(params)
     ours = ministream_state_rows(lesson, params, state_backend)
-    tables = {row["store"] for batch in ours for row in batch.rows}
-    stores = stores_of(_stateful_step(lesson, values).spec, tables)
-    with tempfile.TemporaryDirectory(prefix="ministream-state-") as checkpoint:
-        lesson.run_twin(params=params, master=master, checkpoint_dir=checkpoint)
-        theirs = state_after_batches(checkpoint, [batch.batch_id for batch in ours], stores, spark_state_rows, master=master)
-    return compare_batches(ours, theirs)
+    stores = stores_of(_stateful_step(lesson, values).spec, {row["store"] for batch in ours for row in batch.rows})
+    return compare_batches(ours, spark_state_rows_after_batches(lesson, params, master, stores))
