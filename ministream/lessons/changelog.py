@@ -207,7 +207,9 @@ def crash_at_every_record(script=None, params: dict | None = None, parallelism: 
             storage=MemoryStorage(retain=RETAIN),
             state_backend=changelog_backends(values, storage),
         )
-        points.append(CrashPoint(record, run.attempts[-1].restored_from, storage.replayed, _by_batch(run.output()) == expected))
+        points.append(
+            CrashPoint(record, run.attempts[-1].restored_from, storage.replayed, _by_batch(run.output()) == expected)
+        )
     return points
 
 

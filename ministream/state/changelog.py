@@ -212,9 +212,11 @@ def _full_copy(backend: KeyedStateBackend) -> dict:
     """The backend's whole keyed state, read without starting a new count of changes."""
     checkpointing, backend.checkpointing = backend.checkpointing, None
     try:
-        return backend.snapshot()
+        snapshot = backend.snapshot()
     finally:
         backend.checkpointing = checkpointing
+    assert isinstance(snapshot, dict), "no checkpoint is being taken: the snapshot is full"
+    return snapshot
 
 
 def read_state(storage: ChangelogStorage, position: LogPosition) -> dict:

@@ -67,7 +67,7 @@ class KeyedStateBackend:
         self.tracked: set[str] = set()
         self.copy_on_write: set[str] = set()
         self.checkpointing = None  # "full" or "delta" while a checkpoint takes its snapshot (state/changes.py)
-        self.changelog = None  # in changelog mode, the subtask's changelog.SubtaskChangelog
+        self.changelog: Any = None  # in changelog mode, the subtask's changelog.SubtaskChangelog
 
     writes_back = False
     """Whether the tables live elsewhere and must be written back by :meth:`flush` (``state/stored.py``)."""

@@ -339,7 +339,9 @@ def cmd_state(args, out) -> int:
         print(history.describe(batch_id), file=out)
     if args.spark:
         spark = {batch.batch_id: batch.rows for batch in spark_state_rows_after_batches(lesson, _params(args.param))}
-        print(f"{lesson.name}: Spark's state data source, as the state diff maps it (lessons/state_compare.py)", file=out)
+        print(
+            f"{lesson.name}: Spark's state data source, as the state diff maps it (lessons/state_compare.py)", file=out
+        )
         for batch_id in batches:
             print(f"after batch {batch_id}", file=out)
             for row in sorted(spark.get(batch_id, []), key=lambda row: (row["store"], repr(row["key"]))):

@@ -25,6 +25,7 @@ digraph "running-aggregation" {
 from __future__ import annotations
 
 import ast
+import itertools
 from pathlib import Path
 
 from ministream.checkpoints.coordinator import load_checkpoint
@@ -414,7 +415,10 @@ def changelog_dot(logs, positions: dict, name: str = "changelog") -> str:
         for file in files:
             style = ", style=bold" if file.endswith(".snapshot") else ""
             lines.append(f"    {_quote(log + ':' + file)} [label={_quote(file)}{style}];")
-        lines += [f"    {_quote(log + ':' + a)} -> {_quote(log + ':' + b)} [style=invis];" for a, b in zip(files, files[1:])]
+        lines += [
+            f"    {_quote(log + ':' + a)} -> {_quote(log + ':' + b)} [style=invis];"
+            for a, b in itertools.pairwise(files)
+        ]
         lines.append("  }")
     for checkpoint_id, found in sorted(positions.items()):
         lines.append(f'  "chk-{checkpoint_id}" [shape=note];')
@@ -442,7 +446,8 @@ def changelog_diagram() -> str:
     )
     positions = {
         checkpoint_id: [
-            snapshot["keyed"] for _, snapshot in sorted(load_checkpoint(storage, checkpoint_id).operators["totals"].items())
+            snapshot["keyed"]
+            for _, snapshot in sorted(load_checkpoint(storage, checkpoint_id).operators["totals"].items())
         ]
         for checkpoint_id in storage.checkpoint_ids()
     }

@@ -4,7 +4,6 @@ and change feed hold the same writes, batch for batch."""
 
 import pytest
 
-from ministream.checkpoints.exactly_once import SinkCrash
 from ministream.checkpoints.recovery import run_with_recovery
 from ministream.checkpoints.storage import MemoryStorage
 from ministream.lessons import compare_lesson, get_lesson
@@ -58,7 +57,9 @@ def test_checkpoints_hold_log_positions_and_logs_are_compacted():
     keeps the newest snapshot at or before the older one and the records after it."""
     storage, logs = MemoryStorage(retain=2), ChangelogStorage()
     backends = ChangelogBackends("memory", logs, materialize_every=3, retain=2)
-    run = run_with_recovery(pipeline(DEFAULT_SCRIPT, VALUES), output_mode="update", storage=storage, state_backend=backends)
+    run = run_with_recovery(
+        pipeline(DEFAULT_SCRIPT, VALUES), output_mode="update", storage=storage, state_backend=backends
+    )
     assert _by_batch(run.output()) == FAILURE_FREE
     assert storage.checkpoint_ids() == [4, 5]
     assert b"LogPosition" in storage.files[5]["state/totals/0.json"]

@@ -361,7 +361,11 @@ WRONG = [
     ("barrier_arrives", never_holds_barrier, "is held back"),
     ("barrier_arrives", never_releases_barrier, "every input is released"),
     ("as_of", lambda versions, batch_id: versions[max(versions)], "never committed"),
-    ("as_of", lambda versions, batch_id: max((c for b, c in versions.items() if b < batch_id), default=0), "at or before"),
+    (
+        "as_of",
+        lambda versions, batch_id: max((c for b, c in versions.items() if b < batch_id), default=0),
+        "at or before",
+    ),
     ("recover", recover_past_the_checkpoint, "not one more"),
     ("recover", recover_without_the_snapshot, "compaction deleted"),
 ]
