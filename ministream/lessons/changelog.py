@@ -118,11 +118,12 @@ class ChangelogLesson(RecoveryLesson):
         return {"conf": SPARK_CONF}
 
     def run(self, script=None, params=None, **settings):
-        """The pipeline, crashed and recovered with its state in changelogs (``run.changelogs``)."""
+        """The pipeline, crashed and recovered with its state in changelogs (``run.changelogs``); a
+        ``state_backend`` name replaces the parameter ``backend``."""
         values = self.resolve_params(params)
         backends = settings.pop("state_backend", None)
-        if not isinstance(backends, ChangelogBackends):
-            backends = changelog_backends(values)
+        if not isinstance(backends, ChangelogBackends):  # a backend's name, or none: the lesson's, in changelog mode
+            backends = changelog_backends(values if backends is None else {**values, "backend": backends})
         run = super().run(script, params, state_backend=backends, **settings)
         return ChangelogRun(**attrs.asdict(run, recurse=False), changelogs=backends.storage)
 
