@@ -68,3 +68,21 @@ def test_state_after_every_batch_equals_sparks(spark, name):
     (one lesson for each kind of stateful step: window, session, dedup, join, transformWithState)."""
     result = compare_state(get_lesson(name))
     assert result.matches, result.table()
+
+
+@pytest.mark.spark
+def test_ministream_state_with_spark_prints_both_engines_state(spark, capsys):
+    """`ministream state LESSON --batch N --spark` prints ministream's state after batch N, then Spark's, as the
+    state diff maps it: the same keys and values."""
+    from ministream.tools.cli import main
+
+    assert main(["state", "deduplication", "--batch", "1", "--spark"]) == 0
+    out = capsys.readouterr().out
+    ours, theirs = out.split("Spark's state data source")
+    assert "dedup: seen\n    'e1': None\n    'e2': None\n    'e3': None" in ours
+    assert theirs.splitlines()[1:] == [
+        "after batch 1",
+        "  default: ('e1',) -> (None,)",
+        "  default: ('e2',) -> (None,)",
+        "  default: ('e3',) -> (None,)",
+    ]
