@@ -214,6 +214,46 @@ def crash_at_every_record(script=None, params: dict | None = None, parallelism: 
     return points
 
 
+def checkpoint_bytes(keys: int, changed: int, batches: int, materialize_every: int = 5) -> dict[str, list[int]]:
+    """What each checkpoint of a running count writes, in bytes, when batch 0 brings ``keys`` keys and each later
+    batch changes ``changed`` of them: ``"full"`` checkpoints, ``"incremental"`` ones (a full one, then up to 4
+    deltas), and in ``"changelog"`` mode the checkpoint's position (``"position"``) and the log's files written
+    at that checkpoint, its record and, every ``materialize_every`` records, its snapshot (``"log"``).
+
+    >>> sizes = checkpoint_bytes(keys=1_000, changed=10, batches=3, materialize_every=2)
+    >>> sizes["full"], sizes["position"]
+    ([21275, 21275, 21275], [128, 125, 125])
+    >>> sizes["incremental"], sizes["log"]
+    ([21275, 549, 549], [23408, 23747, 423])
+    """
+    script = [[{"key": f"k{i}", "value": 1.0} for i in range(keys)]]
+    script += [
+        [{"key": f"k{(b * changed + i) % keys}", "value": 1.0} for i in range(changed)] for b in range(1, batches)
+    ]
+    values = LESSON.resolve_params()
+
+    def state_files(storage: MemoryStorage) -> list[int]:
+        return [
+            sum(len(data) for name, data in storage.files[n].items() if name.startswith("state/"))
+            for n in storage.checkpoint_ids()
+        ]
+
+    out = {}
+    for name, settings in (("full", {}), ("incremental", {"incremental": 4})):
+        storage = MemoryStorage()
+        run_with_recovery(pipeline(script, values), output_mode="update", storage=storage, **settings)
+        out[name] = state_files(storage)
+    storage, logs = MemoryStorage(), ChangelogStorage()
+    backends = ChangelogBackends("memory", logs, materialize_every=materialize_every)
+    run_with_recovery(pipeline(script, values), output_mode="update", storage=storage, state_backend=backends)
+    out["position"] = state_files(storage)
+    written = logs.memory["totals/0"]
+    out["log"] = [
+        len(written[f"{v}.changelog"]) + len(written.get(f"{v}.snapshot", b"")) for v in range(1, batches + 1)
+    ]
+    return out
+
+
 def _by_batch(batches) -> list:
     return [(batch.batch_id, sorted(map(repr, batch.rows))) for batch in batches]
 

@@ -182,7 +182,8 @@ def spark_state_rows(row: dict, options: dict) -> dict:
     store = options.get("storeName") or options.get("stateVarName") or "default"
     key = row["key"]
     if store.endswith("keyWithIndexToValue"):
-        key = {name: value for name, value in dict(key).items() if name != "index"}
+        fields = key.asDict() if hasattr(key, "asDict") else dict(key)  # a Row from Spark, a dict in examples
+        key = {name: value for name, value in fields.items() if name != "index"}
     if "user_map_key" in row:
         return {"store": store, "key": _plain(key, row["user_map_key"]), "value": _plain(row["user_map_value"])}
     if "list_element" in row:
