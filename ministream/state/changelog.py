@@ -5,7 +5,8 @@ since the last one into the checkpoint. In *changelog mode* the checkpoint copie
 subtask owns a **changelog**, an append-only log in durable storage (``<step>/<subtask>/``), and:
 
 1. at every checkpoint it appends one record, version ``v`` (``<v>.changelog``): every key the subtask wrote
-   since the previous record, with its value, and every key it removed (the writes of one micro-batch);
+   since the previous record, with its value, and every key it removed (the writes of one micro-batch; in the
+   continuous model, those since the previous barrier);
 2. the checkpoint keeps only a :class:`LogPosition`: the log, its version ``v``, and the newest materialised
    snapshot at or before ``v``;
 3. every ``materialize_every`` records the subtask also **materialises** its whole state as ``<v>.snapshot``,
