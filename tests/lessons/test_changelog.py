@@ -94,3 +94,15 @@ def test_sparks_changelog_files_hold_ministreams_records(spark):
     assert theirs.change_feed == sorted(row for rows in ours.values() for row in rows)
     assert "state/0/0/{1..6}.changelog" in theirs.outline.splitlines()
     assert all("metadata" in entries and keys >= 2 for entries, keys in theirs.snapshots.values())
+
+
+def test_the_state_after_each_batch_is_that_of_the_recovered_run():
+    """A StateHistory given to the crashing run holds, after each batch, the state of the batch's last run: the
+    same as the failure-free run's (`ministream state changelog`)."""
+    from ministream.models.state_history import StateHistory
+
+    crashed, failure_free = StateHistory(), StateHistory()
+    LESSON.run(after_batch=crashed)
+    run_microbatch(pipeline(DEFAULT_SCRIPT, VALUES), output_mode="update", after_batch=failure_free)
+    assert crashed.batches == failure_free.batches
+    assert crashed.batches[3]["totals"]["aggregate"] == {"a": [4, 11.0], "b": [3, 13.0], "c": [1, 1.0], "d": [1, 4.0]}
