@@ -24,12 +24,13 @@ times in ms):
   fills the hole a removed row leaves with its last row, so the order within a key differs, not the rows;
 - ``transformWithState`` (``ProcessSpec``): each state variable is a store (``stateVarName``): a value state
   ``key -> value``, a map state ``(key, map key) -> value`` (one row per entry), a list state ``key -> element``
-  (one row per element).
+  (one row per element). A value with a time-to-live is ``(value, expires at)`` in ministream
+  (``state/ttl.py``) and ``{value, ttlExpirationMs}`` in Spark: the same, once Spark's processing times are
+  replayed (:func:`both_states`).
 
 What Spark's reader cannot give the diff: the registered timers of ``transformWithState`` are read with
 ``readRegisteredTimers``, not by name (``$eventTimers_keyToTimestamp`` is refused), and ministream's timers live
-outside the tables (not compared); a TTL-enabled variable (lesson ``state-ttl``) needs the processing time of
-Spark's run, which the diff does not replay; the change feed (``readChangeFeed``) is for the stores of the
+outside the tables (not compared); the change feed (``readChangeFeed``) is for the stores of the
 default column family only (aggregates, windows, dedup) and needs changelog checkpointing on RocksDB.
 """
 
@@ -58,6 +59,8 @@ MAPPED = (
     "idle-input",
     "deduplication",
     "device-sessions",
+    "state-ttl",
+    "processing-time",
     "state-backends",
 )
 """The lessons whose state ``compare_state`` maps onto Spark's."""
@@ -67,8 +70,6 @@ LEFT_OUT = {
         "its spread is a custom aggregate (max - min), whose accumulator ministream keeps as (min, max) and Spark's "
         "buffer as max then min; the diff maps built-in aggregates only"
     ),
-    "state-ttl": "its state variables expire with the processing time of Spark's run, which the diff does not replay",
-    "processing-time": "its state expires with the processing time of Spark's run, which the diff does not replay",
     "microbatch-vs-continuous": "its point is the continuous model, which has no micro-batches to read state after",
     "checkpoint-recovery": "its runs crash and restart: the state is that of the failure-free run, as rescale's",
     "rescale": "its runs crash and restart at another parallelism",
@@ -158,12 +159,15 @@ def _stateful_step(lesson: Lesson, values: dict):
     return steps[0]
 
 
-def ministream_state_rows(lesson: Lesson, params: dict | None = None, state_backend=None) -> list[BatchResult]:
-    """The lesson's keyed state after every batch, as rows of Spark's stores (:func:`state_rows`)."""
+def ministream_state_rows(
+    lesson: Lesson, params: dict | None = None, state_backend=None, batch_timestamps: list[int] | None = None
+) -> list[BatchResult]:
+    """The lesson's keyed state after every batch, as rows of Spark's stores (:func:`state_rows`);
+    ``batch_timestamps``: the processing time of each batch (a lesson on processing time replays Spark's)."""
     values = lesson.resolve_params(params)
     step = _stateful_step(lesson, values)
     history = StateHistory()
-    lesson.run(params=params, state_backend=state_backend, after_batch=history)
+    lesson.run(params=params, state_backend=state_backend, after_batch=history, batch_timestamps=batch_timestamps)
     return [
         BatchResult(batch_id, None, state_rows(step.spec, steps_state.get(step.name, {})))
         for batch_id, steps_state in sorted(history.batches.items())
@@ -201,30 +205,32 @@ def _plain(*parts) -> tuple:
     return tuple(out)
 
 
-def spark_state_rows_after_batches(
-    lesson: Lesson, params: dict | None = None, master: str | None = None, stores: list[dict] | None = None
-) -> list[BatchResult]:
-    """Spark's state after every batch of the twin, read from its checkpoint with the state data source, as rows
-    of :func:`state_rows`'s shape (``stores``: the stores to read, by default those of the lesson's step)."""
+def both_states(
+    lesson: Lesson, params: dict | None = None, state_backend=None, master: str | None = None
+) -> tuple[list[BatchResult], list[BatchResult]]:
+    """The state after every batch in ministream (on ``state_backend``) and in Spark, as rows of Spark's stores.
+
+    Spark runs first, keeping its checkpoint; a lesson on processing time (``lesson.replay_spark_clock``) then
+    runs in ministream with the processing time of each of Spark's batches, so that state written in a batch
+    expires at the same time in both (a TTL'd value is ``(value, expires at)`` in ministream, and
+    ``{value, ttlExpirationMs}`` in Spark). Spark's state is then read, store by store, after each batch."""
     from ministream.spark.state_reader import state_after_batches
 
     values = lesson.resolve_params(params)
     spec = _stateful_step(lesson, values).spec
-    if stores is None:
-        names = {row["store"] for batch in ministream_state_rows(lesson, params) for row in batch.rows}
-        stores = stores_of(spec, names)
     with tempfile.TemporaryDirectory(prefix="ministream-state-") as checkpoint:
         batches = lesson.run_twin(params=params, master=master, checkpoint_dir=checkpoint)
-        ids = [batch.batch_id for batch in batches]
-        return state_after_batches(checkpoint, ids, stores, spark_state_rows, master=master)
+        timestamps = [batch.processing_time for batch in batches] if lesson.replay_spark_clock else None
+        ours = ministream_state_rows(lesson, params, state_backend, timestamps)
+        stores = stores_of(spec, {row["store"] for batch in ours for row in batch.rows})
+        ids = [batch.batch_id for batch in ours]
+        theirs = state_after_batches(checkpoint, ids, stores, spark_state_rows, master=master)
+    return ours, theirs
 
 
 def compare_state(
     lesson: Lesson, params: dict | None = None, state_backend=None, master: str | None = None
 ) -> Comparison:
     """The state after every batch in ministream (on ``state_backend``) against Spark's, read from the twin's
-    checkpoint with the state data source, store by store."""
-    values = lesson.resolve_params(params)
-    ours = ministream_state_rows(lesson, params, state_backend)
-    stores = stores_of(_stateful_step(lesson, values).spec, {row["store"] for batch in ours for row in batch.rows})
-    return compare_batches(ours, spark_state_rows_after_batches(lesson, params, master, stores))
+    checkpoint with the state data source, store by store (:func:`both_states`)."""
+    return compare_batches(*both_states(lesson, params, state_backend, master))

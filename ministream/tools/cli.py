@@ -31,7 +31,7 @@ from ministream.core.results import format_row
 from ministream.errors import PipelineError
 from ministream.lessons import all_lessons, compare_lesson, get_lesson
 from ministream.lessons.crash_checks import check_recovery
-from ministream.lessons.state_compare import compare_state, spark_state_rows_after_batches
+from ministream.lessons.state_compare import both_states, compare_state
 from ministream.models.state_history import StateHistory
 from ministream.state.backends import BACKENDS
 from ministream.time.units import TimeFormatError, format_ts
@@ -338,7 +338,8 @@ def cmd_state(args, out) -> int:
     for batch_id in batches:
         print(history.describe(batch_id), file=out)
     if args.spark:
-        spark = {batch.batch_id: batch.rows for batch in spark_state_rows_after_batches(lesson, _params(args.param))}
+        _, theirs = both_states(lesson, _params(args.param))
+        spark = {batch.batch_id: batch.rows for batch in theirs}
         print(
             f"{lesson.name}: Spark's state data source, as the state diff maps it (lessons/state_compare.py)", file=out
         )
