@@ -106,3 +106,29 @@ def test_the_state_after_each_batch_is_that_of_the_recovered_run():
     run_microbatch(pipeline(DEFAULT_SCRIPT, VALUES), output_mode="update", after_batch=failure_free)
     assert crashed.batches == failure_free.batches
     assert crashed.batches[3]["totals"]["aggregate"] == {"a": [4, 11.0], "b": [3, 13.0], "c": [1, 1.0], "d": [1, 4.0]}
+
+
+@pytest.mark.parametrize("mode", ["aligned", "unaligned"])
+def test_a_crash_at_any_record_recovers_in_the_continuous_model(mode):
+    """In the continuous model a record is appended at each barrier: a crash before any of the 12 records, at
+    parallelism 2 on RocksDB, recovers the failure-free output."""
+    from ministream.core.faults import crash_at
+    from ministream.lessons.changelog import changelog_backends
+    from ministream.models.continuous import run_continuous
+
+    expected = sorted(
+        map(repr, run_continuous(pipeline(DEFAULT_SCRIPT, VALUES), output_mode="update").output()[0].rows)
+    )
+    for record in range(12):
+        flow = pipeline(DEFAULT_SCRIPT, VALUES)
+        crash_at(flow, record)
+        run = run_with_recovery(
+            flow,
+            model="continuous",
+            output_mode="update",
+            parallelism=2,
+            mode=mode,
+            storage=MemoryStorage(retain=2),
+            state_backend=changelog_backends({**VALUES, "backend": "rocksdb"}),
+        )
+        assert sorted(map(repr, run.output()[0].rows)) == expected, record
