@@ -128,6 +128,7 @@ def run_with_recovery(
     max_restarts: int = 10,
     incremental: int | None = None,
     state_backend: str | StateBackends | None = None,
+    after_batch=None,
 ) -> RecoveredRun:
     """Run a dataflow with checkpoints; each time it crashes, recover from the last complete checkpoint.
 
@@ -148,6 +149,8 @@ def run_with_recovery(
             changed) after each full one (``state/changes.py``).
         state_backend: where keyed state lives (``"memory"``, ``"rocksdb"``, ``"redis"``: ``state/backends.py``);
             each attempt starts with new, empty stores and fills them from the checkpoint it restores.
+        after_batch: micro-batch model: called after every batch of every attempt, as ``run_microbatch`` calls it
+            (a ``models/state_history.StateHistory`` then holds the state after each batch of the last run of it).
 
     >>> from ministream import CollectingSink, Count, Dataflow, ScriptedSource, run_microbatch
     >>> from ministream.core.faults import crash_at
@@ -192,6 +195,7 @@ def run_with_recovery(
                     restored,
                     incremental,
                     backends,
+                    after_batch,
                 )
             else:
                 graph = _continuous_attempt(
@@ -225,7 +229,19 @@ def run_with_recovery(
 
 
 def _microbatch_attempt(
-    flow, parallelism, seed, output_mode, policy, storage, sinks, tracer, timestamps, restored, incremental, backends
+    flow,
+    parallelism,
+    seed,
+    output_mode,
+    policy,
+    storage,
+    sinks,
+    tracer,
+    timestamps,
+    restored,
+    incremental,
+    backends,
+    after_batch,
 ):
 
     def on_restore(checkpoint, resume) -> None:
@@ -243,6 +259,7 @@ def _microbatch_attempt(
         trace=tracer if tracer is not None else False,
         checkpoints=hook,
         state_backend=backends,
+        after_batch=after_batch,
         **extra,
     ).graph
 

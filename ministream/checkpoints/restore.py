@@ -14,12 +14,18 @@ range (``keygroups.key_group_range``) from the merged snapshots of the old ones 
 is dealt out to the new subtasks as each list was declared: split evenly, or the union to every subtask.
 Other state that is not laid out by key group (a window step's last eviction watermark, say) must be the same
 in every old subtask to be restored elsewhere; otherwise the restore is refused, with the reason.
+
+**Changelog mode.** A checkpoint taken with ``state.changelog.ChangelogBackends`` holds, for each subtask's keyed
+state, only a position in that subtask's changelog: :func:`restore_graph` reads the state it stands for (the
+snapshot, then the records up to the position) from the changelogs of the graph's backends, then restores it
+as any other snapshot, and tells each new subtask's log where it goes on.
 """
 
 from __future__ import annotations
 
 from ministream.core.physical import PhysicalGraph
 from ministream.errors import PipelineError
+from ministream.state.changelog import ChangelogBackends, LogPosition, resolve_positions
 from ministream.state.copy_on_write import copy_value
 from ministream.state.keygroups import key_group_range
 from ministream.state.operator_state import split_snapshots
@@ -106,6 +112,7 @@ def restore_graph(graph: PhysicalGraph, checkpoint) -> None:
         subtasks, saved = graph.by_step[step.name], checkpoint.operators.get(step.name)
         if not saved or subtasks[0].operator is None:
             continue
+        saved = _read_changelogs(graph, step.name, checkpoint.checkpoint_id, saved)
         if len(saved) == len(subtasks):
             for subtask in subtasks:
                 subtask.operator.restore(saved[subtask.index], None)
@@ -125,6 +132,35 @@ def restore_graph(graph: PhysicalGraph, checkpoint) -> None:
 
 def _without_operator_state(snapshot: dict) -> dict:
     return {part: value for part, value in snapshot.items() if part != OPERATOR_STATE}
+
+
+def _read_changelogs(graph: PhysicalGraph, step: str, checkpoint_id: int, saved: dict) -> dict:
+    """The step's snapshots with every changelog position replaced by the state it stands for; each new
+    subtask's log then goes on after the last version restored."""
+    backends = graph.state_backends
+    storage = backends.storage if isinstance(backends, ChangelogBackends) else None
+    resolved, versions = {}, []
+    for index, snapshot in saved.items():
+        if storage is None:
+            if _holds_position(snapshot):
+                raise PipelineError(
+                    f"checkpoint {checkpoint_id} keeps the keyed state of step {step!r} in changelogs: restore it "
+                    "with the ChangelogBackends (state_backend=...) that wrote them"
+                )
+            return saved
+        resolved[index], found = resolve_positions(snapshot, storage)
+        versions += [position.version for position in found]
+    for subtask in graph.by_step[step]:
+        state = subtask.operator.ctx.state
+        if versions and state is not None and state.changelog is not None:
+            state.changelog.restored(max(versions))
+    return resolved
+
+
+def _holds_position(value) -> bool:
+    if isinstance(value, LogPosition):
+        return True
+    return isinstance(value, dict) and any(_holds_position(item) for item in value.values())
 
 
 def _restore_watermarks(step: str, subtasks: list, saved_subtasks: dict) -> None:

@@ -49,6 +49,7 @@ import attrs
 import orjson
 
 from ministream.core.physical import Barrier, EndOfBatch, Watermark, WatermarkStatus
+from ministream.state.changelog import LogPosition
 from ministream.state.changes import StateDelta
 
 ATOMS = frozenset({str, int, float, bool, type(None)})
@@ -93,7 +94,7 @@ def one_line(value) -> str:
     return text.decode()
 
 
-RECORDS = {cls.__name__: cls for cls in (Barrier, EndOfBatch, Watermark, WatermarkStatus, StateDelta)}
+RECORDS = {cls.__name__: cls for cls in (Barrier, EndOfBatch, Watermark, WatermarkStatus, StateDelta, LogPosition)}
 """ministream's own record classes (the messages a channel holds, a state delta), stored by name and fields."""
 
 

@@ -36,6 +36,7 @@ LESSON_MODULES = [
     "enrichment_join",
     "chained_aggregations",
     "operator_state",
+    "changelog",
 ]
 """Lesson modules in teaching order (the order of ``ministream lessons`` and of the tutorials)."""
 

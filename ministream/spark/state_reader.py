@@ -12,8 +12,11 @@ Spark versions each stateful operator's state per batch, and reads any version b
   needs the ``N.changelog`` files of changelog checkpointing
   (``spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled``), and fails without them.
 
-:func:`state_after_batches` flattens each row into ``{**key, **value}``, the shape ministream's state takes
-once mapped (``lessons/state_compare.py``).
+:func:`state_after_batches` reads every store of an operator after each batch; ``lessons/state_compare.py`` says
+how each kind of operator lays its stores out, and maps ministream's state onto them. A join has four stores
+(``storeName``: ``left-keyToNumValues``, ``left-keyWithIndexToValue`` and the right side's), readable together per
+side with ``joinSide``; ``transformWithState`` one per state variable (``stateVarName``), its timers with
+``readRegisteredTimers``.
 """
 
 from __future__ import annotations
@@ -29,19 +32,21 @@ def operators(checkpoint: str, master: str | None = None) -> list[dict]:
 
 
 def state_after_batches(
-    checkpoint: str, batch_ids, operator_id: int = 0, master: str | None = None
+    checkpoint: str, batch_ids, stores: list[dict], convert, operator_id: int = 0, master: str | None = None
 ) -> list[BatchResult]:
-    """The state of one operator after each batch of ``batch_ids``: one ``BatchResult`` per batch whose rows
-    are ``{**key, **value}`` (the watermark is left ``None``: it is the output's, not the state's)."""
+    """The state of one operator after each batch of ``batch_ids``: one ``BatchResult`` per batch (the
+    watermark left ``None``: it is the output's, not the state's) whose rows are every store's rows, each read
+    with its options (``{}``: the default store; ``{"storeName": ...}``: one of a join's four stores;
+    ``{"stateVarName": ...}``: a ``transformWithState`` variable) and turned into a row by
+    ``convert(row, options)``, ``row`` being ``{column: value}`` with structs left as Spark's ``Row``."""
     spark = spark_session(master)
     batches = []
     for batch_id in batch_ids:
-        frame = (
-            spark.read.format("statestore")
-            .option("batchId", batch_id)
-            .option("operatorId", operator_id)
-            .load(checkpoint)
-        )
-        rows = [row.asDict(recursive=True) for row in frame.collect()]
-        batches.append(BatchResult(batch_id, None, [{**row["key"], **row["value"]} for row in rows]))
+        rows = []
+        for options in stores:
+            reader = spark.read.format("statestore").option("batchId", batch_id).option("operatorId", operator_id)
+            for name, value in options.items():
+                reader = reader.option(name, value)
+            rows += [convert(row.asDict(), options) for row in reader.load(checkpoint).collect()]
+        batches.append(BatchResult(batch_id, None, rows))
     return batches

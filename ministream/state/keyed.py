@@ -67,6 +67,7 @@ class KeyedStateBackend:
         self.tracked: set[str] = set()
         self.copy_on_write: set[str] = set()
         self.checkpointing = None  # "full" or "delta" while a checkpoint takes its snapshot (state/changes.py)
+        self.changelog: Any = None  # in changelog mode, the subtask's changelog.SubtaskChangelog
 
     writes_back = False
     """Whether the tables live elsewhere and must be written back by :meth:`flush` (``state/stored.py``)."""
@@ -149,8 +150,12 @@ class KeyedStateBackend:
 
         Laid out this way a snapshot can be split by key group and handed to other subtasks on restore. One
         that a checkpoint takes (``self.checkpointing``) is where changes are counted from: the marks are
-        cleared and copy-on-write values shared; a delta checkpoint gets ``changes.take_delta`` instead.
+        cleared and copy-on-write values shared; a delta checkpoint gets ``changes.take_delta`` instead. In
+        changelog mode a checkpoint gets a ``changelog.LogPosition``: the writes go to the log, not into the
+        checkpoint.
         """
+        if self.checkpointing is not None and self.changelog is not None:
+            return self.changelog.checkpoint(self)
         if self.checkpointing == "delta":
             return take_delta(self)
         counting = self.checkpointing == "full" and key_groups is None

@@ -34,7 +34,7 @@ from ministream.core.results import format_row
 from ministream.errors import PipelineError
 from ministream.lessons import all_lessons, compare_lesson, get_lesson
 from ministream.lessons.crash_checks import check_recovery
-from ministream.lessons.state_compare import compare_state
+from ministream.lessons.state_compare import both_states, compare_state
 from ministream.models.state_history import StateHistory
 from ministream.state.backends import BACKENDS
 from ministream.time.units import TimeFormatError, format_ts
@@ -355,8 +355,9 @@ def cmd_cluster(args, out) -> int:
 
 
 def cmd_state(args, out) -> int:
-    """``ministream state LESSON [--batch N]``: each stateful step's keyed state, per key, after batch N (every
-    batch when N is not given), with the state on the backend asked for."""
+    """``ministream state LESSON [--batch N] [--spark]``: each stateful step's keyed state, per key, after batch N
+    (every batch when N is not given), with the state on the backend asked for; with ``--spark``, also the twin's
+    state after the same batches, read with Spark's state data source and laid out as the state diff maps it."""
     lesson = get_lesson(args.lesson)
     history = StateHistory()
     lesson.run(
@@ -372,6 +373,16 @@ def cmd_state(args, out) -> int:
     print(f"{lesson.name}: keyed state in {args.state_backend}, after each batch", file=out)
     for batch_id in batches:
         print(history.describe(batch_id), file=out)
+    if args.spark:
+        _, theirs = both_states(lesson, _params(args.param))
+        spark = {batch.batch_id: batch.rows for batch in theirs}
+        print(
+            f"{lesson.name}: Spark's state data source, as the state diff maps it (lessons/state_compare.py)", file=out
+        )
+        for batch_id in batches:
+            print(f"after batch {batch_id}", file=out)
+            for row in sorted(spark.get(batch_id, []), key=lambda row: (row["store"], repr(row["key"]))):
+                print(f"  {row['store']}: {row['key']!r} -> {row['value']!r}", file=out)
     return EXIT_OK
 
 
@@ -427,6 +438,9 @@ def build_parser() -> argparse.ArgumentParser:
     lesson_options(state)
     state.add_argument("--batch", type=int, metavar="N", help="the batch after which to show it (default: every one)")
     state.add_argument("--state-backend", choices=BACKENDS, default="memory", help="where keyed state lives")
+    state.add_argument(
+        "--spark", action="store_true", help="also read Spark's state after the same batches (its state data source)"
+    )
     state.set_defaults(handler=cmd_state)
 
     compare = commands.add_parser("compare", help="run a lesson in ministream and in Spark, and compare")

@@ -25,8 +25,11 @@ digraph "running-aggregation" {
 from __future__ import annotations
 
 import ast
+import itertools
 from pathlib import Path
 
+from ministream.checkpoints.coordinator import load_checkpoint
+from ministream.checkpoints.recovery import run_with_recovery
 from ministream.checkpoints.storage import MemoryStorage
 from ministream.core.plan import Dataflow
 from ministream.core.steps import Step
@@ -34,6 +37,7 @@ from ministream.lessons import all_lessons, get_lesson
 from ministream.lessons.barrier_alignment import ALIGNMENT_SEED, checkpointed_run
 from ministream.lessons.rescale import keys_moved
 from ministream.operators.planner import physical_graph
+from ministream.state.changelog import ChangelogBackends, ChangelogStorage
 from ministream.state.keygroups import key_group_range
 from ministream.time.units import format_clock
 
@@ -388,6 +392,68 @@ def rescale_dot(before: dict[int, list], after: dict[int, list], step: str, name
     return "\n".join(lines)
 
 
+def changelog_dot(logs, positions: dict, name: str = "changelog") -> str:
+    """Changelogs as a picture: each subtask's log as a row of its files (records, and snapshots in bold), and
+    each checkpoint with an arrow to the record its position stops at and a dashed one to the snapshot a
+    recovery from it starts from. ``logs``: a ``changelog.ChangelogStorage``; ``positions``: ``{checkpoint id:
+    [LogPosition, ...]}``.
+
+    >>> from ministream.state.changelog import ChangelogStorage, LogPosition
+    >>> logs = ChangelogStorage(); logs.write("t/0", 1, "changelog", None); logs.write("t/0", 1, "snapshot", {})
+    >>> [line.strip() for line in changelog_dot(logs, {0: [LogPosition("t/0", 1, 1)]}).splitlines() if line.strip().startswith('"chk-0" ->')]
+    ['"chk-0" -> "t/0:1.changelog";', '"chk-0" -> "t/0:1.snapshot" [style=dashed];']
+    """
+    lines = [
+        f"digraph {_quote(name)} {{",
+        "  rankdir=LR;",
+        *HEADER,
+        f'  label="{name}: one log per subtask; a checkpoint keeps a position in each"; labelloc=t;',
+    ]
+    for log in logs.logs():
+        files = logs.files(log)
+        lines.append(f"  subgraph {_quote('cluster_' + log)} {{ label={_quote(log)};")
+        for file in files:
+            style = ", style=bold" if file.endswith(".snapshot") else ""
+            lines.append(f"    {_quote(log + ':' + file)} [label={_quote(file)}{style}];")
+        lines += [
+            f"    {_quote(log + ':' + a)} -> {_quote(log + ':' + b)} [style=invis];"
+            for a, b in itertools.pairwise(files)
+        ]
+        lines.append("  }")
+    for checkpoint_id, found in sorted(positions.items()):
+        lines.append(f'  "chk-{checkpoint_id}" [shape=note];')
+        for position in found:
+            lines.append(f'  "chk-{checkpoint_id}" -> {_quote(f"{position.log}:{position.version}.changelog")};')
+            if position.snapshot is not None:
+                target = _quote(f"{position.log}:{position.snapshot}.snapshot")
+                lines.append(f'  "chk-{checkpoint_id}" -> {target} [style=dashed];')
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def changelog_diagram() -> str:
+    """The changelog lesson's run without a crash at parallelism 2, a snapshot every 3 records, its last two
+    checkpoints (what ``retain=2`` keeps), drawn by :func:`changelog_dot`."""
+    lesson = get_lesson("changelog")
+    storage, logs = MemoryStorage(retain=2), ChangelogStorage()
+    backends = ChangelogBackends("memory", logs, materialize_every=3, retain=2)
+    run_with_recovery(
+        lesson.pipeline(lesson.default_script, lesson.resolve_params()),
+        output_mode="update",
+        parallelism=2,
+        storage=storage,
+        state_backend=backends,
+    )
+    positions = {
+        checkpoint_id: [
+            snapshot["keyed"]
+            for _, snapshot in sorted(load_checkpoint(storage, checkpoint_id).operators["totals"].items())
+        ]
+        for checkpoint_id in storage.checkpoint_ids()
+    }
+    return changelog_dot(logs, positions)
+
+
 def render_svg(dot_text: str, path: str | Path) -> Path:
     """Render DOT text to an SVG file with Graphviz's ``dot`` (installed by ``make setup``)."""
     import graphviz
@@ -415,6 +481,7 @@ def render_lessons(directory: str | Path = "diagrams", parallelism: int = 2) -> 
     written.append(render_svg(timeline, Path(directory) / "checkpoint-recovery.timeline.svg"))
     before, after = keys_moved()
     written.append(render_svg(rescale_dot(before, after, "counts"), Path(directory) / "rescale.keygroups.svg"))
+    written.append(render_svg(changelog_diagram(), Path(directory) / "changelog.logs.svg"))
     written.append(render_svg(architecture_dot(), Path(directory) / "architecture.svg"))
     return written
 

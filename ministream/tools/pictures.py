@@ -22,6 +22,7 @@ import attrs
 
 from ministream.core.steps import JoinSpec, WatermarkSpec
 from ministream.lessons import get_lesson
+from ministream.lessons.changelog import crash_at_every_record
 from ministream.lessons.microbatch_vs_continuous import late_by_model
 from ministream.lessons.operator_state import written_or_buffered
 from ministream.lessons.rescale import keys_moved
@@ -137,6 +138,18 @@ def inputs_per_batch(name: str):
     return bars_plot(counts, xlabel="batch", ylabel="events", title=f"{name}: events per input and batch")
 
 
+def replayed_records():
+    """For a crash before each record of the changelog lesson's script, the log records its recovery replayed
+    after the snapshot (``lessons.changelog.crash_at_every_record``)."""
+    points = crash_at_every_record()
+    return bars_plot(
+        {"records replayed (a snapshot every 3 records)": [point.replayed for point in points]},
+        xlabel="crash before record",
+        ylabel="log records replayed",
+        title="changelog: what each recovery replays",
+    )
+
+
 def rescaled_keys(name: str = "rescale"):
     """The keys each subtask holds in the checkpoint the run restores, and after the restore at another
     parallelism (``lessons.rescale.keys_moved``)."""
@@ -192,6 +205,12 @@ PICTURES = [
         "state",
         "keys in state after each batch: the same on every backend",
         lambda: state("state-backends", params={"backend": "rocksdb"}, what="keys in state (RocksDB)"),
+    ),
+    Picture(
+        "changelog",
+        "replayed",
+        "log records each recovery replayed, for a crash before each record",
+        replayed_records,
     ),
     Picture(
         "tumbling-window", "arrivals", "events against arrival, with the watermark", lambda: arrivals("tumbling-window")

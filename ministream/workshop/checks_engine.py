@@ -24,6 +24,8 @@ import zlib
 
 from ministream.core.results import normalize_row
 from ministream.lessons import get_lesson
+from ministream.state.changelog import ChangelogStorage, LogPosition, read_state
+from ministream.state.changes import StateDelta
 from ministream.state.keygroups import key_group_of
 from ministream.state.ttl import is_expired
 from ministream.time.timers import TimerService
@@ -390,5 +392,96 @@ def check_restart_at(restart_at) -> Passed:
         expected,
         against="the checkpoint protocol",
         show=lambda answer: repr(tuple(answer)) if isinstance(answer, (tuple, list)) else repr(answer),
+        same=same,
+    )
+
+
+AS_OF_LATER = "a version written after the batch asked for (a batch that never committed) is not read"
+AS_OF_EQUAL = "the version of the batch itself counts: the latest version at or before it"
+AS_OF_NONE = "a key with no version at or before the batch has the count 0"
+
+
+def check_as_of(as_of) -> Passed:
+    """Exercise: ``as_of(versions, batch_id)``: a count kept in an external store as one version per batch,
+    ``versions = {batch id: count}``; the count as of ``batch_id`` is the latest version at or before it (0 when
+    none). Checked against the rule of ``lessons/state_backends.external_store_crash``'s versioned writes.
+
+    >>> check_as_of(lambda versions, batch_id: max(((b, c) for b, c in versions.items() if b <= batch_id), default=(0, 0))[1])
+    ✓ as_of: 4 cases agree with versioned writes
+    """
+    cases = [
+        Case(({0: 2, 1: 3}, 1), AS_OF_EQUAL, "versions {0: 2, 1: 3}, as of batch 1"),
+        Case(({0: 2, 1: 3, 2: 5}, 1), AS_OF_LATER, "versions {0: 2, 1: 3, 2: 5}, as of batch 1"),
+        Case(({1: 4}, 3), AS_OF_EQUAL, "versions {1: 4}, as of batch 3"),
+        Case(({2: 1}, 1), AS_OF_NONE, "versions {2: 1}, as of batch 1"),
+    ]
+
+    def expected(case):
+        versions, batch_id = case.args
+        before = [version for version in versions if version <= batch_id]
+        return versions[max(before)] if before else 0
+
+    return check_cases(
+        "as_of", lambda versions, batch_id: as_of(dict(versions), batch_id), cases, expected, against="versioned writes"
+    )
+
+
+RECOVER_BEYOND = (
+    "replay the records up to the checkpoint's version and not one more: a later record was written by a batch "
+    "that never committed, and it runs again"
+)
+RECOVER_BEFORE = "start from the snapshot: compaction deleted the records before it, which it holds already"
+RECOVER_DELETE = "a record's None removes the key"
+RECOVER_EMPTY = "with no snapshot, replay every record from version 1 on an empty state"
+
+
+def check_recover(recover) -> Passed:
+    """Exercise: ``recover(snapshot, records, version)``: a subtask's state as of a checkpoint's ``version`` from
+    its changelog: ``snapshot`` is ``(snapshot version, {key: value})`` or ``None``, ``records`` is ``{version:
+    {key: value, or None for a removed key}}``. Checked against ministream's ``state/changelog.read_state``.
+
+    >>> from ministream.workshop.solutions import recover
+    >>> check_recover(recover)
+    ✓ recover: 4 cases agree with ministream's changelog recovery
+    """
+    records = {1: {"a": 1, "b": 1}, 2: {"a": 2}, 3: {"b": None, "c": 1}, 4: {"a": 3}, 5: {"c": 2}}
+    compacted = {version: writes for version, writes in records.items() if version > 3}
+    cases = [
+        Case(((2, {"a": 2, "b": 1}), records, 4), RECOVER_BEYOND, "snapshot 2, checkpoint at version 4, log up to 5"),
+        Case((None, records, 2), RECOVER_EMPTY, "no snapshot, checkpoint at version 2"),
+        Case(((2, {"a": 2, "b": 1}), records, 3), RECOVER_DELETE, "snapshot 2, checkpoint at version 3"),
+        Case(((3, {"a": 2, "c": 1}), compacted, 4), RECOVER_BEFORE, "snapshot 3, records 4 and 5, checkpoint at 4"),
+    ]
+
+    def expected(case):
+        snapshot, logged, version = case.args
+        storage = ChangelogStorage()
+        for number, writes in logged.items():
+            updated: dict = {}
+            removed: dict = {}
+            for key, value in writes.items():
+                if value is None:
+                    removed.setdefault(key_group_of(key), {}).setdefault("t", []).append(key)
+                else:
+                    updated.setdefault(key_group_of(key), {}).setdefault("t", {})[key] = value
+            storage.write("t/0", number, "changelog", StateDelta(["t"], updated, removed))
+        if snapshot is not None:
+            laid_out: dict = {}
+            for key, value in snapshot[1].items():
+                laid_out.setdefault(key_group_of(key), {}).setdefault("t", {})[key] = value
+            storage.write("t/0", snapshot[0], "snapshot", laid_out)
+        state = read_state(storage, LogPosition("t/0", version, None if snapshot is None else snapshot[0]))
+        return {key: value for states in state.values() for key, value in states.get("t", {}).items()}
+
+    def same(got, want):
+        return isinstance(got, dict) and dict(got) == want
+
+    return check_cases(
+        "recover",
+        lambda snapshot, logged, version: recover(snapshot, {v: dict(w) for v, w in logged.items()}, version),
+        cases,
+        expected,
+        against="ministream's changelog recovery",
+        show=lambda answer: repr(dict(sorted(answer.items()))) if isinstance(answer, dict) else repr(answer),
         same=same,
     )

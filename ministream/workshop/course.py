@@ -35,6 +35,7 @@ from ministream.workshop.notebooks import (
     running_aggregation,
     session_window,
     sliding_window,
+    state,
     stream_join,
     tumbling_window,
 )
@@ -54,6 +55,7 @@ LESSON_NOTEBOOKS: list[NotebookSource] = [
     keyed_process_functions.NOTEBOOK,
     microbatch_vs_continuous.NOTEBOOK,
     checkpoints.NOTEBOOK,
+    state.NOTEBOOK,
     enrichment_join.NOTEBOOK,
     chained_aggregations.NOTEBOOK,
     operator_state.NOTEBOOK,

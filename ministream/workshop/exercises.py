@@ -362,6 +362,29 @@ The check plays arrival sequences on 1, 2 and 3 inputs, two checkpoints in a row
         ),
         "checks_engine:check_barrier_arrives",
     ),
+    Exercise(
+        "as_of",
+        "state-backends",
+        "a versioned count in an external store",
+        """\
+A job keeps a count per key in Redis, written as one version per batch so that a replayed batch rewrites its own
+version instead of adding its rows again: `versions = {batch_id: count}`. Write `as_of(versions, batch_id)`: the
+count as of `batch_id` (the last batch committed), which a restarted job reads back.""",
+        _starter("as_of(versions, batch_id)", "The count as of ``batch_id`` ({batch id: count} versions)."),
+        "checks_engine:check_as_of",
+    ),
+    Exercise(
+        "recover",
+        "changelog",
+        "a subtask's state from its snapshot and its changelog",
+        """\
+Write `recover(snapshot, records, version)`: the state a subtask restores from checkpoint position `version`.
+`snapshot` is `(snapshot_version, {key: value})`, or `None` when the log has no snapshot yet; `records` is the
+subtask's changelog, `{version: {key: value}}`, a value `None` meaning the key was removed. Return the state,
+`{key: value}`.""",
+        _starter("recover(snapshot, records, version)", "The state as of ``version``: snapshot, then the log."),
+        "checks_engine:check_recover",
+    ),
 ]
 """Every exercise, in teaching order."""
 

@@ -212,3 +212,21 @@ def restart_at(offsets, commits):
     if last not in commits:
         return last, True  # planned, not committed: run it again, as logged
     return last + 1, False
+
+
+def as_of(versions, batch_id):
+    """State backends: a versioned count as of a batch, the latest version at or before it."""
+    before = [version for version in versions if version <= batch_id]
+    return versions[max(before)] if before else 0
+
+
+def recover(snapshot, records, version):
+    """Changelog: the state as of ``version``, the snapshot then the records after it, up to ``version``."""
+    start, state = (0, {}) if snapshot is None else (snapshot[0], dict(snapshot[1]))
+    for number in range(start + 1, version + 1):
+        for key, value in records.get(number, {}).items():
+            if value is None:
+                state.pop(key, None)
+            else:
+                state[key] = value
+    return state

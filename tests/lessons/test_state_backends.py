@@ -41,8 +41,12 @@ def test_naive_writes_to_an_external_store_count_the_replayed_batch_twice():
 
 def test_ministream_state_rows_after_every_batch():
     """`ministream state` shows each key's count as it stands after every batch."""
-    rows = [sorted((r["key"], r["count"]) for r in batch.rows) for batch in ministream_state_rows(LESSON)]
-    assert rows == [[("a", 2), ("b", 1)], [("a", 3), ("b", 1), ("c", 1)], [("a", 3), ("b", 3), ("c", 1)]]
+    rows = [sorted((r["key"], r["value"]) for r in batch.rows) for batch in ministream_state_rows(LESSON)]
+    assert rows == [
+        [(("a",), (2, 4.0)), (("b",), (1, 10.0))],
+        [(("a",), (3, 9.0)), (("b",), (1, 10.0)), (("c",), (1, 1.0))],
+        [(("a",), (3, 9.0)), (("b",), (3, 13.0)), (("c",), (1, 1.0))],
+    ]
 
 
 @pytest.mark.spark

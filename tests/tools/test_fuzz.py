@@ -191,6 +191,7 @@ def test_every_lesson_has_a_random_script_that_fits_it():
         ("checkpoint-recovery", {"crash_batch": "6"}),
         ("rescale", {}),
         ("rescale", {"crash_batch": "3"}),
+        ("changelog", {}),
     ],
 )
 def test_recovery_scripts_reach_the_crash_batch_and_end_with_a_row(name, params):

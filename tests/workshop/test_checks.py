@@ -10,9 +10,11 @@ from ministream.time.windows import merge_sessions, sliding
 from ministream.workshop import solutions
 from ministream.workshop.checks_chained import check_top_driver
 from ministream.workshop.checks_engine import (
+    check_as_of,
     check_barrier_arrives,
     check_due_timers,
     check_key_group,
+    check_recover,
     check_restart_at,
     check_ttl_expired,
     check_update_batch,
@@ -66,6 +68,8 @@ CHECKS = {
     "ttl_expired": check_ttl_expired,
     "barrier_arrives": check_barrier_arrives,
     "restart_at": check_restart_at,
+    "as_of": check_as_of,
+    "recover": check_recover,
 }
 """Each exercise's check, against ministream's rules (the notebooks run them against Spark)."""
 
@@ -154,6 +158,18 @@ def last_end_add_event(sessions, ts, gap):
 
 def unsorted_due_timers(timers, watermark):
     return [timer for timer in timers if timer[0] <= watermark]
+
+
+def recover_past_the_checkpoint(snapshot, records, version):
+    return solutions.recover(snapshot, records, max(records))
+
+
+def recover_without_the_snapshot(snapshot, records, version):
+    state = {}
+    for number in range(1, version + 1):
+        for key, value in records.get(number, {}).items():
+            state.pop(key, None) if value is None else state.__setitem__(key, value)
+    return state
 
 
 def unaligned_barrier(held_back, position, inputs):
@@ -401,6 +417,14 @@ WRONG = [
     ("barrier_arrives", unaligned_barrier, "not before"),
     ("barrier_arrives", never_holds_barrier, "is held back"),
     ("barrier_arrives", never_releases_barrier, "every input is released"),
+    ("as_of", lambda versions, batch_id: versions[max(versions)], "never committed"),
+    (
+        "as_of",
+        lambda versions, batch_id: max((c for b, c in versions.items() if b < batch_id), default=0),
+        "at or before",
+    ),
+    ("recover", recover_past_the_checkpoint, "not one more"),
+    ("recover", recover_without_the_snapshot, "compaction deleted"),
 ]
 
 
