@@ -75,6 +75,11 @@ LEFT_OUT = {
     "rescale": "its runs crash and restart at another parallelism",
     "barrier-alignment": "a continuous-model lesson: Spark has no barriers",
     "changelog": "its runs crash and restart; its changelog is compared with Spark's change feed instead",
+    "chained-aggregations": (
+        "it has two keyed steps, and Spark keeps one state store per stateful operator: the diff maps a query "
+        "with one"
+    ),
+    "operator-state": "its point is operator state, which Spark does not have, and it has no Spark twin",
 }
 """Stateful lessons the diff leaves out, and why."""
 
