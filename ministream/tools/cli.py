@@ -7,11 +7,14 @@
         [--incremental K]                      (K delta checkpoints after each full one)
     ministream compare LESSON | --all          ministream against the PySpark twin, batch by batch
     ministream fuzz LESSON | --all [--runs N]  ministream against Spark on random events, failures shrunk
+    ministream fuzz --pipelines N [--seed S]   random pipelines against their compiled twins, failures shrunk
+    ministream twin LESSON                     the PySpark twin's code (a pipeline file's: compiled from its plan)
     ministream diagrams                        render every lesson's diagrams and plots into diagrams/
     ministream cluster start|stop|status       a Spark standalone master and worker on 127.0.0.1
     ministream workshop [list|copy DIR|check|build|timings]   the notebooks: listed, copied, run headless
 
-``run`` and ``compare`` take ``--events FILE`` (the lesson on your own events, JSON Lines) and
+Where a LESSON is taken, the path of a pipeline file (``my_pipeline.py``, ``lessons/pipeline_file.py``) is
+taken too. ``run`` and ``compare`` take ``--events FILE`` (the lesson on your own events, JSON Lines) and
 ``--param NAME=VALUE`` (change a window, a delay, a mode...). Exit status: 0 when all is well, 1 when a
 comparison differs, 2 for a mistake in the command, the events or the pipeline (the message says which).
 """
@@ -285,6 +288,12 @@ def cmd_fuzz(args, out) -> int:
     return EXIT_DIFFERS if failures else EXIT_OK
 
 
+def cmd_twin(args, out) -> int:
+    """``ministream twin LESSON``: the PySpark code of the lesson's twin (a pipeline file's, as compiled)."""
+    print(get_lesson(args.lesson).twin_code().rstrip("\n"), file=out)
+    return EXIT_OK
+
+
 def cmd_diagrams(args, out) -> int:
 
     for path in render_lessons(args.out) + write_pictures(args.out):
@@ -346,7 +355,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("lessons", help="list the lessons").set_defaults(handler=cmd_lessons)
 
     def lesson_options(command, lesson_required=True):
-        command.add_argument("lesson", nargs=None if lesson_required else "?", help="a lesson name")
+        command.add_argument("lesson", nargs=None if lesson_required else "?", help="a lesson name or a pipeline file")
         command.add_argument("--events", metavar="FILE", help="run on your own events (JSON Lines)")
         command.add_argument(
             "--dead-letters",
@@ -412,6 +421,10 @@ def build_parser() -> argparse.ArgumentParser:
     fuzz.add_argument("--out", default="fuzz-failures", help="where failing scripts are written as events files")
     fuzz.add_argument("--shrink-budget", type=int, default=20, help="runs of both engines to shrink a failure")
     fuzz.set_defaults(handler=cmd_fuzz)
+
+    twin = commands.add_parser("twin", help="print the PySpark twin's code (a pipeline file's, compiled)")
+    twin.add_argument("lesson", help="a lesson name or a pipeline file")
+    twin.set_defaults(handler=cmd_twin)
 
     # listed for --help only: main() hands `bench` and its own options to tools/bench/report.py before parsing
     commands.add_parser("bench", help="benchmarks: events/s against a plain loop and Spark (ministream.tools.bench)")
