@@ -42,6 +42,7 @@ from ministream.tools import cluster
 from ministream.tools.bench.report import main as bench_main
 from ministream.tools.diagram import render_lessons
 from ministream.tools.fuzz import fuzz_lesson
+from ministream.tools.pipeline_fuzz import fuzz_pipelines
 from ministream.tools.pictures import write_pictures
 from ministream.workshop.commands import main as workshop_main
 
@@ -253,8 +254,10 @@ def cmd_compare(args, out) -> int:
 
 def cmd_fuzz(args, out) -> int:
 
+    if args.pipelines is not None:
+        return _fuzz_pipelines(args, out)
     if args.all == bool(args.lesson):
-        raise PipelineError("give a lesson name or --all")
+        raise PipelineError("give a lesson name, a pipeline file, --all or --pipelines N")
     if args.all and args.param:
         raise PipelineError("--param changes one lesson's parameters: give a lesson name, not --all")
     lessons = all_lessons() if args.all else [get_lesson(args.lesson)]
@@ -292,6 +295,26 @@ def cmd_twin(args, out) -> int:
     """``ministream twin LESSON``: the PySpark code of the lesson's twin (a pipeline file's, as compiled)."""
     print(get_lesson(args.lesson).twin_code().rstrip("\n"), file=out)
     return EXIT_OK
+
+
+def _fuzz_pipelines(args, out) -> int:
+    """``fuzz --pipelines N``: random pipelines against their compiled twins (``tools/pipeline_fuzz.py``)."""
+    if args.lesson or args.all or args.param:
+        raise PipelineError("--pipelines draws its own pipelines: give no lesson, --all or --param with it")
+    if args.pipelines < 1 or args.scripts < 1:
+        raise PipelineError("--pipelines and --scripts take a whole number from 1")
+    # A bar on stderr counts the scripts; each script's line and the summary print above it, on out.
+    with tqdm(total=args.pipelines * args.scripts, desc="fuzz pipelines", unit="script", file=sys.stderr) as bar:
+
+        def log(line: str) -> None:
+            bar.write(line, file=out)
+            bar.update(1)  # every line is one script's
+
+        report = fuzz_pipelines(
+            args.pipelines, args.seed, args.scripts, out_dir=args.out, shrink_budget=args.shrink_budget, log=log
+        )
+        bar.write(report.summary(), file=out)
+    return EXIT_OK if report.matches else EXIT_DIFFERS
 
 
 def cmd_diagrams(args, out) -> int:
@@ -412,11 +435,15 @@ def build_parser() -> argparse.ArgumentParser:
     compare.set_defaults(handler=cmd_compare)
 
     fuzz = commands.add_parser("fuzz", help="compare ministream with Spark on random events; shrink what differs")
-    fuzz.add_argument("lesson", nargs="?", help="a lesson name")
+    fuzz.add_argument("lesson", nargs="?", help="a lesson name or a pipeline file")
     fuzz.add_argument("--param", action="append", metavar="NAME=VALUE", help="change a parameter")
     fuzz.add_argument("--parallelism", type=int, default=1, help="subtasks per keyed step")
     fuzz.add_argument("--all", action="store_true", help="every lesson that has a twin")
     fuzz.add_argument("--runs", type=int, default=10, help="random scripts per lesson")
+    fuzz.add_argument(
+        "--pipelines", type=int, metavar="N", help="N random pipelines against their compiled twins (no lesson)"
+    )
+    fuzz.add_argument("--scripts", type=int, default=3, help="with --pipelines: random scripts per pipeline")
     fuzz.add_argument("--seed", type=int, default=0, help="which random scripts")
     fuzz.add_argument("--out", default="fuzz-failures", help="where failing scripts are written as events files")
     fuzz.add_argument("--shrink-budget", type=int, default=20, help="runs of both engines to shrink a failure")

@@ -26,8 +26,6 @@ import random
 
 import attrs
 
-from ministream.core.plan import Dataflow
-from ministream.core.steps import JoinSpec, WatermarkSpec, WindowSpec
 from ministream.lessons.lesson import Lesson
 from ministream.lessons.pipeline_file import pipeline_lesson
 from ministream.time.units import format_duration
@@ -135,7 +133,7 @@ def random_plan(rng: random.Random, kinds: tuple[str, ...] | None = None) -> Ran
     chain = [step]
     if first == "dedup" and rng.random() < 0.5:  # dedup then an aggregate: Spark chains them in every mode
         chain.append(_stateful(rng, rng.choice(("aggregate", "tumbling", "sliding", "session"))))
-    modes = _modes(chain)
+    modes = modes_for(chain)
     mode = rng.choice(modes)
     needs_watermark = mode == "append" and any(s.kind in WINDOWED for s in chain)
     needs_watermark = needs_watermark or any(s.kind == "dedup" and s.dedup == "within" for s in chain)
@@ -166,8 +164,14 @@ def _stateful(rng: random.Random, kind: str) -> Stateful:
     return Stateful("aggregate", keyed, aggregates=aggregates)
 
 
-def _modes(chain: list[Stateful]) -> list[str]:
-    """The output modes Spark accepts for a chain of stateful steps."""
+def modes_for(chain) -> list[str]:
+    """The output modes Spark accepts for a chain of stateful steps.
+
+    >>> modes_for([Stateful("dedup"), Stateful("session", size=5_000)])
+    ['append', 'complete']
+    """
+    if any(step.kind == "join" for step in chain):
+        return ["append"]
     kinds = {step.kind for step in chain}
     if kinds <= {"dedup"}:
         return ["append", "update"]
@@ -301,33 +305,3 @@ def _stateful_call(step: Stateful, name: str, plan: RandomPlan) -> str:
 def plan_lesson(plan: RandomPlan, name: str) -> Lesson:
     """The lesson of ``plan``'s pipeline file, loaded from its text as if from ``NAME.py``."""
     return pipeline_lesson(pipeline_source(plan), f"{name}.py")
-
-
-def plan_durations(flow: Dataflow) -> dict[str, int]:
-    """The durations of a plan, by what they are (``delay``: the largest watermark delay; ``size``: the
-    largest window or session gap; ``lower``/``upper``: a join's time range), for drawing events that fall on
-    their edges (``fuzz.generic_random_script``).
-
-    >>> plan_durations(plan_lesson(RandomPlan(stateful=(Stateful("tumbling", size=10_000),), delays=(5_000,)),
-    ...                            "x").pipeline([], {}))
-    {'delay': 5000, 'size': 10000}
-    """
-    durations: dict[str, int] = {}
-    for step in flow.steps:
-        spec = step.spec
-        if isinstance(spec, WatermarkSpec):
-            durations["delay"] = max(durations.get("delay", 0), spec.delay)
-        elif isinstance(spec, WindowSpec):
-            durations["size"] = max(durations.get("size", 0), _window_length(spec.assigner))
-        elif isinstance(spec, JoinSpec) and spec.between is not None:
-            for bound in ("lower", "upper"):
-                value = getattr(spec.between, bound)
-                if value:
-                    durations[bound] = abs(value)
-    return durations
-
-
-def _window_length(assigner) -> int:
-    """A window's size, or a session's gap (a gap computed per row counts as none)."""
-    length = getattr(assigner, "size", None) or getattr(assigner, "gap", None)
-    return length if isinstance(length, int) else 0
