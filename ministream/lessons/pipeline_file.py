@@ -105,7 +105,7 @@ def pipeline_lesson(text: str, filename: str) -> Lesson:
                 f"{filename}: no events to run on: give --events FILE (JSON Lines, see the README), or name a file "
                 'in the pipeline file with EVENTS = "my-events.jsonl"'
             )
-        return build_flow(name, build, script, inputs, filename)
+        return build_flow(name, build, script, inputs, fields, filename)
 
     empty = {input_name: [] for input_name in inputs} if len(inputs) > 1 else []
     twin = CompiledTwinOf(lambda: pipeline(empty, {}), fields, inputs, output_mode, filename)
@@ -126,12 +126,18 @@ def pipeline_lesson(text: str, filename: str) -> Lesson:
     )
 
 
-def build_flow(name: str, build, script, inputs: tuple[str, ...], filename: str = "<pipeline>") -> Dataflow:
-    """The dataflow of a pipeline function on ``script``: a source per input, the function's steps, the sink
+def build_flow(
+    name: str, build, script, inputs: tuple[str, ...], fields: list[Field], filename: str = "<pipeline>"
+) -> Dataflow:
+    """The dataflow of a pipeline function on ``script``: a source per input (its columns ``ts`` and the
+    fields, so that the plan can check a column's name as it is built), the function's steps, the sink
     ``output`` (a function that fails says so with the file's line)."""
     flow = Dataflow(name)
     by_input = script if len(inputs) > 1 else {inputs[0]: script}
-    streams = [flow.source(input_name, ScriptedSource(by_input.get(input_name, []))) for input_name in inputs]
+    columns = ("ts", *(field.name for field in fields))
+    streams = [
+        flow.source(input_name, ScriptedSource(by_input.get(input_name, []), columns=columns)) for input_name in inputs
+    ]
     call = f"pipeline({', '.join(inputs)})"
     try:
         result = build(*streams)
