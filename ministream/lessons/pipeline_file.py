@@ -218,7 +218,7 @@ def _inputs(namespace: dict, filename: str) -> tuple[str, ...]:
         or len(set(inputs)) != len(inputs)
     ):
         raise PipelineFileError(
-            f"{filename}: INPUTS names one or two inputs, like INPUTS = (\"left\", \"right\"), not {inputs!r}"
+            f'{filename}: INPUTS names one or two inputs, like INPUTS = ("left", "right"), not {inputs!r}'
         )
     return tuple(inputs)
 

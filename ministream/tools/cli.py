@@ -42,8 +42,8 @@ from ministream.tools import cluster
 from ministream.tools.bench.report import main as bench_main
 from ministream.tools.diagram import render_lessons
 from ministream.tools.fuzz import fuzz_lesson
-from ministream.tools.pipeline_fuzz import fuzz_pipelines
 from ministream.tools.pictures import write_pictures
+from ministream.tools.pipeline_fuzz import fuzz_pipelines
 from ministream.workshop.commands import main as workshop_main
 
 EXIT_OK, EXIT_DIFFERS, EXIT_ERROR = 0, 1, 2

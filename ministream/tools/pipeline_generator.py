@@ -247,7 +247,9 @@ def pipeline_source(plan: RandomPlan) -> str:
     body: list[str] = []
     join = plan.stateful[0].kind == "join"
     for name, delay, steps in zip(plan.inputs, plan.delays, plan.stateless):
-        stateless = [f"{name} = {name}.{_stateless_call(step, f'{name}_{step.kind}_{i}')}" for i, step in enumerate(steps)]
+        stateless = [
+            f"{name} = {name}.{_stateless_call(step, f'{name}_{step.kind}_{i}')}" for i, step in enumerate(steps)
+        ]
         time = "ts"
         if join:  # each side's columns renamed (l_key, r_key...), after its stateless steps: a join knows them
             prefix = f"{name[0]}_"

@@ -5,7 +5,7 @@ two stateful steps, several aggregates) and random events. Most of that is noise
 away one piece at a time, keeping a cut only while the two engines still disagree *the same way* (the same
 ``Outcome.kind``: rows that differ, or the same error of the same engine). It first simplifies the plan
 (:func:`smaller_plans`: the second stateful step, then each stateless step, then all aggregates but one, then
-a watermark delay of 0) and then the events (``fuzz.shrink_candidates``: whole batches, then rows), and goes
+the watermark, or its delay) and then the events (``fuzz.shrink_candidates``: whole batches, then rows), and goes
 round again until nothing more can go, or its budget of runs is spent. What is left is written as a pipeline
 file and an events file that ``ministream compare`` replays.
 
@@ -33,7 +33,8 @@ Check = Callable[[RandomPlan, object], Outcome]
 
 def smaller_plans(plan: RandomPlan) -> list[RandomPlan]:
     """Simpler plans to try, the biggest cut first: one stateful step instead of two, a stateless step less,
-    one aggregate instead of several, a watermark delay of 0; only those whose output mode Spark accepts."""
+    one aggregate instead of several, no watermark, a watermark delay of 0; only those whose output mode Spark
+    accepts (a cut the engine then refuses, such as append mode without a watermark, is tried and dropped)."""
     candidates = []
     if len(plan.stateful) > 1:
         candidates += [attrs.evolve(plan, stateful=(step,)) for step in plan.stateful]
@@ -47,6 +48,8 @@ def smaller_plans(plan: RandomPlan) -> list[RandomPlan]:
                 one = attrs.evolve(step, aggregates=(aggregate,))
                 candidates.append(attrs.evolve(plan, stateful=_replace(plan.stateful, position, one)))
     for side, delay in enumerate(plan.delays):
+        if delay is not None:
+            candidates.append(attrs.evolve(plan, delays=_replace(plan.delays, side, None)))
         if delay:
             candidates.append(attrs.evolve(plan, delays=_replace(plan.delays, side, 0)))
     return [candidate for candidate in candidates if plan.output_mode in modes_for(candidate.stateful)]

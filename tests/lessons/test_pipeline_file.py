@@ -122,7 +122,10 @@ def test_a_wrong_file_is_refused_in_one_line(text, message):
 @pytest.mark.parametrize(
     "body, message",
     [
-        ('    return events.key_by("key")\n', "f.py: pipeline(events) returned a keyed stream: add a step after key_by"),
+        (
+            '    return events.key_by("key")\n',
+            "f.py: pipeline(events) returned a keyed stream: add a step after key_by",
+        ),
         ("    return 42\n", "f.py: pipeline(events) returned 42, not a stream"),
         ('    return events.with_watermark("ts", "5 seconds")\n', "f.py line 3: pipeline(events) failed: TypeError"),
         (
@@ -146,7 +149,10 @@ def test_the_command_line_reports_a_missing_file_and_no_events(tmp_path, capsys)
     (tmp_path / "ok.py").write_text(GOOD)
     assert run_cli("run", tmp_path / "ok.py")[0] == 2
     err = capsys.readouterr().err.splitlines()
-    assert err[0] == f"ministream: error: {tmp_path / 'nothing.py'}: there is no such pipeline file (paths are read from the folder the command runs in)"
+    assert (
+        err[0]
+        == f"ministream: error: {tmp_path / 'nothing.py'}: there is no such pipeline file (paths are read from the folder the command runs in)"
+    )
     assert err[1].startswith(f"ministream: error: {tmp_path / 'ok.py'}: no events to run on: give --events FILE")
 
 

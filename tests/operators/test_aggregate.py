@@ -38,9 +38,9 @@ def test_a_global_aggregate_emits_its_row_in_every_batch(mode, parallelism):
 def test_a_keyed_aggregate_still_emits_only_the_keys_a_batch_touched():
     """With a key, update mode emits only the keys of the batch's rows: a batch without rows emits nothing."""
     flow = Dataflow("keyed")
-    flow.source("events", ScriptedSource([[{"key": "a"}], []])).key_by("key").aggregate(
-        "counts", count=Count()
-    ).sink("output", CollectingSink())
+    flow.source("events", ScriptedSource([[{"key": "a"}], []])).key_by("key").aggregate("counts", count=Count()).sink(
+        "output", CollectingSink()
+    )
     assert [batch.rows for batch in run_microbatch(flow, output_mode="update").output()] == [
         [{"key": "a", "count": 1}],
         [],
@@ -64,7 +64,9 @@ def test_spark_emits_a_global_aggregate_in_every_batch_of_update_mode(delay):
     from ministream.core.events import Field
 
     delay_param = Param("delay", None, "the watermark's delay in ms (None: no watermark)", kind="int")
-    lesson = Lesson("global-aggregate", "", pipeline, twin, [Field("value", float)], SCRIPT, [delay_param], output_mode="update")
+    lesson = Lesson(
+        "global-aggregate", "", pipeline, twin, [Field("value", float)], SCRIPT, [delay_param], output_mode="update"
+    )
     params = {"delay": delay}
     theirs = lesson.run_twin(SCRIPT, params)
     assert [batch.rows for batch in theirs] == EXPECTED
