@@ -135,6 +135,11 @@ def _key_function(key: Any) -> tuple[Callable[[dict], Any], tuple[str, ...]]:
     raise PipelineError(f"key_by takes a column name, a list of column names or a function, not {key!r}")
 
 
+def _declared(output: dict[str, str] | None) -> tuple[tuple[str, str], ...] | None:
+    """A declaration of output columns as the spec keeps it: ``((column, Spark type), ...)``."""
+    return None if output is None else tuple((column, kind.upper()) for column, kind in output.items())
+
+
 def side_outputs(spec: StepSpec) -> tuple[str, ...]:
     """The names of the side outputs a step of this spec has (only a window step with ``late_rows``)."""
     return spec.side_outputs if isinstance(spec, WindowSpec) else ()
@@ -171,9 +176,10 @@ class Stream:
             raise PipelineError(f"step {self.step.name!r} has no side output {name!r}; it has: {have}")
         return Stream(self.flow, self.step, name)
 
-    def map(self, name: str, fn: Callable[[dict], dict]) -> Stream:
-        """Each row becomes ``fn(row)``."""
-        return self._then(name, MapSpec(fn))
+    def map(self, name: str, fn: Callable[[dict], dict], *, output: dict[str, str] | None = None) -> Stream:
+        """Each row becomes ``fn(row)``. ``output``: the columns ``fn`` returns and their Spark types
+        (``{"n": "BIGINT", "ts": "TIMESTAMP"}``), for the Spark compiler when it cannot infer them."""
+        return self._then(name, MapSpec(fn, _declared(output)))
 
     def filter(self, name: str, predicate: Callable[[dict], bool], *, columns: Any = None) -> Stream:
         """Keep the rows for which ``predicate(row)`` is true. ``columns``: the columns the predicate reads;
@@ -182,9 +188,9 @@ class Stream:
         names = (columns,) if isinstance(columns, str) else None if columns is None else tuple(columns)
         return self._then(name, FilterSpec(predicate, names))
 
-    def flat_map(self, name: str, fn: Callable[[dict], list]) -> Stream:
-        """Each row becomes the rows of ``fn(row)``: none, one or many."""
-        return self._then(name, FlatMapSpec(fn))
+    def flat_map(self, name: str, fn: Callable[[dict], list], *, output: dict[str, str] | None = None) -> Stream:
+        """Each row becomes the rows of ``fn(row)``: none, one or many (``output``: as :meth:`map`'s)."""
+        return self._then(name, FlatMapSpec(fn, _declared(output)))
 
     def with_watermark(self, name: str, column: str, delay: str | int) -> Stream:
         """Track event time in ``column`` with a bounded out-of-orderness ``delay`` (``"5 seconds"``, an ANSI

@@ -91,9 +91,12 @@ class SinkSpec(StepSpec):
 
 @attrs.frozen
 class MapSpec(StepSpec):
-    """Each row becomes ``fn(row)``."""
+    """Each row becomes ``fn(row)``. ``output``, when given, declares the columns ``fn`` returns with their
+    Spark types (``(("n", "BIGINT"), ("ts", "TIMESTAMP"))``): what the Spark compiler needs to run ``fn`` as a
+    UDF when a sample row cannot tell it."""
 
     fn: Callable[[dict], dict]
+    output: tuple[tuple[str, str], ...] | None = None
     kind: ClassVar[str] = "map"
 
 
@@ -131,9 +134,11 @@ class RowCondition:
 
 @attrs.frozen
 class FlatMapSpec(StepSpec):
-    """Each row becomes the rows of ``fn(row)``: none, one or many."""
+    """Each row becomes the rows of ``fn(row)``: none, one or many. ``output``: the columns of those rows
+    with their Spark types, as :class:`MapSpec`'s."""
 
     fn: Callable[[dict], list]
+    output: tuple[tuple[str, str], ...] | None = None
     kind: ClassVar[str] = "flat_map"
 
 

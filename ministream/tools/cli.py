@@ -8,7 +8,7 @@
     ministream compare LESSON | --all          ministream against the PySpark twin, batch by batch
     ministream fuzz LESSON | --all [--runs N]  ministream against Spark on random events, failures shrunk
     ministream fuzz --pipelines N [--seed S]   random pipelines against their compiled twins, failures shrunk
-    ministream twin LESSON                     the PySpark twin's code (a pipeline file's: compiled from its plan)
+    ministream twin LESSON [--hand-written]    the PySpark twin compiled from the lesson's pipeline
     ministream diagrams                        render every lesson's diagrams and plots into diagrams/
     ministream cluster start|stop|status       a Spark standalone master and worker on 127.0.0.1
     ministream workshop [list|copy DIR|check|build|timings]   the notebooks: listed, copied, run headless
@@ -252,6 +252,27 @@ def cmd_compare(args, out) -> int:
     return EXIT_DIFFERS if differing else EXIT_OK
 
 
+def cmd_twin(args, out) -> int:
+    """Print the PySpark source the compiler writes for a lesson's pipeline (``spark/compiler``), or the
+    lesson's hand-written twin; a pipeline file's twin is the compiled one (it has no other)."""
+    from ministream.spark.compiler import compiled_lesson_twin
+
+    lesson = get_lesson(args.lesson)
+    if lesson.twin_source is not None:
+        if args.hand_written or args.param:
+            raise PipelineError(
+                f"{args.lesson} is a pipeline file: its twin is compiled from its plan, and it has no parameters"
+            )
+        print(lesson.twin_code(), file=out, end="")
+        return EXIT_OK
+    if args.hand_written:
+        print(lesson.twin_code(), file=out, end="")
+        return EXIT_OK
+    compiled = compiled_lesson_twin(lesson, _params(args.param))
+    print(compiled.source, file=out, end="")
+    return EXIT_OK
+
+
 def cmd_fuzz(args, out) -> int:
 
     if args.pipelines is not None:
@@ -289,32 +310,6 @@ def cmd_fuzz(args, out) -> int:
             failures += not report.matches
             bar.write(report.summary(), file=out)
     return EXIT_DIFFERS if failures else EXIT_OK
-
-
-def cmd_twin(args, out) -> int:
-    """``ministream twin LESSON``: the PySpark code of the lesson's twin (a pipeline file's, as compiled)."""
-    print(get_lesson(args.lesson).twin_code().rstrip("\n"), file=out)
-    return EXIT_OK
-
-
-def _fuzz_pipelines(args, out) -> int:
-    """``fuzz --pipelines N``: random pipelines against their compiled twins (``tools/pipeline_fuzz.py``)."""
-    if args.lesson or args.all or args.param:
-        raise PipelineError("--pipelines draws its own pipelines: give no lesson, --all or --param with it")
-    if args.pipelines < 1 or args.scripts < 1:
-        raise PipelineError("--pipelines and --scripts take a whole number from 1")
-    # A bar on stderr counts the scripts; each script's line and the summary print above it, on out.
-    with tqdm(total=args.pipelines * args.scripts, desc="fuzz pipelines", unit="script", file=sys.stderr) as bar:
-
-        def log(line: str) -> None:
-            bar.write(line, file=out)
-            bar.update(1)  # every line is one script's
-
-        report = fuzz_pipelines(
-            args.pipelines, args.seed, args.scripts, out_dir=args.out, shrink_budget=args.shrink_budget, log=log
-        )
-        bar.write(report.summary(), file=out)
-    return EXIT_OK if report.matches else EXIT_DIFFERS
 
 
 def cmd_diagrams(args, out) -> int:
@@ -434,6 +429,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     compare.set_defaults(handler=cmd_compare)
 
+    twin = commands.add_parser("twin", help="print the PySpark twin compiled from a lesson's pipeline")
+    twin.add_argument("lesson", help="a lesson name or a pipeline file")
+    twin.add_argument("--param", action="append", metavar="NAME=VALUE", help="change a parameter")
+    twin.add_argument("--hand-written", action="store_true", help="print the lesson's hand-written twin instead")
+    twin.set_defaults(handler=cmd_twin)
+
     fuzz = commands.add_parser("fuzz", help="compare ministream with Spark on random events; shrink what differs")
     fuzz.add_argument("lesson", nargs="?", help="a lesson name or a pipeline file")
     fuzz.add_argument("--param", action="append", metavar="NAME=VALUE", help="change a parameter")
@@ -448,10 +449,6 @@ def build_parser() -> argparse.ArgumentParser:
     fuzz.add_argument("--out", default="fuzz-failures", help="where failing scripts are written as events files")
     fuzz.add_argument("--shrink-budget", type=int, default=20, help="runs of both engines to shrink a failure")
     fuzz.set_defaults(handler=cmd_fuzz)
-
-    twin = commands.add_parser("twin", help="print the PySpark twin's code (a pipeline file's, compiled)")
-    twin.add_argument("lesson", help="a lesson name or a pipeline file")
-    twin.set_defaults(handler=cmd_twin)
 
     # listed for --help only: main() hands `bench` and its own options to tools/bench/report.py before parsing
     commands.add_parser("bench", help="benchmarks: events/s against a plain loop and Spark (ministream.tools.bench)")

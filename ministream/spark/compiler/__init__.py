@@ -13,12 +13,14 @@ stream-static joins), ``watermark``, ``aggregate`` (aggregates, windows, session
 ``process`` (keyed process functions through ``spark/processor_adapter.py``), ``refusals``, and ``runtime``
 (the UDF wrappers the generated code calls).
 
+>>> from ministream import CollectingSink, Count, Dataflow, ScriptedSource, Sum
 >>> from ministream.core.events import Field
->>> from ministream.lessons import get_lesson
->>> lesson = get_lesson("running-aggregation")
->>> compiled = compile_flow(lesson.pipeline(lesson.default_script, {}), {"events": lesson.fields}, output_mode="update")
+>>> flow = Dataflow("totals")
+>>> events = flow.source("events", ScriptedSource([]))
+>>> events.key_by("key").aggregate("totals", count=Count(), sum=Sum("value")).sink("output", CollectingSink())
+>>> compiled = compile_flow(flow, {"events": [Field("key", str), Field("value", float)]}, output_mode="update")
 >>> print(compiled.source)   # doctest: +ELLIPSIS
-# The PySpark twin of the ministream dataflow 'running-aggregation', written by ministream.spark.compiler.
+# The PySpark twin of the ministream dataflow 'totals', written by ministream.spark.compiler.
 ...
 def twin(inputs):
     # source 'events': ts TIMESTAMP, key STRING, value DOUBLE
@@ -38,19 +40,44 @@ from typing import Any
 import attrs
 
 from ministream.core.events import Field
+from ministream.core.lineage import event_time_columns
 from ministream.core.plan import Dataflow
 from ministream.core.steps import (
     AggregateSpec,
+    DedupSpec,
+    FilterSpec,
+    FlatMapSpec,
+    JoinSpec,
+    MapSpec,
+    OperatorSpec,
+    ProcessSpec,
+    SelectSpec,
     SinkSpec,
+    SortSpec,
     SourceSpec,
+    StaticJoinSpec,
     Step,
+    UnionSpec,
     WatermarkSpec,
+    WindowColumnSpec,
     WindowSpec,
 )
 from ministream.spark.compiler.aggregate import compile_aggregate, compile_window
+from ministream.spark.compiler.dedup import compile_dedup
 from ministream.spark.compiler.frames import Compilation, Frame, StepCompiler
+from ministream.spark.compiler.joins import compile_join
+from ministream.spark.compiler.process import compile_process
 from ministream.spark.compiler.refusals import CompileError, refuse
-from ministream.spark.compiler.schema import ddl, source_schema
+from ministream.spark.compiler.schema import Schema, ddl, source_schema
+from ministream.spark.compiler.stateless import (
+    compile_filter,
+    compile_map,
+    compile_select,
+    compile_sort,
+    compile_static_join,
+    compile_union,
+    compile_window_column,
+)
 from ministream.spark.compiler.watermark import compile_watermark
 from ministream.spark.compiler.writer import SourceWriter, literal
 
@@ -69,12 +96,52 @@ class CompiledTwin:
     output_mode: str = "append"
 
 
-def _compilers() -> dict[type, StepCompiler]:
-    return {
-        WatermarkSpec: compile_watermark,
-        AggregateSpec: compile_aggregate,
-        WindowSpec: compile_window,
-    }
+COMPILERS: dict[type, StepCompiler] = {
+    SelectSpec: compile_select,
+    MapSpec: compile_map,
+    FlatMapSpec: compile_map,
+    FilterSpec: compile_filter,
+    UnionSpec: compile_union,
+    WindowColumnSpec: compile_window_column,
+    SortSpec: compile_sort,
+    StaticJoinSpec: compile_static_join,
+    WatermarkSpec: compile_watermark,
+    AggregateSpec: compile_aggregate,
+    WindowSpec: compile_window,
+    JoinSpec: compile_join,
+    DedupSpec: compile_dedup,
+    ProcessSpec: compile_process,
+}
+"""The module that writes each kind of step (``OperatorSpec``, an operator of your own, has none: refused)."""
+
+
+def _check_event_time(step: Step, inputs: list[Frame], flow: Dataflow) -> None:
+    """A stateful step whose event time, as ministream sees it, is a column that has lost Spark's watermark
+    mark: rebuilt by a Python function (a UDF's output column is a new column), or a window's bound taken out
+    of its struct. Spark would see no watermark there."""
+    for edge, frame in zip(step.inputs, inputs):
+        for column in event_time_columns(edge.upstream):
+            if column not in frame.lost:
+                continue
+            origin = frame.lost[column]
+            if isinstance(flow.step(origin).spec, WindowColumnSpec):
+                raise refuse(
+                    step.name,
+                    step.kind,
+                    f"its event time {column!r} is a bound of the window of step {origin!r}: Spark keeps the "
+                    "watermark's mark on the window struct, and its start and end taken out as columns carry none, "
+                    "so Spark sees no watermark here ('STREAMING_OUTPUT_MODE.UNSUPPORTED_OPERATION: ... streaming "
+                    "aggregations without watermark')",
+                    "window the aggregate itself (key_by(...).window(...)), which Spark groups by the window struct",
+                )
+            raise refuse(
+                step.name,
+                step.kind,
+                f"its event time {column!r} was rebuilt by the Python function of step {origin!r}, and Spark's "
+                "watermark follows the column withWatermark marked: a UDF's output column carries no mark, so "
+                "Spark sees no watermark here",
+                f"put with_watermark after {origin!r}, or make {origin!r} a select or a filter",
+            )
 
 
 def _feeding(sink: Step) -> list[Step]:
@@ -103,16 +170,19 @@ def _sink(flow: Dataflow, name: str) -> Step:
     raise CompileError(f"dataflow {flow.name!r} has no sink {name!r} to compile the query of; its sinks: {have}")
 
 
-def _source(step: Step, fields: dict[str, list[Field]], flow: Dataflow, compilation: Compilation) -> Frame:
+def _source(
+    step: Step, fields: dict[str, list[Field]], flow: Dataflow, compilation: Compilation, schemas: dict[str, Schema]
+) -> Frame:
     """A source is one of the twin's inputs: a streaming DataFrame with ``ts`` and the fields."""
-    if step.name in fields:
+    given = {name: source_schema(input_fields) for name, input_fields in fields.items()} | schemas
+    if step.name in given:
         input_name = step.name
-    elif len(fields) == 1 and len(flow.sources) == 1:
-        input_name = next(iter(fields))
+    elif len(given) == 1 and len(flow.sources) == 1:
+        input_name = next(iter(given))
     else:
-        have = ", ".join(fields) or "none"
+        have = ", ".join(given) or "none"
         raise CompileError(f"source {step.name!r}: no fields given for it (compile_flow's fields has: {have})")
-    schema = source_schema(fields[input_name])
+    schema = dict(given[input_name])
     writer = compilation.writer
     name = writer.name_of(step.name)
     writer.comment(f"source {step.name!r}: {ddl(schema)}")
@@ -120,23 +190,50 @@ def _source(step: Step, fields: dict[str, list[Field]], flow: Dataflow, compilat
     return Frame(name, schema)
 
 
+def _other_sink(sink: Step) -> str:
+    """What the twin's header says of a sink it does not compile."""
+    for step in _feeding(sink):
+        for edge in step.inputs:
+            if edge.output is not None:
+                return (
+                    f"The sink {sink.name!r} reads the side output {edge.output!r} of {edge.upstream.name!r}: Spark has "
+                    "no side outputs (it drops late rows and counts them, numRowsDroppedByWatermark), so it is not "
+                    "compiled."
+                )
+    return f"The sink {sink.name!r} is another query, not compiled here."
+
+
 def _describe(step: Step) -> str:
     words = ", ".join(f"{key}={value}" for key, value in step.describe().items())
     return f"{step.kind} {step.name!r}" + (f": {words}" if words else "")
 
 
-def compile_flow(flow: Dataflow, fields: dict[str, list[Field]], *, output_mode: str = "append", sink: str = "output") -> CompiledTwin:
+def compile_flow(
+    flow: Dataflow,
+    fields: dict[str, list[Field]],
+    *,
+    output_mode: str = "append",
+    sink: str = "output",
+    schemas: dict[str, Schema] | None = None,
+    watermark_policy: str = "min",
+    model: str = "microbatch",
+) -> CompiledTwin:
     """Compile the query that feeds ``sink`` (the only sink when the flow has one) into a PySpark twin.
 
     ``fields``: each input's own columns (``{input name: [Field, ...]}``), after ``ts``; a source step reads
-    the input of its own name, or the only input when there is one. Raises :class:`CompileError` for a step
-    that Spark cannot run.
+    the input of its own name, or the only input when there is one. ``schemas``: inputs given as whole Spark
+    schemas instead (``{input name: {column: Spark type}}``, no ``ts`` added). Raises :class:`CompileError`
+    for a step that Spark cannot run.
     """
     if output_mode not in OUTPUT_MODES:
         raise CompileError(f"output mode must be one of {', '.join(OUTPUT_MODES)}, not {output_mode!r}")
+    if model not in ("microbatch", "continuous"):
+        raise CompileError(f"the model is 'microbatch' or 'continuous', not {model!r}")
+    if watermark_policy not in ("min", "max"):
+        raise CompileError(f"the watermark policy is 'min' or 'max', not {watermark_policy!r}")
     compilation = Compilation(SourceWriter(flow.name), output_mode)
+    compilation.conf["spark.sql.streaming.multipleWatermarkPolicy"] = watermark_policy
     compilation.writer.note("`steps` holds the plan's steps by name: their Python functions run as UDFs.")
-    compilers = _compilers()
     target = _sink(flow, sink)
     for step in _feeding(target):
         spec = step.spec
@@ -151,26 +248,52 @@ def compile_flow(flow: Dataflow, fields: dict[str, list[Field]], *, output_mode:
                     "compare the late rows with ministream's trace or accounting; in Spark, read the counts",
                 )
         if isinstance(spec, SourceSpec):
-            compilation.frames[step.name] = _source(step, fields, flow, compilation)
+            compilation.frames[step.name] = _source(step, fields, flow, compilation, schemas or {})
             continue
         inputs = [compilation.frames[edge.upstream.name] for edge in step.inputs]
         if isinstance(spec, SinkSpec):
             compilation.writer.comment(f"sink {step.name!r}: the query's output, in {output_mode} mode")
             compilation.writer.returns(inputs[0].variable)
             break
-        compiler = compilers.get(type(spec))
+        compiler = COMPILERS.get(type(spec))
         if compiler is None:
-            raise refuse(step.name, step.kind, "the compiler has no Spark operator for this kind of step")
+            rule = "Spark has no operator for this kind of step"
+            if isinstance(spec, OperatorSpec):
+                rule = "it runs an operator of your own, which only ministream's engine can run; Spark has none"
+            raise refuse(step.name, step.kind, rule)
+        if spec.keyed and model == "continuous":
+            raise refuse(
+                step.name,
+                step.kind,
+                "ministream's continuous model is Flink's (a window fires as the watermark passes it, record by "
+                "record); Spark's continuous processing runs map-like queries only ('Continuous processing does not "
+                "support Aggregate operations')",
+                "compile the flow for the micro-batch model (model='microbatch'), where Spark runs it batch by batch",
+            )
+        if spec.keyed:
+            _check_event_time(step, inputs, flow)
         compilation.writer.comment(_describe(step))
         compilation.frames[step.name] = compiler(step, inputs, compilation)
+        if isinstance(spec, (AggregateSpec, WindowSpec)):
+            compilation.aggregated = True
     for other in flow.sinks:
         if other is not target:
-            compilation.writer.note(f"the sink {other.name!r} is another query, not compiled here")
+            compilation.writer.note(_other_sink(other))
     source = compilation.writer.source()
+    return CompiledTwin(source, _executed(source, flow), dict(compilation.conf), output_mode)
+
+
+def _executed(source: str, flow: Dataflow) -> Callable[[dict, dict], Any]:
+    """The twin as a Lesson's ``twin(inputs, params)``: ``source`` run with ``exec`` (at the first call, so that
+    compiling needs no PySpark), with ``steps``, the flow's steps by name, as its global."""
     namespace: dict[str, Any] = {"steps": {step.name: step for step in flow.steps}}
-    exec(compile(source, f"<twin of {flow.name}>", "exec"), namespace)
-    run = namespace["twin"]
-    return CompiledTwin(source, lambda inputs, params=None: run(inputs), dict(compilation.conf), output_mode)
+
+    def twin(inputs: dict, params: dict | None = None):
+        if "twin" not in namespace:
+            exec(compile(source, f"<twin of {flow.name}>", "exec"), namespace)
+        return namespace["twin"](inputs)
+
+    return twin
 
 
 def compiled_lesson_twin(lesson, params: dict | None = None, script=None) -> CompiledTwin:
@@ -178,11 +301,10 @@ def compiled_lesson_twin(lesson, params: dict | None = None, script=None) -> Com
     these parameters, its fields, its output mode and its Spark settings (watermark policy included)."""
     values = lesson.resolve_params(params)
     flow = lesson.pipeline(lesson.default_script if script is None else script, values)
-    fields = {name: lesson.fields for name in lesson.inputs}
-    compiled = compile_flow(flow, fields, output_mode=lesson.mode(values))
+    fields = dict.fromkeys(lesson.inputs, lesson.fields)
+    compiled = compile_flow(flow, fields, output_mode=lesson.mode(values), watermark_policy=lesson.policy(values))
     own = lesson.spark_conf(values) if callable(lesson.spark_conf) else lesson.spark_conf
-    conf = {"spark.sql.streaming.multipleWatermarkPolicy": lesson.policy(values), **own, **compiled.conf}
-    return attrs.evolve(compiled, conf=conf)
+    return attrs.evolve(compiled, conf={**own, **compiled.conf})
 
 
 __all__ = ["CompileError", "CompiledTwin", "compile_flow", "compiled_lesson_twin"]

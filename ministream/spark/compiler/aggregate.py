@@ -73,7 +73,11 @@ def aggregate_columns(
             columns.append(f"F.{BUILT_IN[function.name]}({argument}).alias({literal(name)})")
             finish.append(literal(name))
             continue
-        values = f"F.struct({', '.join(literal(c) for c in schema)})" if function.column is None else literal(function.column)
+        values = (
+            f"F.struct({', '.join(literal(c) for c in schema)})"
+            if function.column is None
+            else literal(function.column)
+        )
         columns.append(f"F.collect_list({values}).alias({literal(name)})")
         fold = f"fold_values(steps[{literal(step)}].spec.aggregates[{literal(name)}], {literal(types[name])})"
         finish.append(f"{fold}({literal(name)}).alias({literal(name)})")
@@ -95,15 +99,30 @@ def grouped(step: Step, inputs: list[Frame], compilation: Compilation) -> tuple[
         frame = Frame(union, frame.schema, tuple(c for c in frame.event_time if all(c in i.event_time for i in inputs)))
     edge = step.inputs[0]
     keys = edge.key_columns
-    by_columns = all(k in frame.schema for k in keys) and (len(keys) != 1 or isinstance(edge.key_fn, operator.itemgetter))
-    if not by_columns:
+    if all(k in frame.schema for k in keys) and (len(keys) != 1 or isinstance(edge.key_fn, operator.itemgetter)):
+        return frame, keys
+    if len(step.inputs) > 1:
+        raise refuse(step.name, step.kind, "a key from a Python function on several inputs", "key_by columns")
+    # key_by(function): the key is the function's value, a column "key" computed by a UDF
+    try:
+        kind = infer_type(edge.key_fn(sample_row(frame.schema)))
+    except Exception:  # the user's function on a made-up row: any error means "cannot tell"
+        kind = None
+    if kind is None:
         raise refuse(
             step.name,
             step.kind,
-            "the key comes from a Python function (key_by(function)); Spark groups by columns",
-            "compute the key as a column with map(...) and key_by that column",
+            "its key comes from a Python function (key_by(function)), which runs as a UDF that must declare its "
+            "type, and the function's value on a sample row is not a string, a number or a bool",
+            "compute the key as a column with map(..., output=...) and key_by that column",
         )
-    return frame, keys
+    name = writer.name_of(f"{step.name}_key")
+    columns = dict(frame.schema.items())
+    udf = f"row_value(steps[{literal(step.name)}].inputs[0].key_fn, {literal(columns)}, {literal(kind)})"
+    struct = f"F.struct({', '.join(literal(c) for c in columns)})"
+    writer.comment(f"the key of {step.name!r}, from key_by(function): a column 'key'")
+    writer.assign(name, f'{frame.variable}.withColumn("key", {udf}({struct}))')
+    return Frame(name, frame.schema | {"key": kind}, frame.event_time, frame.lost), ("key",)
 
 
 def compile_aggregate(step: Step, inputs: list[Frame], compilation: Compilation) -> Frame:
@@ -158,7 +177,7 @@ def compile_window(step: Step, inputs: list[Frame], compilation: Compilation) ->
         struct = "session_window"
         gap = assigner.gap
         if callable(gap):
-            gap_text = f"session_gap(steps[{literal(step.name)}].spec.assigner, {literal(list(frame.schema))})"
+            gap_text = f"session_gap(steps[{literal(step.name)}].spec.assigner, {literal(frame.schema)})"
             window = f"F.session_window({column}, {gap_text}({', '.join(literal(c) for c in frame.schema)}))"
         else:
             window = f"F.session_window({column}, {literal(format_duration(gap))})"
@@ -175,8 +194,8 @@ def compile_window(step: Step, inputs: list[Frame], compilation: Compilation) ->
     group = ", ".join([*(literal(k) for k in keys), window])
     writer.assign(name, f"{frame.variable}.groupBy({group}).agg({', '.join(columns)})")
     bounds = [
-        f"F.col({literal(struct + '.start')}).alias(\"window_start\")",
-        f"F.col({literal(struct + '.end')}).alias(\"window_end\")",
+        f'F.col({literal(struct + ".start")}).alias("window_start")',
+        f'F.col({literal(struct + ".end")}).alias("window_end")',
     ]
     results = finish or [literal(n) for n in spec.aggregates]
     writer.assign(name, f"{name}.select({', '.join([*(literal(k) for k in keys), *bounds, *results])})")

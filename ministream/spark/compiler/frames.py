@@ -23,11 +23,14 @@ from ministream.spark.compiler.writer import SourceWriter
 
 @attrs.frozen
 class Frame:
-    """One step's output in the twin: its ``variable``, its ``schema`` and its ``event_time`` columns."""
+    """One step's output in the twin: its ``variable``, its ``schema``, its ``event_time`` columns, and the
+    columns that ministream still takes as event time but that a Python function rebuilt in Spark, each with
+    the step that did (``lost``)."""
 
     variable: str
     schema: Schema
     event_time: tuple[str, ...] = ()
+    lost: dict[str, str] = attrs.field(factory=dict)
 
     def with_time(self, *columns: str) -> Frame:
         """The same frame with more event-time columns."""
@@ -43,6 +46,8 @@ class Compilation:
     output_mode: str
     conf: dict = attrs.field(factory=dict)
     frames: dict[str, Frame] = attrs.field(factory=dict)
+    aggregated: bool = False
+    """Whether an aggregation ran before the step being compiled (Spark sorts only after one)."""
 
 
 StepCompiler = Callable[[Step, list[Frame], Compilation], Frame]

@@ -25,7 +25,7 @@ class CompileError(PipelineError):
 
 def refuse(step: str, kind: str, rule: str, rewrite: str | None = None) -> CompileError:
     """The error for step ``step`` of kind ``kind``: ``rule`` says what Spark does or refuses (quoting its
-    own message where it has one), ``rewrite`` how to write it so that Spark can run it (``None``: there is
-    no such rewrite)."""
+    own message where it has one), ``rewrite`` how to write it so that Spark can run it (``None``: the rule
+    already says there is none)."""
     text = f"step {step!r} ({kind}): {rule}"
-    return CompileError(text + (f"; rewrite: {rewrite}" if rewrite else "; Spark has no equivalent"))
+    return CompileError(text + (f"; rewrite: {rewrite}" if rewrite else ""))

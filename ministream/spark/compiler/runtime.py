@@ -16,7 +16,6 @@ from __future__ import annotations
 import datetime as _dt
 
 from ministream.spark.compiler.schema import TIMESTAMP, Schema, ddl
-from ministream.time.units import parse_duration
 
 
 def to_ms(value: _dt.datetime) -> int:
@@ -28,13 +27,16 @@ def to_ms(value: _dt.datetime) -> int:
 
 def from_ms(ms: int) -> _dt.datetime:
     """ministream's milliseconds as a UTC datetime for Spark."""
-    return _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(milliseconds=ms)
+    return _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC) + _dt.timedelta(milliseconds=ms)
 
 
 def to_row(values, schema: Schema) -> dict:
     """A Spark row (or struct) of these columns as a ministream row."""
     row = values.asDict() if hasattr(values, "asDict") else dict(values)
-    return {name: (to_ms(row[name]) if kind == TIMESTAMP and row[name] is not None else row[name]) for name, kind in schema.items()}
+    return {
+        name: (to_ms(row[name]) if kind == TIMESTAMP and row[name] is not None else row[name])
+        for name, kind in schema.items()
+    }
 
 
 def from_row(step: str, row: dict, schema: Schema) -> tuple:
@@ -71,6 +73,11 @@ def flat_map_rows(step: str, fn, before: Schema, after: Schema):
         return [from_row(step, row, after) for row in fn(to_row(values, before))]
 
     return _udf(rows, f"array<struct<{_struct(after)}>>")
+
+
+def row_value(fn, columns: Schema, return_type: str):
+    """A value computed from a row (the key of ``key_by(function)``): a UDF of a struct of the columns."""
+    return _udf(lambda values: fn(to_row(values, columns)), return_type)
 
 
 def row_predicate(fn, columns: Schema):
@@ -117,4 +124,13 @@ def _struct(schema: Schema) -> str:
     return ", ".join(f"{name}: {kind}" for name, kind in schema.items())
 
 
-__all__ = ["flat_map_rows", "fold_values", "map_rows", "pair_predicate", "parse_duration", "row_predicate", "session_gap"]
+__all__ = [
+    "flat_map_rows",
+    "fold_values",
+    "map_rows",
+    "pair_predicate",
+    "row_predicate",
+    "row_value",
+    "session_gap",
+    "static_table",
+]

@@ -26,25 +26,94 @@ from __future__ import annotations
 import json
 import keyword
 import re
+import textwrap
 
 import attrs
 
 RESERVED = {"F", "inputs", "steps", "twin", "spark"}
 RUNTIME = "ministream.spark.compiler.runtime"
 """The module of the helpers the generated code calls (UDF wrappers): imported by name when used."""
-HELPERS = ("map_rows", "flat_map_rows", "row_predicate", "pair_predicate", "fold_values", "session_gap", "static_table")
+HELPERS = (
+    "map_rows",
+    "flat_map_rows",
+    "row_value",
+    "row_predicate",
+    "pair_predicate",
+    "fold_values",
+    "session_gap",
+    "static_table",
+)
 """Names the generated code uses for itself: a step called so gets another variable name."""
+
+
+WIDTH = 120
+"""The longest line the writer leaves on one line (the project's line length)."""
+
+
+def _split_top_level(text: str) -> list[str]:
+    """``text`` cut at the commas that are outside brackets and strings."""
+    parts, depth, quote, start = [], 0, None, 0
+    for i, char in enumerate(text):
+        if quote:
+            quote = None if char == quote and text[i - 1] != "\\" else quote
+        elif char in "\"'":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == "," and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    parts.append(text[start:].strip())
+    return [part for part in parts if part]
+
+
+def _last_call(line: str) -> int | None:
+    """The index of the ``(`` that the line's final ``)`` closes (``None`` when the line does not end with one)."""
+    if not line.endswith(")"):
+        return None
+    depth, quote = 0, None
+    for i in range(len(line) - 1, -1, -1):
+        char = line[i]
+        if quote:
+            quote = None if char == quote else quote
+        elif char in "\"'":
+            quote = char
+        elif char in ")]}":
+            depth += 1
+        elif char in "([{":
+            depth -= 1
+            if depth == 0:
+                return i
+    return None
+
+
+def wrapped(line: str) -> list[str]:
+    """A line of code as ruff would break it when it is too long: the last call's arguments one per line.
+
+    >>> wrapped("    x = df.agg(" + ", ".join(f'F.count("c{i}")' for i in range(9)) + ")")[:2]
+    ['    x = df.agg(', '        F.count("c0"),']
+    """
+    opening = _last_call(line)
+    if len(line) <= WIDTH or opening is None:
+        return [line]
+    indent = line[: len(line) - len(line.lstrip())]
+    arguments = _split_top_level(line[opening + 1 : -1])
+    return [line[: opening + 1], *(f"{indent}    {argument}," for argument in arguments), f"{indent})"]
 
 
 def literal(value) -> str:
     """A Python literal for a string (in double quotes, as ruff writes them), a number, a bool or ``None``;
-    a list or tuple of them as a list.
+    a list or tuple of them as a list, a dict as a dict.
 
     >>> literal("10 seconds"), literal(["key", "ts"]), literal(None)
     ('"10 seconds"', '["key", "ts"]', 'None')
     """
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(literal(item) for item in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{literal(key)}: {literal(item)}" for key, item in value.items()) + "}"
     if isinstance(value, str):
         return json.dumps(value)
     return repr(value)
@@ -79,16 +148,17 @@ class SourceWriter:
             self.imports.append(line)
 
     def note(self, text: str) -> None:
-        """A comment line at the head of the file."""
-        self.notes.append(text)
+        """A comment at the head of the file (wrapped at :data:`WIDTH`)."""
+        self.notes.extend(textwrap.wrap(text, WIDTH - 2))
 
     def comment(self, text: str) -> None:
-        """A comment line in the body."""
-        self.body.append(f"    # {text}")
+        """A comment in the body (wrapped at :data:`WIDTH`)."""
+        self.body.extend(f"    # {line}" for line in textwrap.wrap(text, WIDTH - 6))
 
     def assign(self, name: str, expression: str) -> None:
-        """``name = expression`` in the body."""
-        self.body.append(f"    {name} = {expression}")
+        """``name = expression`` in the body; a line longer than :data:`WIDTH` has the arguments of its last
+        call one per line, as ruff formats them."""
+        self.body.extend(wrapped(f"    {name} = {expression}"))
 
     def returns(self, name: str) -> None:
         """The last line: the twin returns this DataFrame."""
@@ -96,7 +166,9 @@ class SourceWriter:
 
     def source(self) -> str:
         """The whole file."""
-        head = [f"# The PySpark twin of the ministream dataflow {self.flow_name!r}, written by ministream.spark.compiler."]
+        head = [
+            f"# The PySpark twin of the ministream dataflow {self.flow_name!r}, written by ministream.spark.compiler."
+        ]
         head += [f"# {note}" for note in self.notes]
         body = "\n".join(self.body)
         helpers = [name for name in HELPERS if re.search(rf"\b{name}\(", body)]

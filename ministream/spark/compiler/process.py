@@ -1,0 +1,46 @@
+"""Keyed process functions: a process step is Spark's ``groupBy(keys).transformWithState(...)``, run by an
+adapter (``spark/processor_adapter.py``) that wraps the very same ``Processor`` class in a Spark
+``StatefulProcessor``. The compiler writes the call; the adapter does the rest.
+
+Until the adapter is part of the package, a process step is refused with that reason.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+from ministream.core.steps import ProcessSpec, Step
+from ministream.spark.compiler.frames import Compilation, Frame
+from ministream.spark.compiler.refusals import refuse
+from ministream.spark.compiler.writer import literal
+from ministream.spark.session import ROCKSDB_STATE_STORE
+
+ADAPTER = "ministream.spark.processor_adapter"
+
+
+def adapter_available() -> bool:
+    """Whether ``spark/processor_adapter.py`` (which runs a Processor inside transformWithState) exists."""
+    return importlib.util.find_spec(ADAPTER) is not None
+
+
+def compile_process(step: Step, inputs: list[Frame], compilation: Compilation) -> Frame:
+    """``processor_twin(frame, spec)``: transformWithState with the step's Processor."""
+    spec = step.spec
+    assert isinstance(spec, ProcessSpec)
+    if not adapter_available():
+        raise refuse(
+            step.name,
+            step.kind,
+            "a keyed process function runs in Spark as transformWithState through ministream's adapter "
+            f"({ADAPTER}), which this installation does not have yet",
+            "compare the step with the lesson's hand-written twin until the adapter is merged",
+        )
+    if len(inputs) > 1:
+        raise refuse(step.name, step.kind, "the adapter runs a process function on one input", "union the inputs first")
+    (frame,) = inputs
+    compilation.conf.update(ROCKSDB_STATE_STORE)  # transformWithState needs the RocksDB state store
+    compilation.writer.use(f"from {ADAPTER} import processor_twin")
+    name = compilation.writer.name_of(step.name)
+    compilation.writer.assign(name, f"processor_twin({frame.variable}, steps[{literal(step.name)}].spec)")
+    column = spec.event_time_column
+    return Frame(name, {}, (column,) if column else ())
