@@ -256,10 +256,12 @@ def pipeline_source(plan: RandomPlan) -> str:
             time = f"{prefix}ts"
             renames = ", ".join(f'{prefix}{column}="{column}"' for column in ("key", "ts", "value"))
             body += [*stateless, f'{name} = {name}.select("{name}_columns", {renames})']
+        else:  # maps before the watermark: a map rebuilds each row, ts included, in a UDF that carries no mark
+            body += [line for line, step in zip(stateless, steps) if step.kind == "map"]
         if delay is not None:
             body.append(f'{name} = {name}.with_watermark("{name}_watermark", "{time}", "{format_duration(delay)}")')
         if not join:
-            body += stateless
+            body += [line for line, step in zip(stateless, steps) if step.kind != "map"]
     stream = plan.inputs[0]
     for index, step in enumerate(plan.stateful):
         call = _stateful_call(step, f"{step.kind}" if index == 0 else f"{step.kind}_{index}", plan)
