@@ -312,6 +312,26 @@ def cmd_fuzz(args, out) -> int:
     return EXIT_DIFFERS if failures else EXIT_OK
 
 
+def _fuzz_pipelines(args, out) -> int:
+    """``fuzz --pipelines N``: random pipelines against their compiled twins (``tools/pipeline_fuzz.py``)."""
+    if args.lesson or args.all or args.param:
+        raise PipelineError("--pipelines draws its own pipelines: give no lesson, --all or --param with it")
+    if args.pipelines < 1 or args.scripts < 1:
+        raise PipelineError("--pipelines and --scripts take a whole number from 1")
+    # A bar on stderr counts the scripts; each script's line and the summary print above it, on out.
+    with tqdm(total=args.pipelines * args.scripts, desc="fuzz pipelines", unit="script", file=sys.stderr) as bar:
+
+        def log(line: str) -> None:
+            bar.write(line, file=out)
+            bar.update(1)  # every line is one script's
+
+        report = fuzz_pipelines(
+            args.pipelines, args.seed, args.scripts, out_dir=args.out, shrink_budget=args.shrink_budget, log=log
+        )
+        bar.write(report.summary(), file=out)
+    return EXIT_OK if report.matches else EXIT_DIFFERS
+
+
 def cmd_diagrams(args, out) -> int:
 
     for path in render_lessons(args.out) + write_pictures(args.out):
