@@ -131,7 +131,9 @@ def fuzz_pipelines(
         failed = False
         for number in range(scripts):
             script = random_script(lesson, random.Random(f"pipelines:{seed}:{index}:{number}"), {})
-            line = f"pipeline {index} script {number}: {batches_in(script)} batches, {rows_in(script)} rows: "
+            # the first line of a pipeline says what it is: "pipeline 3: A random pipeline: ..."
+            line = f"pipeline {index}: {plan.describe()}\n  " if number == 0 else f"pipeline {index} "
+            line += f"script {number}: {batches_in(script)} batches, {rows_in(script)} rows: "
             if index in report.refused:
                 _say(log, line + "not compared")
                 continue
@@ -139,7 +141,7 @@ def fuzz_pipelines(
                 outcome = run(plan, script)
             except PipelineError as error:
                 report.refused[index] = str(error)
-                _say(log, f"pipeline {index}: {plan.describe()}\n  not compared: {error}")
+                _say(log, f"{line}not compared: {error}")
                 continue
             outcomes.append(outcome)
             line += outcome.describe()
@@ -148,10 +150,9 @@ def fuzz_pipelines(
                 failure = _shrunk_failure(index, plan, script, outcome, run, shrink_budget, out_dir, name)
                 report.failures.append(failure)
                 small = failure.shrunk
-                line = (
-                    f"pipeline {index}: {plan.describe()}\n  {line}\n  shrunk in {small.runs} runs to "
-                    f"{small.plan.describe()}\n  on {batches_in(small.script)} batches, {rows_in(small.script)} rows: "
-                    f"{small.outcome.describe()}\n  replay: {failure.command}"
+                line += (
+                    f"\n  shrunk in {small.runs} runs to {small.plan.describe()}\n  on {batches_in(small.script)} "
+                    f"batches, {rows_in(small.script)} rows: {small.outcome.describe()}\n  replay: {failure.command}"
                 )
             _say(log, line)
         if outcomes:
