@@ -2,10 +2,11 @@
 
 ``ministream fuzz LESSON`` draws random *events* for a fixed pipeline. ``ministream fuzz --pipelines N`` draws the
 pipelines too: one or two sources, a watermark or none, a few stateless steps, then one or two chained
-stateful steps (a running aggregate, tumbling, sliding or session windows, deduplication, a stream-stream join,
-a keyed process function), with random durations, output modes and watermark policies, each drawn only where
-Spark accepts it (append mode needs a watermark, session windows refuse update mode, joins run in append
-mode...). A :class:`RandomPlan` is typed data; :func:`pipeline_source` writes it as a pipeline file
+stateful steps (a running aggregate, tumbling, sliding or session windows, deduplication, a stream-stream join;
+deduplication then an aggregate or a window, or on each side of a join), with random durations, output modes
+and watermark policies, each drawn only where Spark accepts it (append mode needs a watermark, session windows
+refuse update mode, joins run in append mode...). Keyed process functions are not drawn: the compiler runs
+them through ``spark/processor_adapter.py``, which this installation does not have yet. A :class:`RandomPlan` is typed data; :func:`pipeline_source` writes it as a pipeline file
 (``lessons/pipeline_file.py``), and the lesson is loaded from that very text, so the file a disagreement
 leaves behind is exactly the pipeline that was run.
 
@@ -85,7 +86,7 @@ class RandomPlan:
         ]
         for name, steps in zip(self.inputs, self.stateless):
             parts += [_describe_stateless(step, name) for step in steps]
-        parts += [_describe_stateful(step) for step in self.stateful]
+        parts += [_describe_stateful(step, len(self.inputs) > 1) for step in self.stateful]
         policy = f", {self.policy} watermark policy" if len(self.inputs) > 1 else ""
         return f"A random pipeline: {'; '.join(parts)} ({self.output_mode} mode{policy})."
 
@@ -96,14 +97,14 @@ def _describe_stateless(step: Stateless, name: str) -> str:
     ] + f" on {name}"
 
 
-def _describe_stateful(step: Stateful) -> str:
+def _describe_stateful(step: Stateful, on_each_side: bool = False) -> str:
     per = " per key" if step.keyed else ""
     if step.kind in ("tumbling", "session"):
         return f"{step.kind} {format_duration(step.size)} windows{per}"
     if step.kind == "sliding":
         return f"sliding {format_duration(step.size)} windows every {format_duration(step.slide)}{per}"
     if step.kind == "dedup":
-        return f"dedup by {step.dedup}"
+        return f"dedup by {step.dedup}{' on each side' if on_each_side else ''}"
     if step.kind == "join":
         bounds = "" if step.lower is None and step.upper is None else f" within [{step.lower}, {step.upper}] ms"
         return f"{step.how} join on key{bounds}"
@@ -198,12 +199,15 @@ def _join_plan(rng: random.Random) -> RandomPlan:
         lower = rng.choice((-5_000, -2_000, -1_000, 0))
         upper = rng.choice((0, 1_000, 2_000, 5_000))
     join = Stateful("join", how=how, lower=lower, upper=upper)
-    if how == "inner" and not bounded:
+    chain: tuple[Stateful, ...] = (join,)
+    if rng.random() < 0.3:  # each side deduplicated, then joined: two chained stateful steps per side
+        chain = (Stateful("dedup", dedup=rng.choice(("key", "key_ts", "row", "within"))), join)
+    if how == "inner" and not bounded and len(chain) == 1:
         delays = (rng.choice((None, *DELAYS)), rng.choice((None, *DELAYS)))
     else:
         delays = (rng.choice(DELAYS), rng.choice(DELAYS))
     return RandomPlan(
-        stateful=(join,),
+        stateful=chain,
         inputs=("left", "right"),
         delays=delays,
         stateless=(_stateless(rng), _stateless(rng)),
@@ -245,7 +249,7 @@ def pipeline_source(plan: RandomPlan) -> str:
     lines.append(f'OUTPUT_MODE = "{plan.output_mode}"')
     lines += ["", "", f"def pipeline({', '.join(plan.inputs)}):"]
     body: list[str] = []
-    join = plan.stateful[0].kind == "join"
+    join = plan.stateful[-1].kind == "join"
     for name, delay, steps in zip(plan.inputs, plan.delays, plan.stateless):
         stateless = [
             f"{name} = {name}.{_stateless_call(step, f'{name}_{step.kind}_{i}')}" for i, step in enumerate(steps)
@@ -262,8 +266,12 @@ def pipeline_source(plan: RandomPlan) -> str:
             body.append(f'{name} = {name}.with_watermark("{name}_watermark", "{time}", "{format_duration(delay)}")')
         if not join:
             body += [line for line, step in zip(stateless, steps) if step.kind != "map"]
+        elif plan.stateful[0].kind == "dedup":  # a join's dedup runs on each side, on its renamed columns
+            body.append(f"{name} = {name}.{_dedup_call(plan.stateful[0], f'{name}_dedup', prefix)}")
     stream = plan.inputs[0]
     for index, step in enumerate(plan.stateful):
+        if join and step.kind == "dedup":
+            continue
         call = _stateful_call(step, f"{step.kind}" if index == 0 else f"{step.kind}_{index}", plan)
         if index == len(plan.stateful) - 1:
             body.append(f"return {stream}.{call}")
@@ -281,6 +289,13 @@ def _stateless_call(step: Stateless, name: str) -> str:
     return f'select("{name}", key="key", ts="ts", value="value")'
 
 
+def _dedup_call(step: Stateful, name: str, prefix: str = "") -> str:
+    key, ts = f'"{prefix}key"', f'"{prefix}ts"'
+    columns = {"key": key, "key_ts": f"[{key}, {ts}]", "row": "", "within": f"{key}, within_watermark=True"}
+    arguments = f'"{name}", {columns[step.dedup]}' if columns[step.dedup] else f'"{name}"'
+    return f"drop_duplicates({arguments})"
+
+
 def _stateful_call(step: Stateful, name: str, plan: RandomPlan) -> str:
     aggregates = ", ".join(f"{aggregate}={AGGREGATES[aggregate]}" for aggregate in step.aggregates)
     key = 'key_by("key")' if step.keyed else "key_by([])"
@@ -295,9 +310,7 @@ def _stateful_call(step: Stateful, name: str, plan: RandomPlan) -> str:
             assigner = f'Session("{format_duration(step.size)}")'
         return f'{key}.window("{name}", {assigner}, {aggregates})'
     if step.kind == "dedup":
-        columns = {"key": '"key"', "key_ts": '["key", "ts"]', "row": "", "within": '"key", within_watermark=True'}
-        arguments = f'"{name}", {columns[step.dedup]}' if columns[step.dedup] else f'"{name}"'
-        return f"drop_duplicates({arguments})"
+        return _dedup_call(step, name)
     if step.kind == "join":
         between = ""
         if step.lower is not None or step.upper is not None:

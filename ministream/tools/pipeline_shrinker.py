@@ -52,7 +52,12 @@ def smaller_plans(plan: RandomPlan) -> list[RandomPlan]:
             candidates.append(attrs.evolve(plan, delays=_replace(plan.delays, side, None)))
         if delay:
             candidates.append(attrs.evolve(plan, delays=_replace(plan.delays, side, 0)))
-    return [candidate for candidate in candidates if plan.output_mode in modes_for(candidate.stateful)]
+    return [
+        candidate
+        for candidate in candidates
+        if plan.output_mode in modes_for(candidate.stateful)
+        and (len(candidate.inputs) > 1) == (candidate.stateful[-1].kind == "join")  # two inputs: a join last
+    ]
 
 
 def _replace(items: tuple, index: int, value) -> tuple:

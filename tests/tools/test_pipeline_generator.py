@@ -37,7 +37,7 @@ def test_every_plan_is_valid_and_runs_in_the_engine(index):
     assert plan.output_mode in modes_for(plan.stateful)
     if plan.output_mode == "append" and any(step.kind in ("tumbling", "sliding", "session") for step in plan.stateful):
         assert plan.delays[0] is not None
-    if plan.stateful[0].kind == "join":
+    if plan.stateful[-1].kind == "join":
         assert plan.inputs == ("left", "right") and plan.output_mode == "append"
     lesson = plan_lesson(plan, f"p{index}")
     assert lesson.doc == plan.describe() and lesson.mode({}) == plan.output_mode
@@ -48,13 +48,15 @@ def test_every_plan_is_valid_and_runs_in_the_engine(index):
 
 
 def test_the_plans_cover_every_kind_mode_and_shape():
-    """Over 300 seeds: every stateful kind, every output mode, one and two inputs, one and two stateful steps,
-    every join type, and stateless steps."""
+    """Over 300 seeds: every stateful kind, every output mode, one and two inputs, one and two stateful steps
+    (dedup before an aggregate, a window, a session or a join), every join type, and stateless steps."""
     kinds = Counter(plan.stateful[0].kind for plan in PLANS)
     assert set(kinds) == set(STATEFUL_KINDS)
     assert {plan.output_mode for plan in PLANS} == {"append", "update", "complete"}
     assert {len(plan.inputs) for plan in PLANS} == {1, 2} and {len(plan.stateful) for plan in PLANS} == {1, 2}
-    assert {plan.stateful[0].how for plan in PLANS if plan.stateful[0].kind == "join"} == {
+    chains = {tuple(step.kind for step in plan.stateful) for plan in PLANS if len(plan.stateful) == 2}
+    assert chains == {("dedup", kind) for kind in ("aggregate", "tumbling", "sliding", "session", "join")}
+    assert {plan.stateful[-1].how for plan in PLANS if plan.stateful[-1].kind == "join"} == {
         "inner",
         "left_outer",
         "right_outer",
