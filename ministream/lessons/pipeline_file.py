@@ -108,7 +108,7 @@ def pipeline_lesson(text: str, filename: str) -> Lesson:
         return build_flow(name, build, script, inputs, fields, filename)
 
     empty = {input_name: [] for input_name in inputs} if len(inputs) > 1 else []
-    twin = CompiledTwinOf(lambda: pipeline(empty, {}), fields, inputs, output_mode, filename)
+    twin = CompiledTwinOf(lambda: pipeline(empty, {}), fields, inputs, output_mode, policy, filename)
 
     return Lesson(
         name=name,
@@ -160,9 +160,12 @@ class CompiledTwinOf:
     needed (the engine's own runs need no PySpark): call it as a lesson's twin; :meth:`conf` and
     :meth:`source` give the Spark settings it needs and its PySpark code as text."""
 
-    def __init__(self, plan, fields: list[Field], inputs: tuple[str, ...], output_mode: str, filename: str):
+    def __init__(
+        self, plan, fields: list[Field], inputs: tuple[str, ...], output_mode: str, policy: str, filename: str
+    ):
         self.plan = plan  # () -> Dataflow: the file's plan on empty inputs (the same steps whatever the events)
         self.fields, self.inputs, self.output_mode, self.filename = fields, inputs, output_mode, filename
+        self.policy = policy
         self._compiled: Any = None
 
     def compiled(self):
@@ -172,7 +175,10 @@ class CompiledTwinOf:
 
             try:
                 self._compiled = compile_flow(
-                    self.plan(), {name: list(self.fields) for name in self.inputs}, output_mode=self.output_mode
+                    self.plan(),
+                    {name: list(self.fields) for name in self.inputs},
+                    output_mode=self.output_mode,
+                    watermark_policy=self.policy,
                 )
             except CompileError as error:
                 raise PipelineFileError(f"{self.filename}: {error}") from None
@@ -182,7 +188,8 @@ class CompiledTwinOf:
         return self.compiled().twin(inputs, params)
 
     def conf(self, params: dict) -> dict:
-        """The Spark settings the compiled twin needs (transformWithState's state store, for one)."""
+        """The Spark settings the compiled twin needs: the file's watermark policy, transformWithState's state
+        store..."""
         return dict(self.compiled().conf)
 
     def source(self) -> str:

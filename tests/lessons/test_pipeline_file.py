@@ -76,6 +76,17 @@ def test_two_inputs_read_one_events_file_with_streams(tmp_path):
     assert lesson.run(lesson.read_script(events)).output()[0].rows == [{"key": "a", "count": 2}]
 
 
+def test_the_watermark_policy_reaches_the_twins_spark_settings():
+    """WATERMARK_POLICY = "max" runs ministream with max and gives Spark the same policy (the twin's conf)."""
+    lesson = pipeline_lesson(
+        'FIELDS = {"key": str}\nINPUTS = ("left", "right")\nWATERMARK_POLICY = "max"\n'
+        "def pipeline(left, right):\n    return left.union('both', right)\n",
+        "both.py",
+    )
+    assert lesson.policy({}) == "max"
+    assert lesson.spark_conf({})["spark.sql.streaming.multipleWatermarkPolicy"] == "max"
+
+
 def test_events_named_in_the_file_are_the_default(tmp_path):
     """EVENTS names an events file next to the pipeline file: the run without --events reads it."""
     (tmp_path / "my.py").write_text(EXAMPLE.read_text() + 'EVENTS = "my.jsonl"\n')
