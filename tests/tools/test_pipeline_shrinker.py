@@ -1,16 +1,12 @@
 """Shrinking random pipelines (ministream/tools/pipeline_shrinker.py): a planted disagreement shrinks to the
-smallest plan and events that still disagree, and the fuzzer writes them as files that load and replay."""
+smallest plan and events that still disagree."""
 
 import contextlib
-import random
 
 from ministream.core.compare import compare_batches
-from ministream.core.events import read_events
 from ministream.core.results import BatchResult
 from ministream.errors import PipelineError
-from ministream.lessons.pipeline_file import load_pipeline_file
 from ministream.tools.fuzz import Outcome, rows_in, shrink_candidates
-from ministream.tools.pipeline_fuzz import fuzz_pipelines
 from ministream.tools.pipeline_generator import RandomPlan, Stateful, Stateless, plan_lesson
 from ministream.tools.pipeline_shrinker import shrink_pipeline, smaller_plans
 
@@ -89,41 +85,3 @@ def test_smaller_plans_keep_an_output_mode_spark_accepts():
     plan = RandomPlan(stateful=(Stateful("dedup"), Stateful("aggregate")), output_mode="complete")
     kinds = [tuple(step.kind for step in candidate.stateful) for candidate in smaller_plans(plan)]
     assert kinds == [("aggregate",)]
-
-
-def test_the_fuzzer_writes_a_pipeline_file_and_events_that_replay(tmp_path):
-    """A disagreement found by fuzz_pipelines is written as NAME.py and NAME.jsonl: the file loads as a lesson,
-    the events read back, and they still disagree the same way."""
-
-    def check(name):
-        return lambda plan, script: planted(plan, script, only_sliding=False)
-
-    report = fuzz_pipelines(10, seed=0, scripts=2, out_dir=tmp_path, shrink_budget=60, check=check)
-    assert report.failures, "the first 10 plans of seed 0 output rows of key 'b'"
-    failure = report.failures[0]
-    assert failure.command == (f"ministream compare {failure.pipeline_file} --events {failure.events_file}")
-    lesson = load_pipeline_file(failure.pipeline_file)
-    assert lesson.name == f"pipeline_seed0_{failure.index}" and lesson.doc == failure.shrunk.plan.describe()
-    script = read_events(failure.events_file, lesson.fields)
-    assert script == failure.shrunk.script
-    assert planted(failure.shrunk.plan, script, only_sliding=False).kind == failure.outcome.kind == "differs"
-    assert report.summary().startswith(f"{10 - len(report.failures)} of 10 random pipelines agree")
-
-
-def test_plans_of_a_seed_are_the_same_in_every_run():
-    """Two fuzz runs of the same seed compare the same plans on the same scripts."""
-
-    seen = []
-
-    def check(name):
-        def run(plan, script):
-            seen.append((plan, repr(script)))
-            return Outcome(compare_batches([], []))
-
-        return run
-
-    fuzz_pipelines(5, seed=3, scripts=2, check=check)
-    first, seen[:] = list(seen), []
-    fuzz_pipelines(5, seed=3, scripts=2, check=check)
-    assert seen == first and len(first) == 10
-    assert random.Random("pipelines:3:0").random() == random.Random("pipelines:3:0").random()
