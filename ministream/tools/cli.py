@@ -303,7 +303,7 @@ def cmd_fuzz(args, out) -> int:
                 args.seed,
                 params if not args.all else None,
                 out_dir=args.out,
-                shrink_budget=args.shrink_budget,
+                shrink_budget=args.shrink_budget or 20,
                 parallelism=args.parallelism,
                 log=partial(log, lesson),
             )
@@ -326,7 +326,7 @@ def _fuzz_pipelines(args, out) -> int:
             bar.update(1)  # every line is one script's
 
         report = fuzz_pipelines(
-            args.pipelines, args.seed, args.scripts, out_dir=args.out, shrink_budget=args.shrink_budget, log=log
+            args.pipelines, args.seed, args.scripts, out_dir=args.out, shrink_budget=args.shrink_budget or 40, log=log
         )
         bar.write(report.summary(), file=out)
     return EXIT_OK if report.matches else EXIT_DIFFERS
@@ -467,7 +467,11 @@ def build_parser() -> argparse.ArgumentParser:
     fuzz.add_argument("--scripts", type=int, default=3, help="with --pipelines: random scripts per pipeline")
     fuzz.add_argument("--seed", type=int, default=0, help="which random scripts")
     fuzz.add_argument("--out", default="fuzz-failures", help="where failing scripts are written as events files")
-    fuzz.add_argument("--shrink-budget", type=int, default=20, help="runs of both engines to shrink a failure")
+    fuzz.add_argument(
+        "--shrink-budget",
+        type=int,
+        help="runs of both engines to shrink a failure (default 20; with --pipelines, 40: the plan shrinks too)",
+    )
     fuzz.set_defaults(handler=cmd_fuzz)
 
     # listed for --help only: main() hands `bench` and its own options to tools/bench/report.py before parsing
