@@ -2,6 +2,7 @@
 lesson, taken by every command where a lesson's name is; a file that is wrong says so in one line."""
 
 import io
+import re
 from pathlib import Path
 
 import pytest
@@ -167,13 +168,26 @@ def test_the_command_line_reports_a_missing_file_and_no_events(tmp_path, capsys)
     assert err[1].startswith(f"ministream: error: {tmp_path / 'ok.py'}: no events to run on: give --events FILE")
 
 
+RECORDED = re.compile(r"<!-- recorded: (?P<name>[\w-]+) -->\n```\w*\n(?P<body>.*?)```", re.S)
+
+
 @pytest.mark.spark
-def test_the_readme_example_matches_spark():
-    """The README's pipeline file and events, in ministream and in its compiled twin: every batch the same."""
+def test_the_readme_example_matches_spark_as_the_tutorial_records(monkeypatch):
+    """The README's pipeline file on its events, in ministream and in its compiled twin: every batch the same,
+    and `compare` prints exactly what tutorials/your-own-pipeline.md recorded; the page's cluster comparison
+    is the same table, and its fuzz run agreed on every script."""
+    monkeypatch.chdir(ROOT)
     lesson = load_pipeline_file(EXAMPLE)
     result = compare_lesson(lesson, lesson.read_script(EVENTS))
-    assert result.matches, result.table()
-    assert result.rows_total == 2
+    assert result.matches and result.rows_total == 2, result.table()
+    blocks = {m["name"]: m["body"] for m in RECORDED.finditer((ROOT / "tutorials/your-own-pipeline.md").read_text())}
+    status, out = run_cli("compare", "examples/my_pipeline.py", "--events", "examples/my-events.jsonl")
+    assert status == 0
+    assert (
+        blocks["compare"] == f"$ ministream compare examples/my_pipeline.py --events examples/my-events.jsonl\n{out}"
+    ), "re-record the page: .venv/bin/python tutorials/record_your_own_pipeline.py"
+    assert blocks["compare-cluster"].splitlines()[1:] == blocks["compare"].splitlines()[1:]
+    assert blocks["fuzz"].splitlines()[-1] == "my_pipeline: 5 of 5 random scripts match Spark batch for batch (seed 0)"
 
 
 def test_twin_prints_the_compiled_pyspark():
