@@ -6,6 +6,7 @@
     ministream run LESSON --crash-at N         crash after N rows, recover from the last checkpoint
         [--incremental K]                      (K delta checkpoints after each full one)
     ministream compare LESSON | --all          ministream against the PySpark twin, batch by batch
+        [--compiled]                           (the twin compiled from the pipeline: spark/compiler)
     ministream fuzz LESSON | --all [--runs N]  ministream against Spark on random events, failures shrunk
     ministream fuzz --pipelines N [--seed S]   random pipelines against their compiled twins, failures shrunk
     ministream twin LESSON [--hand-written]    the PySpark twin compiled from the lesson's pipeline
@@ -26,6 +27,7 @@ import json
 import sys
 from functools import partial
 
+import attrs
 from tqdm import tqdm
 
 from ministream.checkpoints.storage import DirectoryStorage, MemoryStorage
@@ -216,10 +218,13 @@ def cmd_compare(args, out) -> int:
     params = _params(args.param)
     if args.lesson:
         lesson = get_lesson(args.lesson)
+        if args.compiled:
+            lesson = _with_compiled_twin(lesson, params)
         result = compare_lesson(
             lesson, _script(lesson, args, out), params, parallelism=args.parallelism, master=args.master
         )
-        print(f"{lesson.name}: ministream against Spark, batch by batch", file=out)
+        twin = "the twin compiled from its pipeline" if args.compiled else "Spark"
+        print(f"{lesson.name}: ministream against {twin}, batch by batch", file=out)
         print(result.table(), file=out)
         print(f"{lesson.name}: {result.summary()}", file=out)
         if args.state:
@@ -230,6 +235,8 @@ def cmd_compare(args, out) -> int:
             return EXIT_OK if result.matches and state.matches else EXIT_DIFFERS
         return EXIT_OK if result.matches else EXIT_DIFFERS
     lessons = all_lessons()
+    if args.compiled:
+        raise PipelineError("--compiled compares one lesson: give its name")
     header = ("lesson", "batches matched", "rows matched", "result")
     widths = [max(len(header[0]), *(len(lesson.name) for lesson in lessons)), len(header[1]), len(header[2])]
 
@@ -250,6 +257,17 @@ def cmd_compare(args, out) -> int:
         print(f"{lesson.name} differs:\n{result.table()}", file=out)
     print(f"{len(lessons) - len(differing)} of {len(lessons)} lessons match Spark batch for batch", file=out)
     return EXIT_DIFFERS if differing else EXIT_OK
+
+
+def _with_compiled_twin(lesson, params: dict):
+    """The lesson with the twin (and Spark settings) compiled from its pipeline instead of its own (a pipeline
+    file's twin is compiled already)."""
+    from ministream.spark.compiler import compiled_lesson_twin
+
+    if lesson.twin_source is not None:
+        return lesson
+    compiled = compiled_lesson_twin(lesson, params)
+    return attrs.evolve(lesson, twin=compiled.twin, spark_conf=compiled.conf)
 
 
 def cmd_twin(args, out) -> int:
@@ -446,6 +464,9 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--master", help="a Spark master URL (default: a local session)")
     compare.add_argument(
         "--state", action="store_true", help="also diff the state after every batch (lessons/state_compare.py)"
+    )
+    compare.add_argument(
+        "--compiled", action="store_true", help="use the twin compiled from the pipeline (ministream twin LESSON)"
     )
     compare.set_defaults(handler=cmd_compare)
 

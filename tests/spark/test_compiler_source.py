@@ -248,14 +248,24 @@ def test_a_python_condition_on_the_pair_in_an_outer_join_is_refused():
     assert '& row_predicate(steps["join"].spec.left_where.fn, {"lk": "STRING"})(F.struct(F.col("lk"))),' in source
 
 
-def test_an_aggregate_by_a_window_column_is_refused():
-    """The bounds of with_window taken out as columns carry no watermark mark in Spark: grouping by them in
-    append mode would be an aggregation without a watermark."""
-    message = refusal(
+def test_an_aggregate_by_a_window_column_groups_by_the_window_struct():
+    """The bounds of with_window taken out as columns carry no watermark mark in Spark: an aggregate keyed by
+    both groups by the window struct the twin keeps beside them; keyed by one bound alone it is refused."""
+    source = compile_one(
         lambda s: (
             s.with_watermark("wm", "ts", 0)
             .with_window("windowed", Tumbling("10 seconds"))
             .key_by(["window_start", "window_end"])
+            .aggregate("counts", count=Count())
+        )
+    ).source
+    assert 'counts = windowed.groupBy("_window_window_start_window_end").agg(F.count("*").alias("count"))' in source
+    assert 'F.col("_window_window_start_window_end.end").alias("window_end")' in source
+    message = refusal(
+        lambda s: (
+            s.with_watermark("wm", "ts", 0)
+            .with_window("windowed", Tumbling("10 seconds"))
+            .key_by("window_end")
             .aggregate("counts", count=Count())
         )
     )

@@ -120,8 +120,9 @@ def _check_event_time(step: Step, inputs: list[Frame], flow: Dataflow) -> None:
     mark: rebuilt by a Python function (a UDF's output column is a new column), or a window's bound taken out
     of its struct. Spark would see no watermark there."""
     for edge, frame in zip(step.inputs, inputs):
+        keys = edge.key_columns or getattr(step.spec, "columns", ())
         for column in event_time_columns(edge.upstream):
-            if column not in frame.lost:
+            if column not in frame.lost or column in frame.window_of(keys):  # keyed by the struct instead
                 continue
             origin = frame.lost[column]
             if isinstance(flow.step(origin).spec, WindowColumnSpec):
@@ -132,7 +133,8 @@ def _check_event_time(step: Step, inputs: list[Frame], flow: Dataflow) -> None:
                     "watermark's mark on the window struct, and its start and end taken out as columns carry none, "
                     "so Spark sees no watermark here ('STREAMING_OUTPUT_MODE.UNSUPPORTED_OPERATION: ... streaming "
                     "aggregations without watermark')",
-                    "window the aggregate itself (key_by(...).window(...)), which Spark groups by the window struct",
+                    "window the aggregate itself (key_by(...).window(...)), or key by both bounds of the window, "
+                    "which the twin then groups, joins or deduplicates by the window struct",
                 )
             raise refuse(
                 step.name,
@@ -142,6 +144,26 @@ def _check_event_time(step: Step, inputs: list[Frame], flow: Dataflow) -> None:
                 "Spark sees no watermark here",
                 f"put with_watermark after {origin!r}, or make {origin!r} a select or a filter",
             )
+
+
+def _time_columns(step: Step) -> set[str]:
+    """The columns a step reads as event time: a watermark's, a window's, a time range's."""
+    spec = step.spec
+    if isinstance(spec, (WatermarkSpec, WindowSpec, WindowColumnSpec)):
+        return {spec.column}
+    if isinstance(spec, JoinSpec) and spec.between is not None:
+        return {spec.between.left, spec.between.right}
+    return set()
+
+
+def _times_downstream(flow: Dataflow) -> dict[str, set[str]]:
+    """For each step, the columns that the steps after it read as event time: a Python function that returns
+    an int in such a column returns an event time, in ms, which is a TIMESTAMP in Spark."""
+    after: dict[str, set[str]] = {step.name: set() for step in flow.steps}
+    for step in reversed(flow.steps):  # a step comes after its inputs in the plan
+        for edge in step.inputs:
+            after[edge.upstream.name] |= after[step.name] | _time_columns(step)
+    return after
 
 
 def _feeding(sink: Step) -> list[Step]:
@@ -231,7 +253,7 @@ def compile_flow(
         raise CompileError(f"the model is 'microbatch' or 'continuous', not {model!r}")
     if watermark_policy not in ("min", "max"):
         raise CompileError(f"the watermark policy is 'min' or 'max', not {watermark_policy!r}")
-    compilation = Compilation(SourceWriter(flow.name), output_mode)
+    compilation = Compilation(SourceWriter(flow.name), output_mode, times_downstream=_times_downstream(flow))
     compilation.conf["spark.sql.streaming.multipleWatermarkPolicy"] = watermark_policy
     compilation.writer.note("`steps` holds the plan's steps by name: their Python functions run as UDFs.")
     target = _sink(flow, sink)
@@ -253,8 +275,21 @@ def compile_flow(
         inputs = [compilation.frames[edge.upstream.name] for edge in step.inputs]
         if isinstance(spec, SinkSpec):
             compilation.writer.comment(f"sink {step.name!r}: the query's output, in {output_mode} mode")
-            compilation.writer.returns(inputs[0].variable)
+            frame = inputs[0]
+            if frame.windows:  # the carried window structs are not part of the output
+                columns = ", ".join(literal(column) for column in frame.schema)
+                compilation.writer.assign(frame.variable, f"{frame.variable}.select({columns})")
+            compilation.writer.returns(frame.variable)
             break
+        opaque = next((frame.opaque for frame in inputs if frame.opaque), None)
+        if opaque is not None:
+            raise refuse(
+                step.name,
+                step.kind,
+                f"it reads the output of the process function {opaque!r}, whose columns Spark learns from the "
+                "processor's declared DDL schema, which the compiler hands over without reading",
+                f"end the compiled query at {opaque!r}, or do this step's work inside the processor",
+            )
         compiler = COMPILERS.get(type(spec))
         if compiler is None:
             rule = "Spark has no operator for this kind of step"

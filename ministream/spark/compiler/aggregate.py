@@ -79,7 +79,8 @@ def aggregate_columns(
             else literal(function.column)
         )
         columns.append(f"F.collect_list({values}).alias({literal(name)})")
-        fold = f"fold_values(steps[{literal(step)}].spec.aggregates[{literal(name)}], {literal(types[name])})"
+        rows = "" if function.column is not None else f", {literal(schema)}"
+        fold = f"fold_values(steps[{literal(step)}].spec.aggregates[{literal(name)}], {literal(types[name])}{rows})"
         finish.append(f"{fold}({literal(name)}).alias({literal(name)})")
     if all(function.name in BUILT_IN for function in aggregates.values()):
         finish = []
@@ -133,12 +134,16 @@ def compile_aggregate(step: Step, inputs: list[Frame], compilation: Compilation)
     columns, finish, types = aggregate_columns(step.name, spec.aggregates, frame.schema)
     writer = compilation.writer
     name = writer.name_of(step.name)
-    group = ", ".join(literal(k) for k in keys)
+    fields = frame.window_of(keys)  # keyed by a window's two bounds: grouped by its struct, which has the mark
+    group = ", ".join(literal(k) for k in frame.structs_for(keys))
     writer.assign(name, f"{frame.variable}.groupBy({group}).agg({', '.join(columns)})")
-    if finish:
-        writer.assign(name, f"{name}.select({', '.join([*(literal(k) for k in keys), *finish])})")
+    if finish or fields:
+        selected = [f"F.col({literal(fields[k])}).alias({literal(k)})" if k in fields else literal(k) for k in keys]
+        results = finish or [literal(n) for n in spec.aggregates]
+        writer.assign(name, f"{name}.select({', '.join([*selected, *results])})")
     schema = {k: frame.schema[k] for k in keys} | types
-    return Frame(name, schema, tuple(k for k in keys if k in frame.event_time))
+    lost = {k: frame.lost[k] for k in keys if k in frame.lost}
+    return Frame(name, schema, tuple(k for k in keys if k in frame.event_time), lost)
 
 
 def compile_window(step: Step, inputs: list[Frame], compilation: Compilation) -> Frame:

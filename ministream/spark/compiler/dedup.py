@@ -25,6 +25,9 @@ def compile_dedup(step: Step, inputs: list[Frame], compilation: Compilation) -> 
     (frame,) = inputs
     method = "dropDuplicatesWithinWatermark" if spec.within_watermark else "dropDuplicates"
     name = compilation.writer.name_of(step.name)
-    columns = literal(list(spec.columns)) if spec.columns else ""
+    if spec.columns:
+        columns = literal(frame.structs_for(spec.columns))
+    else:  # the whole row: its schema's columns (a carried window struct repeats two of them)
+        columns = literal(list(frame.schema)) if frame.windows else ""
     compilation.writer.assign(name, f"{frame.variable}.{method}({columns})")
-    return Frame(name, frame.schema, frame.event_time, frame.lost)
+    return frame.renamed(name)

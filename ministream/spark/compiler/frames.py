@@ -31,6 +31,39 @@ class Frame:
     schema: Schema
     event_time: tuple[str, ...] = ()
     lost: dict[str, str] = attrs.field(factory=dict)
+    opaque: str | None = None
+    """The process step whose output this is, when its columns are known only to Spark (``process.py``)."""
+    windows: dict[str, tuple[str, str]] = attrs.field(factory=dict)
+    """Window structs the DataFrame carries besides the schema's columns: ``{struct column: (start column, end
+    column)}``. Spark's watermark mark stays on the struct made by ``window()``, not on its bounds taken out
+    as columns, so a step keyed by both bounds groups, joins or deduplicates by the struct instead."""
+
+    def renamed(self, variable: str) -> Frame:
+        """The same rows under another variable (a step that keeps every column: filter, dedup, sort)."""
+        return attrs.evolve(self, variable=variable)
+
+    def window_of(self, keys) -> dict[str, str]:
+        """The window structs whose two bounds are both among ``keys``: ``{struct: ...}`` mapping each bound
+        column to the struct's field (``{"window_start": "_window_start_end.start", ...}``)."""
+        fields = {}
+        for struct, (start, end) in self.windows.items():
+            if start in keys and end in keys:
+                fields |= {start: f"{struct}.start", end: f"{struct}.end"}
+        return fields
+
+    def structs_for(self, keys) -> list[str]:
+        """``keys`` with the bounds of a carried window replaced by its struct (once), in order."""
+        out: list[str] = []
+        bounds = {bound: struct for struct, pair in self.windows.items() for bound in pair if set(pair) <= set(keys)}
+        for key in keys:
+            column = bounds.get(key, key)
+            if column not in out:
+                out.append(column)
+        return out
+
+    def columns(self) -> list[str]:
+        """Every column of the DataFrame: the schema's, then the carried window structs."""
+        return [*self.schema, *self.windows]
 
     def with_time(self, *columns: str) -> Frame:
         """The same frame with more event-time columns."""
@@ -46,6 +79,8 @@ class Compilation:
     output_mode: str
     conf: dict = attrs.field(factory=dict)
     frames: dict[str, Frame] = attrs.field(factory=dict)
+    times_downstream: dict[str, set[str]] = attrs.field(factory=dict)
+    """For each step, the columns later steps read as event time (see ``__init__._times_downstream``)."""
     aggregated: bool = False
     """Whether an aggregation ran before the step being compiled (Spark sorts only after one)."""
 

@@ -111,7 +111,15 @@ def compile_join(step: Step, inputs: list[Frame], compilation: Compilation) -> F
         )
     prefix = ("L.", "R.") if spec.using else ("", "")
     equal = " <=> " if spec.null_safe else " = "
-    parts = [f"{prefix[0]}{lk}{equal}{prefix[1]}{rk}" for lk, rk in zip(spec.left_keys, spec.right_keys)]
+    # keyed by a window's two bounds on each side: joined on the window structs, which carry the watermark
+    fields = (left.window_of(spec.left_keys), right.window_of(spec.right_keys))
+    parts = []
+    for lk, rk in zip(spec.left_keys, spec.right_keys):
+        if lk in fields[0] and rk in fields[1]:
+            lk, rk = fields[0][lk].split(".")[0], fields[1][rk].split(".")[0]
+        part = f"{prefix[0]}{lk}{equal}{prefix[1]}{rk}"
+        if part not in parts:
+            parts.append(part)
     if spec.between is not None:
         parts.append(range_condition(spec.between, *prefix))
     writer = compilation.writer
@@ -131,6 +139,8 @@ def compile_join(step: Step, inputs: list[Frame], compilation: Compilation) -> F
         writer.comment("the condition on the pair: a filter after the inner join (the same rows)")
         writer.assign(name, f"{name}.filter({udf}(F.struct({left_struct}), F.struct({right_struct})))")
     if spec.how == "left_semi":
+        if left.windows:  # the carried window structs end here
+            writer.assign(name, f"{name}.select({', '.join(literal(c) for c in left.schema)})")
         return Frame(name, dict(left.schema), left.event_time, left.lost)
     schema = dict(left.schema) | {c: k for c, k in right.schema.items() if not (spec.using and c in spec.right_keys)}
     if spec.using:
@@ -146,5 +156,7 @@ def compile_join(step: Step, inputs: list[Frame], compilation: Compilation) -> F
                 columns.append(literal(f"L.{column}"))
         columns += [literal(f"R.{c}") for c in right.schema if c not in spec.right_keys]
         writer.assign(name, f"{name}.select({', '.join(columns)})")
+    elif left.windows or right.windows:  # the carried window structs end here
+        writer.assign(name, f"{name}.select({', '.join(literal(c) for c in schema)})")
     event_time = tuple(dict.fromkeys((*left.event_time, *right.event_time)))
     return Frame(name, schema, event_time, left.lost | right.lost)

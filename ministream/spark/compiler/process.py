@@ -1,6 +1,8 @@
 """Keyed process functions: a process step is Spark's ``groupBy(keys).transformWithState(...)``, run by an
 adapter (``spark/processor_adapter.py``) that wraps the very same ``Processor`` class in a Spark
-``StatefulProcessor``. The compiler writes the call; the adapter does the rest.
+``StatefulProcessor``. The compiler writes the call; the adapter does the rest, the output schema included
+(declared on the step or the processor as Spark DDL, which the compiler hands over and does not read: a step
+after a process function is refused, as its columns are not known here).
 
 Until the adapter is part of the package, a process step is refused with that reason.
 """
@@ -41,6 +43,7 @@ def compile_process(step: Step, inputs: list[Frame], compilation: Compilation) -
     compilation.conf.update(ROCKSDB_STATE_STORE)  # transformWithState needs the RocksDB state store
     compilation.writer.use(f"from {ADAPTER} import processor_twin")
     name = compilation.writer.name_of(step.name)
-    compilation.writer.assign(name, f"processor_twin({frame.variable}, steps[{literal(step.name)}].spec)")
+    call = f"processor_twin({frame.variable}, steps[{literal(step.name)}].spec, step_name={literal(step.name)})"
+    compilation.writer.assign(name, call)
     column = spec.event_time_column
-    return Frame(name, {}, (column,) if column else ())
+    return Frame(name, {}, (column,) if column else (), opaque=step.name)

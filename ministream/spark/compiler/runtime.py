@@ -90,14 +90,15 @@ def pair_predicate(fn, left: Schema, right: Schema):
     return _udf(lambda one, other: bool(fn(to_row(one, left), to_row(other, right))), "boolean")
 
 
-def fold_values(function, result_type: str):
-    """A custom aggregate's last step: a UDF that folds the list ``collect_list`` kept (values, or rows as
-    structs for a whole-row aggregate) with the function's ``create``, ``add`` and ``result``."""
+def fold_values(function, result_type: str, schema: Schema | None = None):
+    """A custom aggregate's last step: a UDF that folds the list ``collect_list`` kept with the function's
+    ``create``, ``add`` and ``result``: values of a column, or, for a whole-row aggregate, rows of ``schema``
+    kept as structs."""
 
     def fold(values):
         accumulator = function.create()
         for value in values:
-            accumulator = function.add(accumulator, value.asDict() if hasattr(value, "asDict") else value)
+            accumulator = function.add(accumulator, value if schema is None else to_row(value, schema))
         return function.result(accumulator)
 
     return _udf(fold, result_type)

@@ -47,8 +47,8 @@ def ddl(schema: Schema) -> str:
 
 
 def sample_row(schema: Schema) -> dict:
-    """A row with one made-up value per column (see :data:`SAMPLE_VALUES`)."""
-    return {name: SAMPLE_VALUES[kind] for name, kind in schema.items()}
+    """A row with one made-up value per column (see :data:`SAMPLE_VALUES`; ``None`` for other types)."""
+    return {name: SAMPLE_VALUES.get(kind) for name, kind in schema.items()}
 
 
 def infer_type(value) -> str | None:
@@ -64,19 +64,20 @@ def infer_type(value) -> str | None:
     return None
 
 
-def infer_schema(row: dict, before: Schema) -> tuple[Schema, list[str]]:
+def infer_schema(row: dict, times: set[str]) -> tuple[Schema, list[str]]:
     """The schema of a row a function returned for the sample row, and the columns whose type it cannot tell
-    (a null, a list...). An int in a column that was a ``TIMESTAMP`` before stays a timestamp: ministream's
-    event times are ints of milliseconds.
+    (a null, a list...). An int in a column that a later step reads as event time (``times``) is a
+    ``TIMESTAMP``: ministream's event times are ints of milliseconds. (Any other int is a ``BIGINT``: an event
+    time kept as a plain int collects to the same milliseconds.)
 
-    >>> infer_schema({"ts": 5, "n": 2, "x": None}, {"ts": "TIMESTAMP"})
+    >>> infer_schema({"ts": 5, "n": 2, "x": None}, {"ts"})
     ({'ts': 'TIMESTAMP', 'n': 'BIGINT'}, ['x'])
     """
     schema: Schema = {}
     unknown = []
     for name, value in row.items():
         kind = infer_type(value)
-        if kind == "BIGINT" and before.get(name) == TIMESTAMP:
+        if kind == "BIGINT" and name in times:
             kind = TIMESTAMP
         if kind is None:
             unknown.append(name)

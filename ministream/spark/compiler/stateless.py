@@ -24,6 +24,8 @@
 
 from __future__ import annotations
 
+import attrs
+
 from ministream.core.steps import (
     FilterSpec,
     FlatMapSpec,
@@ -67,12 +69,18 @@ def compile_select(step: Step, inputs: list[Frame], compilation: Compilation) ->
     columns = [
         literal(new) if new == old else f"F.col({literal(old)}).alias({literal(new)})" for new, old in spec.columns
     ]
+    names = {old: new for new, old in spec.columns}
+    windows = {}  # a window struct stays while both its bounds are selected, under their new names
+    for struct, (start, end) in frame.windows.items():
+        if start in names and end in names:
+            windows[struct] = (names[start], names[end])
+            columns.append(literal(struct))
     name = compilation.writer.name_of(step.name)
     compilation.writer.assign(name, f"{frame.variable}.select({', '.join(columns)})")
     schema = {new: frame.schema[old] for new, old in spec.columns}
     event_time = tuple(new for new, old in spec.columns if old in frame.event_time)
     lost = {new: frame.lost[old] for new, old in spec.columns if old in frame.lost}
-    return Frame(name, schema, event_time, lost)
+    return Frame(name, schema, event_time, lost, windows=windows)
 
 
 def _declared(step: Step, output) -> Schema:
@@ -83,8 +91,10 @@ def _declared(step: Step, output) -> Schema:
     return schema
 
 
-def _inferred(step: Step, fn, before: Schema, many: bool) -> Schema:
-    """The output columns of a map (or flat map) found by calling it on a sample row."""
+def _inferred(step: Step, fn, before: Schema, many: bool, times: set[str]) -> Schema:
+    """The output columns of a map (or flat map) found by calling it on a sample row; an int in a column that
+    a later step reads as event time (``times``) is a ``TIMESTAMP``: ministream's event times are ints of
+    milliseconds."""
     declare = f'declare them: {step.kind}({step.name!r}, fn, output={{"column": "BIGINT", ...}})'
     try:
         result = fn(sample_row(before))
@@ -105,7 +115,7 @@ def _inferred(step: Step, fn, before: Schema, many: bool) -> Schema:
             f"{'no row' if row is None else repr(row)}, so they cannot be inferred",
             declare,
         )
-    schema, unknown = infer_schema(row, before)
+    schema, unknown = infer_schema(row, times)
     if unknown:
         raise refuse(
             step.name,
@@ -124,7 +134,8 @@ def compile_map(step: Step, inputs: list[Frame], compilation: Compilation) -> Fr
     (frame,) = inputs
     many = isinstance(spec, FlatMapSpec)
     output = getattr(spec, "output", None)
-    after = _declared(step, output) if output else _inferred(step, spec.fn, frame.schema, many)
+    times = compilation.times_downstream.get(step.name, set())
+    after = _declared(step, output) if output else _inferred(step, spec.fn, frame.schema, many, times)
     writer = compilation.writer
     name = writer.name_of(step.name)
     helper = "flat_map_rows" if many else "map_rows"
@@ -150,7 +161,7 @@ def compile_filter(step: Step, inputs: list[Frame], compilation: Compilation) ->
     name = compilation.writer.name_of(step.name)
     predicate = f"row_predicate({_spec_ref(step)}.predicate, {literal(columns)})"
     compilation.writer.assign(name, f"{frame.variable}.filter({predicate}({_struct(columns)}))")
-    return Frame(name, frame.schema, frame.event_time, frame.lost)
+    return frame.renamed(name)
 
 
 def compile_union(step: Step, inputs: list[Frame], compilation: Compilation) -> Frame:
@@ -168,8 +179,13 @@ def compile_union(step: Step, inputs: list[Frame], compilation: Compilation) -> 
                 "select (or map to) the same columns on every input first",
             )
     name = compilation.writer.name_of(step.name)
-    compilation.writer.assign(name, first.variable + "".join(f".unionByName({o.variable})" for o in inputs[1:]))
-    return Frame(name, first.schema, first.event_time, first.lost)
+    if any(frame.windows != first.windows for frame in inputs):  # carried window structs only if all carry them
+        variables = [f"{frame.variable}.select({', '.join(literal(c) for c in first.schema)})" for frame in inputs]
+        windows = {}
+    else:
+        variables, windows = [frame.variable for frame in inputs], first.windows
+    compilation.writer.assign(name, variables[0] + "".join(f".unionByName({v})" for v in variables[1:]))
+    return Frame(name, first.schema, first.event_time, first.lost, windows=windows)
 
 
 def compile_window_column(step: Step, inputs: list[Frame], compilation: Compilation) -> Frame:
@@ -191,22 +207,30 @@ def compile_window_column(step: Step, inputs: list[Frame], compilation: Compilat
         arguments.append(literal(format_duration(assigner.slide)))
     if assigner.offset:
         arguments.append(literal(format_duration(assigner.offset)))
-    kept = [literal(c) for c in frame.schema if c not in (spec.start, spec.end)]
+    kept = [literal(c) for c in frame.columns() if c not in (spec.start, spec.end)]
+    struct = f"_window_{spec.start}_{spec.end}"
     name = compilation.writer.name_of(step.name)
     window = f"F.window({', '.join(arguments)})"
-    bounds = [f'F.col("window.start").alias({literal(spec.start)})', f'F.col("window.end").alias({literal(spec.end)})']
-    compilation.writer.assign(name, f'{frame.variable}.select({", ".join(kept)}, {window}.alias("window"))')
-    compilation.writer.assign(name, f"{name}.select({', '.join([*kept, *bounds])})")
+    bounds = [
+        f"F.col({literal(struct + '.start')}).alias({literal(spec.start)})",
+        f"F.col({literal(struct + '.end')}).alias({literal(spec.end)})",
+    ]
+    compilation.writer.comment(
+        f"the window struct {struct!r} stays beside its bounds: Spark's watermark mark is on the struct, so a step "
+        "keyed by both bounds groups, joins or deduplicates by it"
+    )
+    compilation.writer.assign(name, f"{frame.variable}.select({', '.join(kept)}, {window}.alias({literal(struct)}))")
+    compilation.writer.assign(name, f"{name}.select({', '.join([*kept, literal(struct), *bounds])})")
     schema = {c: k for c, k in frame.schema.items() if c not in (spec.start, spec.end)} | {
         spec.start: TIMESTAMP,
         spec.end: TIMESTAMP,
     }
-    # Spark keeps the watermark's mark on the window struct; its start and end taken out as columns have none
-    # (measured: an aggregation by them in append mode is refused as one without a watermark)
+    # the bounds as columns carry no mark (measured: an aggregation by them alone is one without a watermark)
     lost = {c: origin for c, origin in frame.lost.items() if c not in (spec.start, spec.end)}
     if spec.column in frame.event_time or spec.column in frame.lost:
         lost |= {spec.start: step.name, spec.end: step.name}
-    return Frame(name, schema, frame.event_time, lost)
+    windows = {other: pair for other, pair in frame.windows.items() if not set(pair) & {spec.start, spec.end}}
+    return Frame(name, schema, frame.event_time, lost, windows=windows | {struct: (spec.start, spec.end)})
 
 
 def compile_sort(step: Step, inputs: list[Frame], compilation: Compilation) -> Frame:
@@ -229,7 +253,7 @@ def compile_sort(step: Step, inputs: list[Frame], compilation: Compilation) -> F
     ]
     name = compilation.writer.name_of(step.name)
     compilation.writer.assign(name, f"{frame.variable}.orderBy({', '.join(order)})")
-    return Frame(name, frame.schema, frame.event_time, frame.lost)
+    return frame.renamed(name)
 
 
 def compile_static_join(step: Step, inputs: list[Frame], compilation: Compilation) -> Frame:
@@ -272,4 +296,4 @@ def compile_static_join(step: Step, inputs: list[Frame], compilation: Compilatio
         drops = "".join(f".drop({table}[{literal(c)}])" for c in same)
         writer.assign(name, f"{frame.variable}.join({table}, {condition}, {literal(spec.how)}){drops}")
     schema = dict(frame.schema) | {c: k for c, k in table_schema.items() if c not in frame.schema}
-    return Frame(name, schema, frame.event_time, frame.lost)
+    return attrs.evolve(frame, variable=name, schema=schema)

@@ -1,0 +1,159 @@
+"""Compiled twins run in Spark (``spark/compiler``): for every lesson the compiler can express, ministream and
+the twin compiled from the lesson's own pipeline agree batch for batch on the default script (one Spark run per
+lesson), and the compiled twin gives the columns, of the same types, as the hand-written one; a few flows of
+the steps no lesson uses (Python maps, filters and flat maps, unions, stream-static joins, a key from a
+function, joins with conditions and USING keys, per-row session gaps) agree too."""
+
+import attrs
+import pytest
+
+from ministream import CollectingSink, Count, Dataflow, ScriptedSource, Sum
+from ministream.core.aggregates import Custom
+from ministream.core.compare import compare_batches
+from ministream.core.events import Field
+from ministream.core.steps import RowCondition
+from ministream.lessons import all_lessons, compare_lesson, get_lesson
+from ministream.lessons.lesson import event
+from ministream.models.microbatch import run_microbatch
+from ministream.spark.compiler import compile_flow, compiled_lesson_twin
+from ministream.spark.compiler.process import adapter_available
+from ministream.spark.compiler.schema import ddl, source_schema
+from ministream.time.ranges import TimeRange
+
+pytestmark = pytest.mark.spark
+
+PROCESS_LESSONS = {"device-sessions", "state-ttl", "processing-time"}
+"""Compiled through spark/processor_adapter.py (branch tws-adapter): skipped here until it is merged; at the
+merge, drop this set so that they run too."""
+
+COMPILED = [lesson for lesson in all_lessons() if lesson.name not in PROCESS_LESSONS or adapter_available()]
+
+
+def with_compiled_twin(lesson, params=None):
+    """A copy of the lesson whose twin (and Spark settings) are the compiled ones."""
+    compiled = compiled_lesson_twin(lesson, params)
+    return attrs.evolve(lesson, twin=compiled.twin, spark_conf=compiled.conf), compiled
+
+
+@pytest.mark.parametrize("lesson", COMPILED, ids=lambda lesson: lesson.name)
+def test_the_compiled_twin_agrees_with_ministream(lesson):
+    """ministream and the twin compiled from the lesson's pipeline give the same rows and watermarks, batch for
+    batch (the hand-written twin agrees with ministream in the lesson's own test)."""
+    copy, _ = with_compiled_twin(lesson)
+    result = compare_lesson(copy)
+    assert result.matches, result.table()
+    assert result.rows_total > 0
+
+
+def _frames(spark, lesson):
+    from ministream.spark import scripted_stream
+
+    return {name: scripted_stream(spark, lesson.spark_schema(), [[]]) for name in lesson.inputs}
+
+
+@pytest.mark.parametrize("lesson", COMPILED, ids=lambda lesson: lesson.name)
+def test_the_compiled_twin_has_the_hand_written_twins_columns(lesson, spark):
+    """The compiled twin's output has the hand-written twin's columns with the same types (Spark's analysis
+    only, no query run)."""
+    params = lesson.resolve_params()
+    hand = lesson.twin(_frames(spark, lesson), params)
+    compiled = compiled_lesson_twin(lesson).twin(_frames(spark, lesson), params)
+
+    def columns(df):
+        return sorted((field.name, field.dataType.simpleString()) for field in df.schema.fields)
+
+    assert columns(compiled) == columns(hand)
+
+
+def test_per_row_session_gaps_are_a_udf_column():
+    """session-window with a gap per key (Session(lambda row: ...)): the gap is a UDF giving Spark's gap text,
+    null (the row dropped) for keys with none."""
+    copy, compiled = with_compiled_twin(get_lesson("session-window"), {"gap_by": "key"})
+    assert "session_gap(" in compiled.source
+    result = compare_lesson(copy, params={"gap_by": "key"})
+    assert result.matches, result.table()
+
+
+def test_compare_compiled_runs_the_compiled_twin(capsys):
+    """``ministream compare LESSON --compiled`` compares ministream with the compiled twin, exit 0 on a match."""
+    from ministream.tools.cli import main
+
+    assert main(["compare", "deduplication", "--compiled", "--param", "key=within"]) == 0
+    out = capsys.readouterr().out
+    assert "deduplication: ministream against the twin compiled from its pipeline, batch by batch" in out
+    assert "deduplication: 6 of 6 batches match" in out
+
+
+def run_both(flow, fields, output_mode="append", sink="output"):
+    """ministream's batches and the compiled twin's, on the scripts of the flow's sources."""
+    from ministream.spark import run_query, scripted_stream, spark_session
+
+    compiled = compile_flow(flow, fields, output_mode=output_mode, sink=sink)
+    spark = spark_session()
+    frames = {}
+    for step in flow.sources:
+        frames[step.name] = scripted_stream(spark, ddl(source_schema(fields[step.name])), step.spec.source.batches)
+    theirs = run_query(compiled.twin(frames, {}), output_mode, conf=compiled.conf)
+    ours = run_microbatch(flow, output_mode=output_mode).output(sink)
+    return compare_batches(ours, theirs), compiled
+
+
+FIELDS = [Field("key", str), Field("value", float)]
+
+
+def test_python_steps_unions_and_a_static_join_agree():
+    """Python map, filter and flat_map as UDFs (a timestamp through them and back), a union, a stream-static
+    left outer join and a running aggregate keyed by a function with a custom whole-row aggregate agree."""
+    web = [[event(1, "a", 1), event(2, "b", 5)], [event(3, "c", 2)], [event(4, "a", 7)]]
+    mobile = [[event(1, "b", 3)], [], [event(5, "a", 1), event(6, "b", 0)]]
+    flow = Dataflow("python-steps")
+    one = flow.source("web", ScriptedSource(web)).map(
+        "doubled", lambda row: {"ts": row["ts"] + 1000, "key": row["key"], "value": 2 * row["value"]}
+    )
+    two = flow.source("mobile", ScriptedSource(mobile)).filter(
+        "not_zero", lambda row: row["value"] != 0, columns="value"
+    )
+    both = one.union("both", two).flat_map(
+        "split", lambda row: [{**row, "part": part} for part in range(int(row["value"]) % 3)]
+    )
+    named = both.join_static(
+        "names", [{"key": "a", "name": "ann"}, {"key": "b", "name": "bob"}], on="key", how="left_outer"
+    )
+    spread = Custom(None, lambda: 0, lambda acc, row: acc + row["part"])
+    named.key_by(lambda row: row["name"] or "nobody").aggregate(
+        "per_name", rows=Count(), total=Sum("value"), parts=spread
+    ).sink("output", CollectingSink())
+    result, compiled = run_both(flow, {"web": FIELDS, "mobile": FIELDS}, "update")
+    assert result.matches, result.table()
+    assert "F.inline(flat_map_rows(" in compiled.source and ".unionByName(" in compiled.source
+
+
+def test_a_using_outer_join_with_conditions_agrees():
+    """A full outer USING join with a time range and a condition on each side (in the ON clause, as both sides
+    are kept) agrees: the key appears once, from the side that has it."""
+    left = [[{**event(1, "a"), "lv": 1}, {**event(2, "b"), "lv": 5}], [{**event(30, "c"), "lv": 2}], []]
+    right = [[{**event(2, "a"), "rv": 3}], [{**event(3, "b"), "rv": 1}], [{**event(40, "d"), "rv": 9}]]
+    flow = Dataflow("using-join")
+    lefts = (
+        flow.source("left", ScriptedSource(left))
+        .select("l", key="key", lt="ts", lv="lv")
+        .with_watermark("lw", "lt", "2 seconds")
+    )
+    rights = (
+        flow.source("right", ScriptedSource(right))
+        .select("r", key="key", rt="ts", rv="rv")
+        .with_watermark("rw", "rt", "2 seconds")
+    )
+    lefts.key_by("key").join(
+        "join",
+        rights.key_by("key"),
+        how="full_outer",
+        between=TimeRange("lt", "rt", lower=0, upper=5000),
+        left_where=RowCondition(lambda row: row["lv"] < 5, ("lv",)),
+        right_where=RowCondition(lambda row: row["rv"] > 0, ("rv",)),
+        using=True,
+    ).sink("output", CollectingSink())
+    fields = {"left": [*FIELDS, Field("lv", int)], "right": [*FIELDS, Field("rv", int)]}
+    result, compiled = run_both(flow, fields)
+    assert result.matches, result.table()
+    assert 'F.coalesce("L.key", "R.key").alias("key")' in compiled.source
