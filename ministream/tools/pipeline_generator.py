@@ -251,22 +251,23 @@ def pipeline_source(plan: RandomPlan) -> str:
     body: list[str] = []
     join = plan.stateful[-1].kind == "join"
     for name, delay, steps in zip(plan.inputs, plan.delays, plan.stateless):
-        stateless = [
-            f"{name} = {name}.{_stateless_call(step, f'{name}_{step.kind}_{i}')}" for i, step in enumerate(steps)
-        ]
-        time = "ts"
-        if join:  # each side's columns renamed (l_key, r_key...), after its stateless steps: a join knows them
-            prefix = f"{name[0]}_"
-            time = f"{prefix}ts"
+        prefix = f"{name[0]}_" if join else ""  # a join's sides have their own column names (l_key, r_key...)
+        columns = ", ".join(f'{prefix}{column}="{prefix}{column}"' for column in ("key", "ts", "value"))
+        if join:
             renames = ", ".join(f'{prefix}{column}="{column}"' for column in ("key", "ts", "value"))
-            body += [*stateless, f'{name} = {name}.select("{name}_columns", {renames})']
-        else:  # maps before the watermark: a map rebuilds each row, ts included, in a UDF that carries no mark
-            body += [line for line, step in zip(stateless, steps) if step.kind == "map"]
+            body.append(f'{name} = {name}.select("{name}_columns", {renames})')
+        stateless = [
+            f"{name} = {name}.{_stateless_call(step, f'{name}_{step.kind}_{i}', prefix)}"
+            for i, step in enumerate(steps)
+        ]
+        # maps before the watermark: a map rebuilds each row, ts included, in a UDF whose column carries no mark
+        body += [line for line, step in zip(stateless, steps) if step.kind == "map"]
         if delay is not None:
-            body.append(f'{name} = {name}.with_watermark("{name}_watermark", "{time}", "{format_duration(delay)}")')
-        if not join:
-            body += [line for line, step in zip(stateless, steps) if step.kind != "map"]
-        elif plan.stateful[0].kind == "dedup":  # a join's dedup runs on each side, on its renamed columns
+            body.append(f'{name} = {name}.with_watermark("{name}_watermark", "{prefix}ts", "{format_duration(delay)}")')
+        body += [line for line, step in zip(stateless, steps) if step.kind != "map"]
+        if join and any(step.kind == "map" for step in steps):  # a join must know each side's columns
+            body.append(f'{name} = {name}.select("{name}_known_columns", {columns})')
+        if join and plan.stateful[0].kind == "dedup":  # a join's dedup runs on each side, on its own columns
             body.append(f"{name} = {name}.{_dedup_call(plan.stateful[0], f'{name}_dedup', prefix)}")
     stream = plan.inputs[0]
     for index, step in enumerate(plan.stateful):
@@ -281,12 +282,14 @@ def pipeline_source(plan: RandomPlan) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _stateless_call(step: Stateless, name: str) -> str:
+def _stateless_call(step: Stateless, name: str, prefix: str = "") -> str:
+    value = f'row["{prefix}value"]'
     if step.kind == "filter":
-        return f'filter("{name}", lambda row: row["value"] > {step.number}, columns=["value"])'
+        return f'filter("{name}", lambda row: {value} > {step.number}, columns=["{prefix}value"])'
     if step.kind == "map":
-        return f'map("{name}", lambda row: {{**row, "value": row["value"] * {step.number}}})'
-    return f'select("{name}", key="key", ts="ts", value="value")'
+        return f'map("{name}", lambda row: {{**row, "{prefix}value": {value} * {step.number}}})'
+    columns = ", ".join(f'{prefix}{column}="{prefix}{column}"' for column in ("key", "ts", "value"))
+    return f'select("{name}", {columns})'
 
 
 def _dedup_call(step: Stateful, name: str, prefix: str = "") -> str:
