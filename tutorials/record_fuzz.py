@@ -184,16 +184,17 @@ def fuzz_pipelines(copy: Path, count: int, scripts: int, seed: int) -> str:
     words = ["ministream", "fuzz", "--pipelines", str(count), "--scripts", str(scripts), "--seed", str(seed)]
     words += ["--out", "fuzz-failures/pipelines"]
     began, before, clock = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M"), os.getloadavg()[0], time.monotonic()
-    done = subprocess.run(words, cwd=copy, env=ENV, capture_output=True, check=False, text=True)
-    seconds = time.monotonic() - clock
-    table, summary = pipelines_table(done.stdout)
-    if not summary:
-        raise RuntimeError(f"{' '.join(words)} printed no summary (exit {done.returncode}):\n{done.stderr[-3000:]}")
     saved = FAILURES / "pipelines"
     saved.mkdir(parents=True, exist_ok=True)
+    with open(saved / "output.txt", "w") as output:  # written as it runs, so that a long run can be watched
+        done = subprocess.run(words, cwd=copy, env=ENV, stdout=output, stderr=subprocess.PIPE, check=False, text=True)
+    seconds = time.monotonic() - clock
+    stdout = (saved / "output.txt").read_text()
+    table, summary = pipelines_table(stdout)
+    if not summary:
+        raise RuntimeError(f"{' '.join(words)} printed no summary (exit {done.returncode}):\n{done.stderr[-3000:]}")
     if (copy / "fuzz-failures" / "pipelines").exists():
         shutil.copytree(copy / "fuzz-failures" / "pipelines", saved, dirs_exist_ok=True)
-    (saved / "output.txt").write_text(done.stdout)
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
     ).stdout.strip()
@@ -212,7 +213,7 @@ def fuzz_pipelines(copy: Path, count: int, scripts: int, seed: int) -> str:
     lines += ["", f"`{summary}`"]
     lines += [
         f"- {line.strip().replace('fuzz-failures/', 'tests/data/fuzz/')}"
-        for line in done.stdout.splitlines()
+        for line in stdout.splitlines()
         if line.strip().startswith("replay:")
     ]
     return "\n".join(lines) + "\n"
