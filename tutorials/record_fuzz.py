@@ -179,7 +179,7 @@ def pipelines_table(stdout: str) -> tuple[list[tuple], str]:
     return sorted((kind, *counts) for kind, counts in rows.items()), summary[-1] if summary else ""
 
 
-def fuzz_pipelines(copy: Path, count: int, scripts: int, seed: int) -> str:
+def fuzz_pipelines(copy: Path, commit: str, count: int, scripts: int, seed: int) -> str:
     """Run ``ministream fuzz --pipelines`` in the snapshot; return the page's block."""
     words = ["ministream", "fuzz", "--pipelines", str(count), "--scripts", str(scripts), "--seed", str(seed)]
     words += ["--out", "fuzz-failures/pipelines"]
@@ -195,9 +195,6 @@ def fuzz_pipelines(copy: Path, count: int, scripts: int, seed: int) -> str:
         raise RuntimeError(f"{' '.join(words)} printed no summary (exit {done.returncode}):\n{done.stderr[-3000:]}")
     if (copy / "fuzz-failures" / "pipelines").exists():
         shutil.copytree(copy / "fuzz-failures" / "pipelines", saved, dirs_exist_ok=True)
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
-    ).stdout.strip()
     lines = [
         (
             f"Recorded on {began} (UTC) from commit `{commit}`: `{' '.join(words[:-2])}` in a fresh process on a copy "
@@ -230,8 +227,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.part == "pipelines":
         with tempfile.TemporaryDirectory(prefix="ministream-fuzz-") as folder:
-            snapshot(Path(folder))
-            write_block("pipelines", fuzz_pipelines(Path(folder), args.pipelines, args.scripts, args.seed))
+            commit = snapshot(Path(folder))
+            write_block("pipelines", fuzz_pipelines(Path(folder), commit, args.pipelines, args.scripts, args.seed))
         print(f"wrote the pipelines table of {PAGE}")
         return 0
     with tempfile.TemporaryDirectory(prefix="ministream-fuzz-") as folder:
