@@ -16,7 +16,13 @@ def includes_spark_code(page):
     return pytest.param(page, marks=[pytest.mark.spark] if "<!-- include ministream.spark." in page.read_text() else [])
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda path: path.name)
+def examples_need_spark(page):
+    """A page whose examples import ministream.spark (the compiler of tutorial 02, say): PySpark is imported."""
+    marks = [pytest.mark.spark] if ">>> from ministream.spark" in page.read_text() else []
+    return pytest.param(page, marks=marks)
+
+
+@pytest.mark.parametrize("page", [examples_need_spark(page) for page in PAGES], ids=lambda path: path.name)
 def test_page_examples_run(page):
     """Every ``>>>`` example of a tutorial page prints what the page shows."""
     result = doctest.testfile(

@@ -5,9 +5,10 @@ its rows, and the columns that carry Spark's event-time metadata (the column a `
 window computed from it). Spark's watermark follows a column, not a stream: a column rebuilt by a Python
 function is a new column without that mark, which is why the compiler tracks them.
 
->>> frame = Frame("events", {"ts": "TIMESTAMP", "key": "STRING"}, ())
->>> frame.with_time("ts").event_time
-('ts',)
+>>> frame = Frame("windowed", {"key": "STRING", "start": "TIMESTAMP", "end": "TIMESTAMP"}, ("start", "end"),
+...               windows={"_window_start_end": ("start", "end")})
+>>> frame.structs_for(["key", "start", "end"]), frame.columns()
+(['key', '_window_start_end'], ['key', 'start', 'end', '_window_start_end'])
 """
 
 from __future__ import annotations
@@ -64,10 +65,6 @@ class Frame:
     def columns(self) -> list[str]:
         """Every column of the DataFrame: the schema's, then the carried window structs."""
         return [*self.schema, *self.windows]
-
-    def with_time(self, *columns: str) -> Frame:
-        """The same frame with more event-time columns."""
-        return attrs.evolve(self, event_time=tuple(dict.fromkeys((*self.event_time, *columns))))
 
 
 @attrs.define

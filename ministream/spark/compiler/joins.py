@@ -91,13 +91,18 @@ def compile_join(step: Step, inputs: list[Frame], compilation: Compilation) -> F
         if edge.key_columns != keys:
             raise refuse(step.name, step.kind, "a join key comes from a Python function; Spark joins on columns")
     left, right = inputs
+    # keyed by a window's two bounds on each side: joined on the window structs, which carry the watermark
+    fields = (left.window_of(spec.left_keys), right.window_of(spec.right_keys))
+    # the sides are aliased L and R when a column name is on both: USING keys, or the window structs
+    aliased = spec.using or any(lk in fields[0] and rk in fields[1] for lk, rk in zip(spec.left_keys, spec.right_keys))
+    prefix = ("L.", "R.") if aliased else ("", "")
     in_clause = []  # one-sided conditions on a side an outer join keeps: UDF columns in the ON clause
     for side, condition in enumerate((spec.left_where, spec.right_where)):
         if condition is None:
             continue
         frame = (left, right)[side]
         if _preserved(spec.how, side):
-            in_clause.append(_condition_column(step, side, condition, frame, ("L.", "R.")[side] if spec.using else ""))
+            in_clause.append(_condition_column(step, side, condition, frame, prefix[side]))
             continue
         frame = _pushed_filter(step, side, condition, frame, compilation)
         left, right = (frame, right) if side == 0 else (left, frame)
@@ -109,10 +114,7 @@ def compile_join(step: Step, inputs: list[Frame], compilation: Compilation) -> F
             "ON clause, and Spark refuses a Python UDF there ('UNSUPPORTED_FEATURE.PYTHON_UDF_IN_ON_CLAUSE')",
             "use an inner join, or a time range (between=TimeRange(...)) for conditions on the two times",
         )
-    prefix = ("L.", "R.") if spec.using else ("", "")
     equal = " <=> " if spec.null_safe else " = "
-    # keyed by a window's two bounds on each side: joined on the window structs, which carry the watermark
-    fields = (left.window_of(spec.left_keys), right.window_of(spec.right_keys))
     parts = []
     for lk, rk in zip(spec.left_keys, spec.right_keys):
         if lk in fields[0] and rk in fields[1]:
@@ -125,9 +127,7 @@ def compile_join(step: Step, inputs: list[Frame], compilation: Compilation) -> F
     writer = compilation.writer
     name = writer.name_of(step.name)
     sides = (
-        (f'{left.variable}.alias("L")', f'{right.variable}.alias("R")')
-        if spec.using
-        else (left.variable, right.variable)
+        (f'{left.variable}.alias("L")', f'{right.variable}.alias("R")') if aliased else (left.variable, right.variable)
     )
     condition = literal(" AND ".join(parts))
     condition = " & ".join([f"F.expr({condition})", *in_clause])

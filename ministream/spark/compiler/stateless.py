@@ -7,7 +7,8 @@
   (``map(..., output={"n": "BIGINT"})``) or inferred by calling the function on a sample row; where neither
   tells a type, the compiler refuses and names the step. A column a UDF returns is a new column: it has no
   watermark mark, even if it has the event time's name (see :func:`lost_event_time`).
-- ``union`` is ``unionByName``; ``with_window`` is ``window(...)`` in a ``select`` (a row of sliding windows
+- ``union`` is ``unionByName`` (an input whose event time a Python function returned as an int of ms gets it
+  back as a ``TIMESTAMP`` with ``timestamp_millis`` when another input has one); ``with_window`` is ``window(...)`` in a ``select`` (a row of sliding windows
   becomes one row per window), its bounds as two columns; ``sort`` is ``orderBy``, which Spark allows only in
   complete mode; a stream-static join joins a DataFrame made from the fixed table.
 
@@ -164,10 +165,32 @@ def compile_filter(step: Step, inputs: list[Frame], compilation: Compilation) ->
     return frame.renamed(name)
 
 
+def _as_timestamps(step: Step, frame: Frame, inputs: list[Frame], compilation: Compilation) -> Frame:
+    """An input of a union whose event time is a plain int (ms: a Python function returned it) where another
+    input has a TIMESTAMP column: ``timestamp_millis`` makes it one, the same instant."""
+    ints = [
+        column
+        for column, kind in frame.schema.items()
+        if kind == "BIGINT" and any(other.schema.get(column) == TIMESTAMP for other in inputs)
+    ]
+    if not ints:
+        return frame
+    name = compilation.writer.name_of(f"{step.name}_{frame.variable}")
+    columns = [
+        f"F.timestamp_millis({literal(c)}).alias({literal(c)})" if c in ints else literal(c) for c in frame.columns()
+    ]
+    compilation.writer.comment(
+        f"{', '.join(ints)} of {frame.variable}: milliseconds, as a TIMESTAMP like the other inputs'"
+    )
+    compilation.writer.assign(name, f"{frame.variable}.select({', '.join(columns)})")
+    return attrs.evolve(frame, variable=name, schema=frame.schema | dict.fromkeys(ints, TIMESTAMP))
+
+
 def compile_union(step: Step, inputs: list[Frame], compilation: Compilation) -> Frame:
     """``unionByName``: ministream matches columns by name, so the inputs must have the same columns (and, in
     Spark, the same types)."""
     assert isinstance(step.spec, UnionSpec)
+    inputs = [_as_timestamps(step, frame, inputs, compilation) for frame in inputs]
     first = inputs[0]
     for other in inputs[1:]:
         if set(other.schema) != set(first.schema) or any(other.schema[c] != first.schema[c] for c in first.schema):

@@ -58,6 +58,8 @@ def compiled_case(case: Case) -> Case | None:
     return attrs.evolve(case, queries=queries)
 
 
+pytestmark = pytest.mark.spark
+
 COMPILED = [case for case in SPARK_CASES if isinstance(case, Case) and compiled_case(case) is not None]
 
 
@@ -81,7 +83,6 @@ def test_the_census_of_compiled_cases():
     assert compiled >= 80, (compiled, refused)
 
 
-@pytest.mark.spark
 @pytest.mark.parametrize("case", COMPILED, ids=case_id)
 def test_spark_with_the_compiled_twin(case, spark):
     """Spark, running the twin compiled from the case's pipeline, gives every answer the test asserts."""
