@@ -77,6 +77,7 @@ def test_two_inputs_read_one_events_file_with_streams(tmp_path):
     assert lesson.run(lesson.read_script(events)).output()[0].rows == [{"key": "a", "count": 2}]
 
 
+@pytest.mark.spark  # compiling imports the compiler, which writes PySpark
 def test_the_watermark_policy_reaches_the_twins_spark_settings():
     """WATERMARK_POLICY = "max" runs ministream with max and gives Spark the same policy (the twin's conf)."""
     lesson = pipeline_lesson(
@@ -190,6 +191,7 @@ def test_the_readme_example_matches_spark_as_the_tutorial_records(monkeypatch):
     assert blocks["fuzz"].splitlines()[-1] == "my_pipeline: 5 of 5 random scripts match Spark batch for batch (seed 0)"
 
 
+@pytest.mark.spark  # compiling imports the compiler, which writes PySpark
 def test_twin_prints_the_compiled_pyspark():
     """`ministream twin FILE` prints the PySpark the compiler writes for the file's plan."""
     status, out = run_cli("twin", EXAMPLE)
