@@ -11,6 +11,11 @@ lesson, 20 scripts, a replay per disagreement).
 
     .venv/bin/python tutorials/record_fuzz.py                    # both tables: about 70 minutes on 2 cores
     .venv/bin/python tutorials/record_fuzz.py --part variants    # the second table only
+    .venv/bin/python tutorials/record_fuzz.py --part pipelines --pipelines 200 --scripts 3   # random pipelines
+
+``--part pipelines`` runs ``ministream fuzz --pipelines N --scripts K --seed S`` (random plans against their
+compiled twins) and writes its results, by kind of plan, between the page's ``<!-- fuzz pipelines -->``
+markers; its full output is kept in ``tests/data/fuzz/pipelines/output.txt``, with the shrunk disagreements.
 """
 
 from __future__ import annotations
@@ -131,13 +136,101 @@ def write_block(name: str, text: str) -> None:
     PAGE.write_text(block.sub(lambda m: m.group(1) + text + m.group(3), PAGE.read_text()))
 
 
+PIPELINE = re.compile(r"^pipeline (?P<index>\d+): A random pipeline: (?P<plan>.*)$")
+SCRIPT = re.compile(r"^(?:pipeline (?P<index>\d+) |  )script \d+: \d+ batches, \d+ rows: (?P<outcome>.*)$")
+AGREES = re.compile(r"^(\d+) of \1 batches match; (\d+) of \2 rows match$")
+
+
+def plan_kind(plan: str) -> str:
+    """The stateful steps of a plan's description, in a few words: ``dedup, then sliding windows``."""
+    steps = [
+        kind
+        for kind, word in (
+            ("dedup", "dedup by"),
+            ("aggregate", "aggregate"),
+            ("tumbling windows", "tumbling"),
+            ("sliding windows", "sliding"),
+            ("session windows", "session"),
+            ("join", "join on key"),
+        )
+        if word in plan
+    ]
+    if "join" in steps and "dedup" in steps:
+        return "dedup on each side, then join"
+    return ", then ".join(steps)
+
+
+def pipelines_table(stdout: str) -> tuple[list[tuple], str]:
+    """Per kind of plan: pipelines, scripts, scripts that agree; and the run's last line (its summary)."""
+    kinds: dict[int, str] = {}
+    rows: dict[str, list[int]] = {}
+    current = None
+    for line in stdout.splitlines():
+        if found := PIPELINE.match(line):
+            current = int(found["index"])
+            kinds[current] = plan_kind(found["plan"])
+            rows.setdefault(kinds[current], [0, 0, 0])[0] += 1
+        elif (found := SCRIPT.match(line)) and found["outcome"] != "not compared":
+            index = int(found["index"]) if found["index"] else current
+            counts = rows[kinds[index]]
+            counts[1] += 1
+            counts[2] += bool(AGREES.match(found["outcome"]))
+    summary = [line for line in stdout.splitlines() if "random pipelines agree" in line]
+    return sorted((kind, *counts) for kind, counts in rows.items()), summary[-1] if summary else ""
+
+
+def fuzz_pipelines(copy: Path, commit: str, count: int, scripts: int, seed: int) -> str:
+    """Run ``ministream fuzz --pipelines`` in the snapshot; return the page's block."""
+    words = ["ministream", "fuzz", "--pipelines", str(count), "--scripts", str(scripts), "--seed", str(seed)]
+    words += ["--out", "fuzz-failures/pipelines"]
+    began, before, clock = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M"), os.getloadavg()[0], time.monotonic()
+    saved = FAILURES / "pipelines"
+    saved.mkdir(parents=True, exist_ok=True)
+    with open(saved / "output.txt", "w") as output:  # written as it runs, so that a long run can be watched
+        done = subprocess.run(words, cwd=copy, env=ENV, stdout=output, stderr=subprocess.PIPE, check=False, text=True)
+    seconds = time.monotonic() - clock
+    stdout = (saved / "output.txt").read_text()
+    table, summary = pipelines_table(stdout)
+    if not summary:
+        raise RuntimeError(f"{' '.join(words)} printed no summary (exit {done.returncode}):\n{done.stderr[-3000:]}")
+    if (copy / "fuzz-failures" / "pipelines").exists():
+        shutil.copytree(copy / "fuzz-failures" / "pipelines", saved, dirs_exist_ok=True)
+    lines = [
+        (
+            f"Recorded on {began} (UTC) from commit `{commit}`: `{' '.join(words[:-2])}` in a fresh process on a copy "
+            f"of that commit (`tutorials/record_fuzz.py --part pipelines`), on 2 cores shared with other work (load "
+            f"average {before:.1f} before, {os.getloadavg()[0]:.1f} after), in {seconds / 60:.0f} minutes. Its "
+            "whole output: `tests/data/fuzz/pipelines/output.txt`."
+        ),
+        "",
+        "| stateful steps | pipelines | scripts | agreed |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    lines += [f"| {kind} | {pipelines} | {total} | {agreed} |" for kind, pipelines, total, agreed in table]
+    lines += ["", f"`{summary}`"]
+    lines += [
+        f"- {line.strip().replace('fuzz-failures/', 'tests/data/fuzz/')}"
+        for line in stdout.splitlines()
+        if line.strip().startswith("replay:")
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=20, help="scripts per lesson (first table)")
     parser.add_argument("--variant-runs", type=int, default=10, help="scripts per variant (second table)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--part", choices=("lessons", "variants", "all"), default="all")
+    parser.add_argument("--part", choices=("lessons", "variants", "all", "pipelines"), default="all")
+    parser.add_argument("--pipelines", type=int, default=200, help="random pipelines (--part pipelines)")
+    parser.add_argument("--scripts", type=int, default=3, help="random scripts per pipeline (--part pipelines)")
     args = parser.parse_args(argv)
+    if args.part == "pipelines":
+        with tempfile.TemporaryDirectory(prefix="ministream-fuzz-") as folder:
+            commit = snapshot(Path(folder))
+            write_block("pipelines", fuzz_pipelines(Path(folder), commit, args.pipelines, args.scripts, args.seed))
+        print(f"wrote the pipelines table of {PAGE}")
+        return 0
     with tempfile.TemporaryDirectory(prefix="ministream-fuzz-") as folder:
         copy = Path(folder)
         commit = snapshot(copy)

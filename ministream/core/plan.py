@@ -319,8 +319,8 @@ class Stream:
 
     def aggregate(self, name: str, **aggregates: AggregateFunction) -> Stream:
         """A global aggregate, over every row with no key: Spark's ``df.agg(count("*"))``. One row comes out,
-        the aggregates only (update mode: when a batch changed it; complete mode: at every batch, even one that
-        brought no rows)."""
+        the aggregates only, at every batch in update as in complete mode, even one that brought no rows
+        (before the first row: a count of 0, the other aggregates null)."""
         return self.key_by([]).aggregate(name, **aggregates)
 
     def window(self, name: str, assigner: WindowAssigner, **settings: Any) -> Stream:

@@ -13,6 +13,7 @@ import importlib
 from ministream.core.compare import Comparison, compare_batches
 from ministream.errors import PipelineError
 from ministream.lessons.lesson import Lesson, Param
+from ministream.lessons.pipeline_file import is_pipeline_file, load_pipeline_file
 
 LESSON_MODULES = [
     "running_aggregation",
@@ -47,7 +48,10 @@ def all_lessons() -> list[Lesson]:
 
 
 def get_lesson(name: str) -> Lesson:
-    """The lesson called ``name``; an unknown name is refused with the list of lessons."""
+    """The lesson called ``name``, or the lesson of a pipeline file when ``name`` is the path of a ``.py`` file
+    (``lessons/pipeline_file.py``); an unknown name is refused with the list of lessons."""
+    if is_pipeline_file(name):
+        return load_pipeline_file(name)
     for lesson in all_lessons():
         if lesson.name == name:
             return lesson

@@ -14,6 +14,8 @@ A lesson module defines four things and hands them to :class:`Lesson`:
 
 from __future__ import annotations
 
+import inspect
+import textwrap
 from collections.abc import Callable
 from typing import Any
 
@@ -115,6 +117,20 @@ class Lesson:
     replay_spark_clock: bool = False
     """Processing time cannot be scripted in Spark (each batch reads the wall clock): when ``True``,
     ``compare_lesson`` runs the twin first and then ministream with the batch timestamps Spark recorded."""
+    twin_source: Callable[[], str] | None = None
+    """The twin's PySpark code as text, for a twin that a compiler wrote (a pipeline file's,
+    ``lessons/pipeline_file.py``); ``None``: the source of the ``twin`` function."""
+
+    def twin_code(self) -> str:
+        """The PySpark code of the twin: what ``ministream twin LESSON`` prints.
+
+        >>> from ministream.lessons import get_lesson
+        >>> print(get_lesson("running-aggregation").twin_code().splitlines()[0])
+        def twin(inputs, params):
+        """
+        if self.twin_source is not None:
+            return self.twin_source()
+        return textwrap.dedent(inspect.getsource(self.twin))
 
     def resolve_params(self, overrides: dict | None = None) -> dict:
         """The lesson's parameters: defaults, with ``overrides`` (text or values) applied; unknown names are

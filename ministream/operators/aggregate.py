@@ -8,8 +8,10 @@ and emits the keys a batch touched (update mode) or every key (complete mode).
 When results are emitted depends on the model and, in micro-batch, on Spark's output mode:
 
 - **update**: at the end of each batch, every key that the batch touched, with its full current value;
-- **complete**: at the end of each batch, every key there is (a global aggregate, with no key, has one, so
-  a batch that brought no rows still emits it);
+- **complete**: at the end of each batch, every key there is;
+- **a global aggregate** (no key: ``df.agg(...)``) has its one row in every batch, in update mode as in
+  complete mode, even a batch that brought it no rows: Spark aggregates no groups into one row whatever the
+  input, and before the first row that row is the aggregates of nothing (a count of 0, the others null);
 - **append**: refused: an aggregate without a watermark never knows that a key is final (windowed
   aggregates, which can be final, are in ``operators/window.py``);
 - **continuous model**: after every record, the record's key with its new value (a changelog).
@@ -36,7 +38,7 @@ from __future__ import annotations
 from ministream.core.aggregates import AggregateFunction, add_row, new_accumulators, results
 from ministream.core.operator import Operator, watermark_moved
 from ministream.errors import PipelineError
-from ministream.state.keygroups import key_group_of
+from ministream.state.keygroups import key_group_of, subtask_of_key
 from ministream.time.lateness import LateRow
 from ministream.time.units import format_ts
 
@@ -110,12 +112,27 @@ class RunningAggregate(Operator):
                 self.touched[key] = None
 
     def on_batch_end(self, batch):
+        if not self.key_columns and self.ctx.model != "continuous" and self.ctx.output_mode in ("update", "complete"):
+            self._global_row()
         if self.ctx.output_mode == "complete":
             keys = [key for group in sorted(self.groups) for key in self.groups[group]]
             self._emit(keys, "complete mode emits every key at every batch")
         elif self.ctx.output_mode == "update":
             self._emit(list(self.touched), "updated in this batch (update mode emits the keys a batch touched)")
         self.touched = {}
+
+    def _global_row(self) -> None:
+        """A global aggregate (no key) has its one row in every batch, as Spark's aggregation of no groups
+        gives a row even for no input: before the first row, the aggregates of nothing (count 0, the others
+        null); and update mode emits it at every batch, as complete mode does. Only the subtask that owns the
+        key ``()`` keeps it."""
+        if subtask_of_key((), self.ctx.parallelism) != self.ctx.subtask:
+            return
+        group = self.groups.setdefault(key_group_of(()), {})
+        if () not in group:
+            group[()] = new_accumulators(self.functions)
+            self.changed[()] = None
+        self.touched[()] = None
 
     def _drop_late(self, pairs):
         return pairs
@@ -157,6 +174,19 @@ class WatermarkedAggregate(RunningAggregate):
 
     def _time_of(self, key):
         return key if len(self.key_columns) == 1 else key[self.position]
+
+    def _global_row(self) -> None:
+        """A global aggregate (no key) has its one row in every batch, as Spark's aggregation of no groups
+        gives a row even for no input: before the first row, the aggregates of nothing (count 0, the others
+        null); and update mode emits it at every batch, as complete mode does. Only the subtask that owns the
+        key ``()`` keeps it."""
+        if subtask_of_key((), self.ctx.parallelism) != self.ctx.subtask:
+            return
+        group = self.groups.setdefault(key_group_of(()), {})
+        if () not in group:
+            group[()] = new_accumulators(self.functions)
+            self.changed[()] = None
+        self.touched[()] = None
 
     def _drop_late(self, pairs):
         late_watermark = self.batch.late_watermark if self.batch is not None else None

@@ -8,12 +8,14 @@
     ministream compare LESSON | --all          ministream against the PySpark twin, batch by batch
         [--compiled]                           (the twin compiled from the pipeline: spark/compiler)
     ministream fuzz LESSON | --all [--runs N]  ministream against Spark on random events, failures shrunk
+    ministream fuzz --pipelines N [--seed S]   random pipelines against their compiled twins, failures shrunk
     ministream twin LESSON [--hand-written]    the PySpark twin compiled from the lesson's pipeline
     ministream diagrams                        render every lesson's diagrams and plots into diagrams/
     ministream cluster start|stop|status       a Spark standalone master and worker on 127.0.0.1
     ministream workshop [list|copy DIR|check|build|timings]   the notebooks: listed, copied, run headless
 
-``run`` and ``compare`` take ``--events FILE`` (the lesson on your own events, JSON Lines) and
+Where a LESSON is taken, the path of a pipeline file (``my_pipeline.py``, ``lessons/pipeline_file.py``) is
+taken too. ``run`` and ``compare`` take ``--events FILE`` (the lesson on your own events, JSON Lines) and
 ``--param NAME=VALUE`` (change a window, a delay, a mode...). Exit status: 0 when all is well, 1 when a
 comparison differs, 2 for a mistake in the command, the events or the pipeline (the message says which).
 """
@@ -43,6 +45,7 @@ from ministream.tools.bench.report import main as bench_main
 from ministream.tools.diagram import render_lessons
 from ministream.tools.fuzz import fuzz_lesson
 from ministream.tools.pictures import write_pictures
+from ministream.tools.pipeline_fuzz import fuzz_pipelines
 from ministream.workshop.commands import main as workshop_main
 
 EXIT_OK, EXIT_DIFFERS, EXIT_ERROR = 0, 1, 2
@@ -261,23 +264,31 @@ def cmd_compare(args, out) -> int:
 
 
 def _with_compiled_twin(lesson, params: dict):
-    """The lesson with the twin (and Spark settings) compiled from its pipeline instead of its own."""
+    """The lesson with the twin (and Spark settings) compiled from its pipeline instead of its own (a pipeline
+    file's twin is compiled already)."""
     from ministream.spark.compiler import compiled_lesson_twin
 
+    if lesson.twin_source is not None:
+        return lesson
     compiled = compiled_lesson_twin(lesson, params)
     return attrs.evolve(lesson, twin=compiled.twin, spark_conf=compiled.conf)
 
 
 def cmd_twin(args, out) -> int:
     """Print the PySpark source the compiler writes for a lesson's pipeline (``spark/compiler``), or the
-    lesson's hand-written twin."""
-    import inspect
-
+    lesson's hand-written twin; a pipeline file's twin is the compiled one (it has no other)."""
     from ministream.spark.compiler import compiled_lesson_twin
 
     lesson = get_lesson(args.lesson)
+    if lesson.twin_source is not None:
+        if args.hand_written or args.param:
+            raise PipelineError(
+                f"{args.lesson} is a pipeline file: its twin is compiled from its plan, and it has no parameters"
+            )
+        print(lesson.twin_code(), file=out, end="")
+        return EXIT_OK
     if args.hand_written:
-        print(inspect.getsource(lesson.twin), file=out, end="")
+        print(lesson.twin_code(), file=out, end="")
         return EXIT_OK
     compiled = compiled_lesson_twin(lesson, _params(args.param))
     print(compiled.source, file=out, end="")
@@ -286,8 +297,10 @@ def cmd_twin(args, out) -> int:
 
 def cmd_fuzz(args, out) -> int:
 
+    if args.pipelines is not None:
+        return _fuzz_pipelines(args, out)
     if args.all == bool(args.lesson):
-        raise PipelineError("give a lesson name or --all")
+        raise PipelineError("give a lesson name, a pipeline file, --all or --pipelines N")
     if args.all and args.param:
         raise PipelineError("--param changes one lesson's parameters: give a lesson name, not --all")
     lessons = all_lessons() if args.all else [get_lesson(args.lesson)]
@@ -312,13 +325,33 @@ def cmd_fuzz(args, out) -> int:
                 args.seed,
                 params if not args.all else None,
                 out_dir=args.out,
-                shrink_budget=args.shrink_budget,
+                shrink_budget=args.shrink_budget or 20,
                 parallelism=args.parallelism,
                 log=partial(log, lesson),
             )
             failures += not report.matches
             bar.write(report.summary(), file=out)
     return EXIT_DIFFERS if failures else EXIT_OK
+
+
+def _fuzz_pipelines(args, out) -> int:
+    """``fuzz --pipelines N``: random pipelines against their compiled twins (``tools/pipeline_fuzz.py``)."""
+    if args.lesson or args.all or args.param:
+        raise PipelineError("--pipelines draws its own pipelines: give no lesson, --all or --param with it")
+    if args.pipelines < 1 or args.scripts < 1:
+        raise PipelineError("--pipelines and --scripts take a whole number from 1")
+    # A bar on stderr counts the scripts; each script's line and the summary print above it, on out.
+    with tqdm(total=args.pipelines * args.scripts, desc="fuzz pipelines", unit="script", file=sys.stderr) as bar:
+
+        def log(line: str) -> None:
+            bar.write(line, file=out)
+            bar.update(1)  # every line is one script's
+
+        report = fuzz_pipelines(
+            args.pipelines, args.seed, args.scripts, out_dir=args.out, shrink_budget=args.shrink_budget or 40, log=log
+        )
+        bar.write(report.summary(), file=out)
+    return EXIT_OK if report.matches else EXIT_DIFFERS
 
 
 def cmd_diagrams(args, out) -> int:
@@ -393,7 +426,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("lessons", help="list the lessons").set_defaults(handler=cmd_lessons)
 
     def lesson_options(command, lesson_required=True):
-        command.add_argument("lesson", nargs=None if lesson_required else "?", help="a lesson name")
+        command.add_argument("lesson", nargs=None if lesson_required else "?", help="a lesson name or a pipeline file")
         command.add_argument("--events", metavar="FILE", help="run on your own events (JSON Lines)")
         command.add_argument(
             "--dead-letters",
@@ -456,20 +489,28 @@ def build_parser() -> argparse.ArgumentParser:
     compare.set_defaults(handler=cmd_compare)
 
     twin = commands.add_parser("twin", help="print the PySpark twin compiled from a lesson's pipeline")
-    twin.add_argument("lesson", help="a lesson name")
+    twin.add_argument("lesson", help="a lesson name or a pipeline file")
     twin.add_argument("--param", action="append", metavar="NAME=VALUE", help="change a parameter")
     twin.add_argument("--hand-written", action="store_true", help="print the lesson's hand-written twin instead")
     twin.set_defaults(handler=cmd_twin)
 
     fuzz = commands.add_parser("fuzz", help="compare ministream with Spark on random events; shrink what differs")
-    fuzz.add_argument("lesson", nargs="?", help="a lesson name")
+    fuzz.add_argument("lesson", nargs="?", help="a lesson name or a pipeline file")
     fuzz.add_argument("--param", action="append", metavar="NAME=VALUE", help="change a parameter")
     fuzz.add_argument("--parallelism", type=int, default=1, help="subtasks per keyed step")
     fuzz.add_argument("--all", action="store_true", help="every lesson that has a twin")
     fuzz.add_argument("--runs", type=int, default=10, help="random scripts per lesson")
+    fuzz.add_argument(
+        "--pipelines", type=int, metavar="N", help="N random pipelines against their compiled twins (no lesson)"
+    )
+    fuzz.add_argument("--scripts", type=int, default=3, help="with --pipelines: random scripts per pipeline")
     fuzz.add_argument("--seed", type=int, default=0, help="which random scripts")
     fuzz.add_argument("--out", default="fuzz-failures", help="where failing scripts are written as events files")
-    fuzz.add_argument("--shrink-budget", type=int, default=20, help="runs of both engines to shrink a failure")
+    fuzz.add_argument(
+        "--shrink-budget",
+        type=int,
+        help="runs of both engines to shrink a failure (default 20; with --pipelines, 40: the plan shrinks too)",
+    )
     fuzz.set_defaults(handler=cmd_fuzz)
 
     # listed for --help only: main() hands `bench` and its own options to tools/bench/report.py before parsing

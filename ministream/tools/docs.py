@@ -30,11 +30,15 @@ from pathlib import Path
 from ministream.lessons import all_lessons, get_lesson
 
 LESSONS_TABLE = re.compile(r"(<!-- lessons -->\n)(?P<body>.*?)(<!-- /lessons -->)", re.S)
-INCLUDE = re.compile(r"(<!-- include (?P<target>[\w.]+) -->\n```python\n)(?P<body>.*?)(```)", re.S)
+INCLUDE = re.compile(r"(<!-- include (?P<target>[\w./-]+) -->\n```python\n)(?P<body>.*?)(```)", re.S)
 
 
-def source_of(target: str) -> str:
-    """The current source text of ``package.module.name`` (a function or a class), dedented."""
+def source_of(target: str, folder: str | Path = ".") -> str:
+    """The current source text of ``package.module.name`` (a function or a class), dedented; or the whole text
+    of a file, when ``target`` is a path (with a ``/``, relative to ``folder``, the page's own: a pipeline
+    file such as ``examples/my_pipeline.py``)."""
+    if "/" in target:
+        return (Path(folder) / target).read_text(encoding="utf-8")
     module_name, _, attribute = target.rpartition(".")
     try:
         obj = getattr(importlib.import_module(module_name), attribute)
@@ -51,10 +55,13 @@ def lessons_table() -> str:
     return "\n".join(rows) + "\n"
 
 
-def sync_text(text: str) -> str:
-    """``text`` with every include block replaced by the current source of its target, and the lessons
-    table (between ``<!-- lessons -->`` markers) rebuilt from the registry."""
-    text = INCLUDE.sub(lambda m: m.group(1) + source_of(m.group("target")).rstrip("\n") + "\n" + m.group(4), text)
+def sync_text(text: str, folder: str | Path = ".") -> str:
+    """``text`` with every include block replaced by the current source of its target (a file's path is
+    relative to ``folder``), and the lessons table (between ``<!-- lessons -->`` markers) rebuilt from the
+    registry."""
+    text = INCLUDE.sub(
+        lambda m: m.group(1) + source_of(m.group("target"), folder).rstrip("\n") + "\n" + m.group(4), text
+    )
     return LESSONS_TABLE.sub(lambda m: m.group(1) + lessons_table() + m.group(3), text)
 
 
@@ -65,7 +72,7 @@ def stale_includes(path: str | Path) -> list[str]:
     stale = [
         m.group("target")
         for m in INCLUDE.finditer(text)
-        if m.group("body").rstrip("\n") != source_of(m.group("target")).rstrip("\n")
+        if m.group("body").rstrip("\n") != source_of(m.group("target"), Path(path).parent).rstrip("\n")
     ]
     stale += ["lessons" for m in LESSONS_TABLE.finditer(text) if m.group("body") != lessons_table()]
     return stale
@@ -76,7 +83,7 @@ def sync(paths) -> list[Path]:
     changed = []
     for path in map(Path, paths):
         text = path.read_text()
-        new = sync_text(text)
+        new = sync_text(text, path.parent)
         if new != text:
             path.write_text(new)
             changed.append(path)

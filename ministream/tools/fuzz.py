@@ -30,6 +30,8 @@ import attrs
 
 from ministream.core.compare import Comparison, compare_batches
 from ministream.core.events import Field, write_events
+from ministream.core.plan import Dataflow
+from ministream.core.steps import JoinSpec, WatermarkSpec, WindowSpec
 from ministream.errors import PipelineError
 from ministream.lessons.lesson import BASE_TIME, Lesson
 
@@ -109,11 +111,45 @@ def _timestamp(rng, latest: int, late_watermark: int, watermark: int, span: int,
 
 def random_script(lesson: Lesson, rng: random.Random, params: dict):
     """A random script for ``lesson``: its own generator when it has one, else the generic one (which sees only
-    the lesson's durations: other parameters, such as a batch number, say nothing about event time)."""
+    the lesson's durations: other parameters, such as a batch number, say nothing about event time). A lesson
+    without parameters (a pipeline file's) gives the durations of its plan."""
     if lesson.random_script is not None:
         return lesson.random_script(rng, params)
     durations = {param.name: params[param.name] for param in lesson.params if param.kind == "duration"}
+    if not lesson.params:
+        empty = {name: [] for name in lesson.inputs} if len(lesson.inputs) > 1 else []
+        durations = plan_durations(lesson.pipeline(empty, params))
     return generic_random_script(rng, durations, lesson.fields, lesson.inputs)
+
+
+def plan_durations(flow: Dataflow) -> dict[str, int]:
+    """The durations of a plan, by what they are (``delay``: the largest watermark delay; ``size``: the
+    largest window or session gap; ``lower``/``upper``: a join's time range), for drawing events that fall on
+    their edges (``fuzz.generic_random_script``).
+
+    >>> from ministream.lessons import get_lesson
+    >>> plan_durations(get_lesson("tumbling-window").pipeline([], get_lesson("tumbling-window").resolve_params()))
+    {'delay': 5000, 'size': 10000}
+    """
+    durations: dict[str, int] = {}
+    for step in flow.steps:
+        spec = step.spec
+        if isinstance(spec, WatermarkSpec):
+            durations["delay"] = max(durations.get("delay", 0), spec.delay)
+        elif isinstance(spec, WindowSpec):
+            durations["size"] = max(durations.get("size", 0), _window_length(spec.assigner))
+        elif isinstance(spec, JoinSpec) and spec.between is not None:
+            for bound in ("lower", "upper"):
+                value = getattr(spec.between, bound)
+                if value:
+                    durations[bound] = abs(value)
+    return durations
+
+
+def _window_length(assigner) -> int:
+    """A window's size, or a session's gap (a gap computed per row counts as none)."""
+    length = getattr(assigner, "size", None) or getattr(assigner, "gap", None)
+    return length if isinstance(length, int) else 0
 
 
 # -- running one script through both engines ----------------------------------------------------------------------

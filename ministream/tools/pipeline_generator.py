@@ -1,0 +1,327 @@
+"""Random pipelines: plans drawn at random, written as pipeline files, to fuzz the compiler and the engine.
+
+``ministream fuzz LESSON`` draws random *events* for a fixed pipeline. ``ministream fuzz --pipelines N`` draws the
+pipelines too: one or two sources, a watermark or none, a few stateless steps, then one or two chained
+stateful steps (a running aggregate, tumbling, sliding or session windows, deduplication, a stream-stream join;
+deduplication then an aggregate or a window, or on each side of a join), with random durations, output modes
+and watermark policies, each drawn only where Spark accepts it (append mode needs a watermark, session windows
+refuse update mode, joins run in append mode...). Keyed process functions are not drawn: the compiler runs
+them through ``spark/processor_adapter.py``, which this installation does not have yet. A :class:`RandomPlan` is typed data; :func:`pipeline_source` writes it as a pipeline file
+(``lessons/pipeline_file.py``), and the lesson is loaded from that very text, so the file a disagreement
+leaves behind is exactly the pipeline that was run.
+
+>>> plan = random_plan(random.Random("pipelines:0:0"))
+>>> plan == random_plan(random.Random("pipelines:0:0"))
+True
+>>> lesson = plan_lesson(RandomPlan(stateful=(Stateful("tumbling", size=10_000),), delays=(5_000,)), "example")
+>>> print(lesson.doc)
+A random pipeline: watermark 5 seconds on events; tumbling 10 seconds windows per key (append mode).
+>>> [len(batch.rows) for batch in lesson.run([[{"ts": 1_000, "key": "a", "value": 1.0}],
+...                                            [{"ts": 20_000, "key": "a", "value": 2.0}]]).output()]
+[0, 0, 1]
+"""
+
+from __future__ import annotations
+
+import random
+
+import attrs
+
+from ministream.lessons.lesson import Lesson
+from ministream.lessons.pipeline_file import pipeline_lesson
+from ministream.time.units import format_duration
+
+FIELDS = {"key": str, "value": float}
+"""Every random pipeline's events: a key among a few (``fuzz.KEYS``) and a small whole number."""
+
+AGGREGATES = {"count": "Count()", "sum": 'Sum("value")', "max": 'Max("value")', "min": 'Min("value")'}
+"""The aggregates a step may compute, and how a pipeline file writes them."""
+
+JOIN_TYPES = ("inner", "left_outer", "right_outer", "full_outer", "left_semi")
+
+
+@attrs.frozen
+class Stateless:
+    """A stateless step on one input: ``filter`` (``value > number``), ``map`` (``value * number``) or
+    ``select`` (keep the columns, the number says nothing)."""
+
+    kind: str
+    number: int = 0
+
+
+@attrs.frozen
+class Stateful:
+    """A stateful step: ``aggregate``, ``tumbling``, ``sliding``, ``session``, ``dedup``, ``join`` or
+    ``process``, with its settings (durations in ms)."""
+
+    kind: str
+    keyed: bool = True
+    size: int = 0
+    slide: int = 0
+    aggregates: tuple[str, ...] = ("count",)
+    dedup: str = "key"  # dedup: "key", "key_ts" (the key and the event time), "row" or "within" (the watermark)
+    how: str = "inner"  # join
+    lower: int | None = None  # join: right.ts - left.ts >= lower
+    upper: int | None = None  # join: right.ts - left.ts <= upper
+
+
+@attrs.frozen
+class RandomPlan:
+    """A random pipeline as data: its inputs, each input's watermark delay (``None``: no watermark) and
+    stateless steps, its chain of stateful steps, its output mode and watermark policy."""
+
+    stateful: tuple[Stateful, ...]
+    inputs: tuple[str, ...] = ("events",)
+    delays: tuple[int | None, ...] = (None,)
+    stateless: tuple[tuple[Stateless, ...], ...] = ((),)
+    output_mode: str = "append"
+    policy: str = "min"
+
+    def describe(self) -> str:
+        """The plan in a line of words (the pipeline file's docstring)."""
+        parts = [
+            f"watermark {format_duration(delay)} on {name}"
+            for name, delay in zip(self.inputs, self.delays)
+            if delay is not None
+        ]
+        for name, steps in zip(self.inputs, self.stateless):
+            parts += [_describe_stateless(step, name) for step in steps]
+        parts += [_describe_stateful(step, len(self.inputs) > 1) for step in self.stateful]
+        policy = f", {self.policy} watermark policy" if len(self.inputs) > 1 else ""
+        return f"A random pipeline: {'; '.join(parts)} ({self.output_mode} mode{policy})."
+
+
+def _describe_stateless(step: Stateless, name: str) -> str:
+    return {"filter": f"value > {step.number}", "map": f"value * {step.number}", "select": "select"}[
+        step.kind
+    ] + f" on {name}"
+
+
+def _describe_stateful(step: Stateful, on_each_side: bool = False) -> str:
+    per = " per key" if step.keyed else ""
+    if step.kind in ("tumbling", "session"):
+        return f"{step.kind} {format_duration(step.size)} windows{per}"
+    if step.kind == "sliding":
+        return f"sliding {format_duration(step.size)} windows every {format_duration(step.slide)}{per}"
+    if step.kind == "dedup":
+        return f"dedup by {step.dedup}{' on each side' if on_each_side else ''}"
+    if step.kind == "join":
+        bounds = "" if step.lower is None and step.upper is None else f" within [{step.lower}, {step.upper}] ms"
+        return f"{step.how} join on key{bounds}"
+    return f"{step.kind}{per}"
+
+
+# -- drawing a plan -----------------------------------------------------------------------------------------------
+
+DELAYS = (0, 1_000, 2_000, 5_000, 10_000)
+SIZES = (1_000, 2_000, 5_000, 10_000)
+
+
+def random_plan(rng: random.Random, kinds: tuple[str, ...] | None = None) -> RandomPlan:
+    """A random plan that Spark accepts (``kinds``: the stateful kinds to draw from; all by default).
+
+    >>> plans = [random_plan(random.Random(seed)) for seed in range(200)]
+    >>> sorted({plan.stateful[0].kind for plan in plans})
+    ['aggregate', 'dedup', 'join', 'session', 'sliding', 'tumbling']
+    >>> sorted({len(plan.stateful) for plan in plans}), sorted({len(plan.inputs) for plan in plans})
+    ([1, 2], [1, 2])
+    """
+    kinds = kinds or STATEFUL_KINDS
+    first = rng.choice(kinds)
+    if first == "join":
+        return _join_plan(rng)
+    step = _stateful(rng, first)
+    chain = [step]
+    if first == "dedup" and rng.random() < 0.5:  # dedup then an aggregate: Spark chains them in every mode
+        chain.append(_stateful(rng, rng.choice(("aggregate", "tumbling", "sliding", "session"))))
+    modes = modes_for(chain)
+    mode = rng.choice(modes)
+    needs_watermark = mode == "append" and any(s.kind in WINDOWED for s in chain)
+    needs_watermark = needs_watermark or any(s.kind == "dedup" and s.dedup == "within" for s in chain)
+    delay = rng.choice(DELAYS) if needs_watermark or rng.random() < 0.6 else None
+    return RandomPlan(
+        stateful=tuple(chain),
+        delays=(delay,),
+        stateless=(_stateless(rng),),
+        output_mode=mode,
+    )
+
+
+STATEFUL_KINDS = ("aggregate", "tumbling", "sliding", "session", "dedup", "join")
+WINDOWED = ("tumbling", "sliding", "session")
+
+
+def _stateful(rng: random.Random, kind: str) -> Stateful:
+    aggregates = tuple(sorted(rng.sample(sorted(AGGREGATES), rng.randint(1, 2))))
+    keyed = kind == "session" or rng.random() < 0.8
+    if kind in ("tumbling", "session"):
+        return Stateful(kind, keyed, size=rng.choice(SIZES), aggregates=aggregates)
+    if kind == "sliding":
+        size = rng.choice(SIZES[1:])
+        slide = rng.choice([s for s in SIZES if s < size] + [size // 2, size // 5 or 1])
+        return Stateful(kind, keyed, size=size, slide=slide, aggregates=aggregates)
+    if kind == "dedup":
+        return Stateful(kind, True, dedup=rng.choice(("key", "key_ts", "row", "within")))
+    return Stateful("aggregate", keyed, aggregates=aggregates)
+
+
+def modes_for(chain) -> list[str]:
+    """The output modes Spark accepts for a chain of stateful steps.
+
+    >>> modes_for([Stateful("dedup"), Stateful("session", size=5_000)])
+    ['append', 'complete']
+    """
+    if any(step.kind == "join" for step in chain):
+        return ["append"]
+    kinds = {step.kind for step in chain}
+    if kinds <= {"dedup"}:
+        return ["append", "update"]
+    if "session" in kinds:
+        return ["append", "complete"]
+    if "aggregate" in kinds:
+        return ["update", "complete"]
+    return ["append", "update", "complete"]
+
+
+def _stateless(rng: random.Random) -> tuple[Stateless, ...]:
+    steps = []
+    for _ in range(rng.choice((0, 0, 1, 1, 2))):
+        kind = rng.choice(("filter", "map", "select"))
+        steps.append(Stateless(kind, rng.randint(2, 6) if kind == "filter" else rng.randint(2, 3)))
+    return tuple(steps)
+
+
+def _join_plan(rng: random.Random) -> RandomPlan:
+    how = rng.choice(JOIN_TYPES)
+    bounded = how != "inner" or rng.random() < 0.7
+    lower = upper = None
+    if bounded:
+        lower = rng.choice((-5_000, -2_000, -1_000, 0))
+        upper = rng.choice((0, 1_000, 2_000, 5_000))
+    join = Stateful("join", how=how, lower=lower, upper=upper)
+    chain: tuple[Stateful, ...] = (join,)
+    if rng.random() < 0.3:  # each side deduplicated, then joined: two chained stateful steps per side
+        chain = (Stateful("dedup", dedup=rng.choice(("key", "key_ts", "row", "within"))), join)
+    if how == "inner" and not bounded and len(chain) == 1:
+        delays = (rng.choice((None, *DELAYS)), rng.choice((None, *DELAYS)))
+    else:
+        delays = (rng.choice(DELAYS), rng.choice(DELAYS))
+    return RandomPlan(
+        stateful=chain,
+        inputs=("left", "right"),
+        delays=delays,
+        stateless=(_stateless(rng), _stateless(rng)),
+        output_mode="append",
+        policy=rng.choice(("min", "max")),
+    )
+
+
+# -- the plan as a pipeline file ----------------------------------------------------------------------------------
+
+
+def pipeline_source(plan: RandomPlan) -> str:
+    """The pipeline file of ``plan``: Python that ``lessons/pipeline_file.py`` loads.
+
+    >>> print(pipeline_source(RandomPlan(stateful=(Stateful("aggregate", aggregates=("count",)),),
+    ...                                  output_mode="update")))
+    \"\"\"A random pipeline: aggregate per key (update mode).\"\"\"
+    <BLANKLINE>
+    from ministream import Count, Max, Min, Session, Sliding, Sum, TimeRange, Tumbling
+    <BLANKLINE>
+    FIELDS = {"key": str, "value": float}
+    OUTPUT_MODE = "update"
+    <BLANKLINE>
+    <BLANKLINE>
+    def pipeline(events):
+        return events.key_by("key").aggregate("aggregate", count=Count())
+    <BLANKLINE>
+    """
+    lines = [
+        f'"""{plan.describe()}"""',
+        "",
+        "from ministream import Count, Max, Min, Session, Sliding, Sum, TimeRange, Tumbling",
+        "",
+        'FIELDS = {"key": str, "value": float}',
+    ]
+    if len(plan.inputs) > 1:
+        lines.append(f"INPUTS = {plan.inputs!r}")
+        lines.append(f'WATERMARK_POLICY = "{plan.policy}"')
+    lines.append(f'OUTPUT_MODE = "{plan.output_mode}"')
+    lines += ["", "", f"def pipeline({', '.join(plan.inputs)}):"]
+    body: list[str] = []
+    join = plan.stateful[-1].kind == "join"
+    for name, delay, steps in zip(plan.inputs, plan.delays, plan.stateless):
+        prefix = f"{name[0]}_" if join else ""  # a join's sides have their own column names (l_key, r_key...)
+        columns = ", ".join(f'{prefix}{column}="{prefix}{column}"' for column in ("key", "ts", "value"))
+        if join:
+            renames = ", ".join(f'{prefix}{column}="{column}"' for column in ("key", "ts", "value"))
+            body.append(f'{name} = {name}.select("{name}_columns", {renames})')
+        stateless = [
+            f"{name} = {name}.{_stateless_call(step, f'{name}_{step.kind}_{i}', prefix)}"
+            for i, step in enumerate(steps)
+        ]
+        # maps before the watermark: a map rebuilds each row, ts included, in a UDF whose column carries no mark
+        body += [line for line, step in zip(stateless, steps) if step.kind == "map"]
+        if delay is not None:
+            body.append(f'{name} = {name}.with_watermark("{name}_watermark", "{prefix}ts", "{format_duration(delay)}")')
+        body += [line for line, step in zip(stateless, steps) if step.kind != "map"]
+        if join and any(step.kind == "map" for step in steps):  # a join must know each side's columns
+            body.append(f'{name} = {name}.select("{name}_known_columns", {columns})')
+        if join and plan.stateful[0].kind == "dedup":  # a join's dedup runs on each side, on its own columns
+            body.append(f"{name} = {name}.{_dedup_call(plan.stateful[0], f'{name}_dedup', prefix)}")
+    stream = plan.inputs[0]
+    for index, step in enumerate(plan.stateful):
+        if join and step.kind == "dedup":
+            continue
+        call = _stateful_call(step, f"{step.kind}" if index == 0 else f"{step.kind}_{index}", plan)
+        if index == len(plan.stateful) - 1:
+            body.append(f"return {stream}.{call}")
+        else:
+            body.append(f"{stream} = {stream}.{call}")
+    lines += [f"    {line}" for line in body]
+    return "\n".join(lines) + "\n"
+
+
+def _stateless_call(step: Stateless, name: str, prefix: str = "") -> str:
+    value = f'row["{prefix}value"]'
+    if step.kind == "filter":
+        return f'filter("{name}", lambda row: {value} > {step.number}, columns=["{prefix}value"])'
+    if step.kind == "map":
+        return f'map("{name}", lambda row: {{**row, "{prefix}value": {value} * {step.number}}})'
+    columns = ", ".join(f'{prefix}{column}="{prefix}{column}"' for column in ("key", "ts", "value"))
+    return f'select("{name}", {columns})'
+
+
+def _dedup_call(step: Stateful, name: str, prefix: str = "") -> str:
+    key, ts = f'"{prefix}key"', f'"{prefix}ts"'
+    columns = {"key": key, "key_ts": f"[{key}, {ts}]", "row": "", "within": f"{key}, within_watermark=True"}
+    arguments = f'"{name}", {columns[step.dedup]}' if columns[step.dedup] else f'"{name}"'
+    return f"drop_duplicates({arguments})"
+
+
+def _stateful_call(step: Stateful, name: str, plan: RandomPlan) -> str:
+    aggregates = ", ".join(f"{aggregate}={AGGREGATES[aggregate]}" for aggregate in step.aggregates)
+    key = 'key_by("key")' if step.keyed else "key_by([])"
+    if step.kind == "aggregate":
+        return f'{key}.aggregate("{name}", {aggregates})'
+    if step.kind in WINDOWED:
+        if step.kind == "tumbling":
+            assigner = f'Tumbling("{format_duration(step.size)}")'
+        elif step.kind == "sliding":
+            assigner = f'Sliding("{format_duration(step.size)}", "{format_duration(step.slide)}")'
+        else:
+            assigner = f'Session("{format_duration(step.size)}")'
+        return f'{key}.window("{name}", {assigner}, {aggregates})'
+    if step.kind == "dedup":
+        return _dedup_call(step, name)
+    if step.kind == "join":
+        between = ""
+        if step.lower is not None or step.upper is not None:
+            between = f', between=TimeRange("l_ts", "r_ts", lower={step.lower}, upper={step.upper})'
+        return f'key_by("l_key").join("{name}", right.key_by("r_key"), how="{step.how}"{between})'
+    raise ValueError(f"no such stateful kind: {step.kind}")
+
+
+def plan_lesson(plan: RandomPlan, name: str) -> Lesson:
+    """The lesson of ``plan``'s pipeline file, loaded from its text as if from ``NAME.py``."""
+    return pipeline_lesson(pipeline_source(plan), f"{name}.py")

@@ -1,0 +1,200 @@
+"""Pipeline files (ministream/lessons/pipeline_file.py): a Python file with FIELDS and pipeline(events) is a
+lesson, taken by every command where a lesson's name is; a file that is wrong says so in one line."""
+
+import io
+import re
+from pathlib import Path
+
+import pytest
+
+from ministream.lessons import compare_lesson, get_lesson
+from ministream.lessons.pipeline_file import PipelineFileError, load_pipeline_file, pipeline_lesson
+from ministream.tools.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "my_pipeline.py"
+EVENTS = ROOT / "examples" / "my-events.jsonl"
+
+
+def run_cli(*args) -> tuple[int, str]:
+    out = io.StringIO()
+    return main([str(arg) for arg in args], out), out.getvalue()
+
+
+def test_the_readme_example_file_runs():
+    """The README's pipeline file on its events: the two windows that the watermark closes, in batch 3."""
+    lesson = load_pipeline_file(EXAMPLE)
+    assert (lesson.name, lesson.inputs, lesson.mode({})) == ("my_pipeline", ("events",), "append")
+    output = lesson.run(lesson.read_script(EVENTS)).output()
+    assert [len(batch.rows) for batch in output] == [0, 0, 0, 2]
+    assert sorted((row["key"], row["window_start"] % 60_000, row["count"], row["sum"]) for row in output[3].rows) == [
+        ("a", 0, 2, 4.0),
+        ("b", 10_000, 1, 10.0),
+    ]
+
+
+def test_the_readme_shows_the_example_file():
+    """The README includes the example file as it is, in under 15 lines."""
+    text = EXAMPLE.read_text()
+    assert f"<!-- include examples/my_pipeline.py -->\n```python\n{text}```" in (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) < 15
+
+
+def test_run_takes_a_pipeline_file_where_it_takes_a_lesson():
+    """`ministream run FILE --events E --trace` prints the file's output and why each row came out."""
+    status, out = run_cli("run", EXAMPLE, "--events", EVENTS, "--trace")
+    assert status == 0
+    assert out.splitlines()[0] == (
+        "my_pipeline: Totals per key and 10-second window, emitted once the watermark passes the window's end."
+    )
+    assert "[totals] emit: window [10:00:00, 10:00:10) of key 'a' emitted" in out
+    assert "batch 3 (watermark 2024-01-01T10:00:20Z): 2 rows" in out
+
+
+def test_get_lesson_loads_a_file_path():
+    """get_lesson takes a .py path as it takes a lesson name."""
+    assert get_lesson(str(EXAMPLE)).name == "my_pipeline"
+
+
+def test_two_inputs_read_one_events_file_with_streams(tmp_path):
+    """INPUTS names two inputs that share FIELDS; pipeline takes a stream for each; events say their stream."""
+    path = tmp_path / "both.py"
+    path.write_text(
+        "from ministream import Count\n"
+        'FIELDS = {"key": str}\n'
+        'INPUTS = ("left", "right")\n'
+        'OUTPUT_MODE = "update"\n'
+        "def pipeline(left, right):\n"
+        '    return left.key_by("key").aggregate("counts", right.key_by("key"), count=Count())\n'
+    )
+    events = tmp_path / "both.jsonl"
+    events.write_text(
+        '{"batch": 0, "stream": "left", "ts": "2024-01-01T10:00:01Z", "key": "a"}\n'
+        '{"batch": 0, "stream": "right", "ts": "2024-01-01T10:00:02Z", "key": "a"}\n'
+    )
+    lesson = load_pipeline_file(path)
+    assert lesson.inputs == ("left", "right")
+    assert lesson.run(lesson.read_script(events)).output()[0].rows == [{"key": "a", "count": 2}]
+
+
+@pytest.mark.spark  # compiling imports the compiler, which writes PySpark
+def test_the_watermark_policy_reaches_the_twins_spark_settings():
+    """WATERMARK_POLICY = "max" runs ministream with max and gives Spark the same policy (the twin's conf)."""
+    lesson = pipeline_lesson(
+        'FIELDS = {"key": str}\nINPUTS = ("left", "right")\nWATERMARK_POLICY = "max"\n'
+        "def pipeline(left, right):\n    return left.union('both', right)\n",
+        "both.py",
+    )
+    assert lesson.policy({}) == "max"
+    assert lesson.spark_conf({})["spark.sql.streaming.multipleWatermarkPolicy"] == "max"
+
+
+def test_events_named_in_the_file_are_the_default(tmp_path):
+    """EVENTS names an events file next to the pipeline file: the run without --events reads it."""
+    (tmp_path / "my.py").write_text(EXAMPLE.read_text() + 'EVENTS = "my.jsonl"\n')
+    (tmp_path / "my.jsonl").write_text(EVENTS.read_text())
+    status, out = run_cli("run", tmp_path / "my.py")
+    assert status == 0 and "batch 3 (watermark 2024-01-01T10:00:20Z): 2 rows" in out
+
+
+GOOD = 'from ministream import Count\nFIELDS = {"key": str}\ndef pipeline(events):\n    return events.key_by("key").aggregate("n", n=Count())\n'
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("def pipeline(events):\n    return events\n", "f.py: no FIELDS: name the events' own columns"),
+        ('FIELDS = {"key": str}\n', "f.py: no function pipeline(events): define one that takes the stream"),
+        (GOOD.replace("str}", "list}"), "f.py: FIELDS['key'] is <class 'list'>: a column is str, float or int"),
+        (GOOD.replace('"key": str', '"ts": str'), "f.py: FIELDS: 'ts' cannot be a column"),
+        (GOOD.replace("def pipeline(events)", "def pipeline(a, b)"), "f.py: pipeline takes one stream per input"),
+        (GOOD + 'OUTPUT_MODE = "updte"\n', "f.py: OUTPUT_MODE is one of 'append', 'update', 'complete', not 'updte'"),
+        (GOOD + 'INPUTS = ("a", "b", "c")\n', "f.py: INPUTS names one or two inputs"),
+        ("FIELDS = {\n", "f.py line 1: '{' was never closed"),
+        ("import no_such_module\n", "f.py line 1: ModuleNotFoundError: No module named 'no_such_module'"),
+    ],
+    ids=[
+        "no-fields",
+        "no-pipeline",
+        "bad-kind",
+        "ts-field",
+        "signature",
+        "mode",
+        "inputs",
+        "syntax",
+        "import",
+    ],
+)
+def test_a_wrong_file_is_refused_in_one_line(text, message):
+    """Each mistake in a pipeline file is one line that names the file and what is missing or wrong."""
+    with pytest.raises(PipelineFileError) as error:
+        pipeline_lesson(text, "f.py")
+    assert str(error.value).startswith(message) and "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        (
+            '    return events.key_by("key")\n',
+            "f.py: pipeline(events) returned a keyed stream: add a step after key_by",
+        ),
+        ("    return 42\n", "f.py: pipeline(events) returned 42, not a stream"),
+        ('    return events.with_watermark("ts", "5 seconds")\n', "f.py line 3: pipeline(events) failed: TypeError"),
+        (
+            '    return events.with_watermark("w", "time", "5 seconds")\n',
+            "f.py: step 'w': the rows have no column 'time'",
+        ),
+    ],
+    ids=["keyed", "not-a-stream", "type-error", "plan-refusal"],
+)
+def test_a_pipeline_that_fails_says_where(body, message):
+    """A pipeline function that fails or returns no stream: one line with the file (and its line)."""
+    lesson = pipeline_lesson('FIELDS = {"key": str}\ndef pipeline(events):\n' + body, "f.py")
+    with pytest.raises(PipelineFileError) as error:
+        lesson.run([[{"ts": 1, "key": "a"}]])
+    assert str(error.value).startswith(message) and "\n" not in str(error.value)
+
+
+def test_the_command_line_reports_a_missing_file_and_no_events(tmp_path, capsys):
+    """A path that is not there, and a file run without events: exit 2 and one line each."""
+    assert run_cli("run", tmp_path / "nothing.py")[0] == 2
+    (tmp_path / "ok.py").write_text(GOOD)
+    assert run_cli("run", tmp_path / "ok.py")[0] == 2
+    err = capsys.readouterr().err.splitlines()
+    assert (
+        err[0]
+        == f"ministream: error: {tmp_path / 'nothing.py'}: there is no such pipeline file (paths are read from the folder the command runs in)"
+    )
+    assert err[1].startswith(f"ministream: error: {tmp_path / 'ok.py'}: no events to run on: give --events FILE")
+
+
+RECORDED = re.compile(r"<!-- recorded: (?P<name>[\w-]+) -->\n```\w*\n(?P<body>.*?)```", re.S)
+
+
+@pytest.mark.spark
+def test_the_readme_example_matches_spark_as_the_tutorial_records(monkeypatch):
+    """The README's pipeline file on its events, in ministream and in its compiled twin: every batch the same,
+    and `compare` prints exactly what tutorials/your-own-pipeline.md recorded; the page's cluster comparison
+    is the same table, and its fuzz run agreed on every script."""
+    monkeypatch.chdir(ROOT)
+    lesson = load_pipeline_file(EXAMPLE)
+    result = compare_lesson(lesson, lesson.read_script(EVENTS))
+    assert result.matches and result.rows_total == 2, result.table()
+    blocks = {m["name"]: m["body"] for m in RECORDED.finditer((ROOT / "tutorials/your-own-pipeline.md").read_text())}
+    status, out = run_cli("compare", "examples/my_pipeline.py", "--events", "examples/my-events.jsonl")
+    assert status == 0
+    assert (
+        blocks["compare"] == f"$ ministream compare examples/my_pipeline.py --events examples/my-events.jsonl\n{out}"
+    ), "re-record the page: .venv/bin/python tutorials/record_your_own_pipeline.py"
+    assert blocks["compare-cluster"].splitlines()[1:] == blocks["compare"].splitlines()[1:]
+    assert blocks["fuzz"].splitlines()[-1] == "my_pipeline: 5 of 5 random scripts match Spark batch for batch (seed 0)"
+
+
+@pytest.mark.spark  # compiling imports the compiler, which writes PySpark
+def test_twin_prints_the_compiled_pyspark():
+    """`ministream twin FILE` prints the PySpark the compiler writes for the file's plan."""
+    status, out = run_cli("twin", EXAMPLE)
+    assert status == 0
+    assert 'watermark = events.withWatermark("ts", "5 seconds")' in out
+    assert 'F.window("ts", "10 seconds")' in out

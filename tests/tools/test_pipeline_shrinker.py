@@ -1,0 +1,87 @@
+"""Shrinking random pipelines (ministream/tools/pipeline_shrinker.py): a planted disagreement shrinks to the
+smallest plan and events that still disagree."""
+
+import contextlib
+
+from ministream.core.compare import compare_batches
+from ministream.core.results import BatchResult
+from ministream.errors import PipelineError
+from ministream.tools.fuzz import Outcome, rows_in, shrink_candidates
+from ministream.tools.pipeline_generator import RandomPlan, Stateful, Stateless, plan_lesson
+from ministream.tools.pipeline_shrinker import shrink_pipeline, smaller_plans
+
+T = 1_704_103_200_000
+
+
+def planted(plan, script, only_sliding=True):
+    """A stand-in twin with a planted bug: it loses the sliding windows' rows of key 'b' that carry a sum (every
+    row of key 'b', when not ``only_sliding``). Engine against engine-with-the-bug; a plan the engine refuses
+    raises PipelineError, as with Spark."""
+    ours = plan_lesson(plan, "planted").run(script).output()
+    buggy = [
+        BatchResult(
+            batch.batch_id,
+            batch.watermark,
+            [
+                row
+                for row in batch.rows
+                if not (
+                    row.get("key") == "b"
+                    and (not only_sliding or ("sum" in row and plan.stateful[-1].kind == "sliding"))
+                )
+            ],
+        )
+        for batch in ours
+    ]
+    return Outcome(compare_batches(ours, buggy))
+
+
+BIG = RandomPlan(
+    stateful=(
+        Stateful("dedup", dedup="key_ts"),
+        Stateful("sliding", size=10_000, slide=5_000, aggregates=("count", "sum")),
+    ),
+    delays=(5_000,),
+    stateless=((Stateless("map", 2), Stateless("filter", 1)),),
+    output_mode="append",
+)
+SCRIPT = [
+    [{"ts": T + s * 1_000, "key": key, "value": float(s % 5 + 1)} for s, key in ((1, "a"), (2, "b"), (3, "c"))],
+    [{"ts": T + 9_000, "key": "a", "value": 2.0}, {"ts": T + 4_000, "key": "b", "value": 3.0}],
+    [{"ts": T + 30_000, "key": "c", "value": 1.0}, {"ts": T + 12_000, "key": "b", "value": 4.0}],
+    [{"ts": T + 50_000, "key": "a", "value": 1.0}],
+]
+
+
+def test_a_planted_disagreement_shrinks_to_a_minimal_case():
+    """The planted bug shrinks to one sliding window step with one aggregate, the sum, no stateless step, a
+    0-second watermark, and two rows (a 'b' row and a row that moves the watermark past its windows); no
+    smaller plan and no smaller script still disagrees."""
+    first = planted(BIG, SCRIPT)
+    assert not first.matches
+    small = shrink_pipeline(BIG, SCRIPT, first, planted, budget=300)
+    assert small.plan == RandomPlan(
+        stateful=(Stateful("sliding", size=10_000, slide=5_000, aggregates=("sum",)),),
+        delays=(0,),
+        stateless=((),),
+        output_mode="append",
+    )
+    assert rows_in(small.script) == 2 and not small.outcome.matches
+    for plan in smaller_plans(small.plan):  # a local minimum: every further cut agrees or is refused
+        with contextlib.suppress(PipelineError):
+            assert planted(plan, small.script).matches
+    assert all(planted(small.plan, script).matches for script in shrink_candidates(small.script))
+
+
+def test_the_budget_bounds_the_runs():
+    """Shrinking stops after its budget of checks, with the smallest case found so far."""
+    first = planted(BIG, SCRIPT)
+    small = shrink_pipeline(BIG, SCRIPT, first, planted, budget=3)
+    assert small.runs == 3 and not small.outcome.matches
+
+
+def test_smaller_plans_keep_an_output_mode_spark_accepts():
+    """A dedup then an aggregate in update mode may lose the dedup, not become a dedup alone in complete mode."""
+    plan = RandomPlan(stateful=(Stateful("dedup"), Stateful("aggregate")), output_mode="complete")
+    kinds = [tuple(step.kind for step in candidate.stateful) for candidate in smaller_plans(plan)]
+    assert kinds == [("aggregate",)]
