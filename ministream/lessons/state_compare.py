@@ -76,8 +76,7 @@ LEFT_OUT = {
     "barrier-alignment": "a continuous-model lesson: Spark has no barriers",
     "changelog": "its runs crash and restart; its changelog is compared with Spark's change feed instead",
     "chained-aggregations": (
-        "it has two keyed steps, and Spark keeps one state store per stateful operator: the diff maps a query "
-        "with one"
+        "it has two keyed steps, and Spark keeps one state store per stateful operator: the diff maps a query with one"
     ),
     "operator-state": "its point is operator state, which Spark does not have, and it has no Spark twin",
 }
