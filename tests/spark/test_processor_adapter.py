@@ -43,7 +43,8 @@ def test_a_lesson_through_the_adapter_matches_the_engine(module):
     lesson = attrs.evolve(module.LESSON, twin=module.adapter_twin)
     comparison = compare_lesson(lesson)
     assert comparison.matches, comparison.table()
-    assert comparison.rows_matched == {"device-sessions": 7, "state-ttl": 5, "processing-time": 2}[lesson.name]
+    if lesson.name != "processing-time":  # its alerts depend on the wall-clock gaps between Spark's batches
+        assert comparison.rows_matched == {"device-sessions": 7, "state-ttl": 5}[lesson.name]
 
 
 # -- the conformance cases ---------------------------------------------------------------------------------------
