@@ -28,6 +28,7 @@ LESSON_MODULES = [
     "device_sessions",
     "state_ttl",
     "processing_time",
+    "game_heartbeats",
     "microbatch_vs_continuous",
     "checkpoint_recovery",
     "barrier_alignment",
