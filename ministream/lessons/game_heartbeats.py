@@ -142,10 +142,10 @@ def due_rows(
     """Rule 2, what a device's timer handler does at ``now``: the rows due, the sessions whose figures changed
     (a heartbeat moves its next one on), and the sessions that timed out.
 
-    >>> rows, changed, closed = due_rows("d1", {"a1": (0, 0, 2_000, 1, 0.0), "a2": (0, 1_000, 6_000, 1, 0.0)},
+    >>> rows, changed, closed = due_rows("d1", {"a1": (0, 0, 2_000, 1, 0.0), "a2": (0, 1_000, 4_000, 1, 0.0)},
     ...                                  now=4_500, heartbeat=2_000, timeout=4_000)
     >>> [(row["kind"], row["session"]) for row in rows], changed, closed
-    ([('timed_out', 'a1'), ('heartbeat', 'a2')], {}, ['a1'])
+    ([('timed_out', 'a1'), ('heartbeat', 'a2')], {'a2': (0, 1000, 6000, 1, 0.0)}, ['a1'])
     """
     rows, changed, closed = [], {}, []
     for session, figures in sessions.items():
