@@ -113,7 +113,7 @@ def wake_up(figures: tuple, timeout: int) -> int:
     >>> wake_up((0, 5_000, 6_000, 2, 1.0), timeout=3_000), wake_up((0, 5_000, 9_000, 2, 1.0), timeout=3_000)
     (6000, 8000)
     """
-    started, last_event, next_beat, events, points = figures
+    _, last_event, next_beat, _, _ = figures
     return min(next_beat, last_event + timeout)
 
 
@@ -123,7 +123,7 @@ def summary(device: str, session: str, kind: str, now: int, figures: tuple) -> d
     >>> summary("d1", "a1", "ended", 9, (1, 5, 7, 2, 3.0))
     {'device': 'd1', 'session': 'a1', 'kind': 'ended', 'time': 9, 'started': 1, 'last_event': 5, 'events': 2, 'points': 3.0}
     """
-    started, last_event, next_beat, events, points = figures
+    started, last_event, _, events, points = figures
     return {
         "device": device,
         "session": session,
@@ -199,21 +199,25 @@ class GameHeartbeats(Processor):
                 self.sessions.remove(session)
             else:
                 self.sessions.put(session, figures)
-        self._set_timers(now)
+        self._set_timers(now, self.sessions.items())
         return out
 
     def handle_expired_timer(self, device, timer_values, expired_timer_info):
         now = timer_values.processing_time
-        rows, changed, closed = due_rows(device, dict(self.sessions.items()), now, self.heartbeat, self.timeout)
+        sessions = dict(self.sessions.items())
+        rows, changed, closed = due_rows(device, sessions, now, self.heartbeat, self.timeout)
         for session, figures in changed.items():
             self.sessions.put(session, figures)
+            sessions[session] = figures
         for session in closed:
             self.sessions.remove(session)
-        self._set_timers(now)
+            del sessions[session]
+        self._set_timers(now, sessions.items())
         return rows
 
-    def _set_timers(self, now: int) -> None:
-        wanted = {wake_up(figures, self.timeout) for _, figures in self.sessions.items()}
+    def _set_timers(self, now: int, sessions) -> None:
+        """Rule 3 for this device, whose ``sessions`` are ``(session id, figures)`` pairs."""
+        wanted = {wake_up(figures, self.timeout) for _, figures in sessions}
         register, delete = timers_to_change(wanted, self.handle.list_timers(), now)
         for expiry in delete:
             self.handle.delete_timer(expiry)

@@ -39,7 +39,17 @@ def is_frozen(value) -> bool:
 
     >>> is_frozen((1, "a", None)), is_frozen((1, [2]))
     (True, False)"""
-    return type(value) in _ATOMS or (type(value) is tuple and all(map(is_frozen, value)))
+    kind = type(value)
+    if kind in _ATOMS:
+        return True
+    if kind is not tuple:
+        return False
+    # A loop, not all(map(is_frozen, ...)): a map state hands out millions of small tuples of numbers, and
+    # testing each atom in place saves a function call per item.
+    for item in value:
+        if type(item) not in _ATOMS and not is_frozen(item):
+            return False
+    return True
 
 
 def copy_value(value):

@@ -36,9 +36,8 @@ Keys must be comparable with each other (strings, numbers, tuples of them), beca
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from bisect import insort
+from collections.abc import Iterable
 
 from sortedcontainers import SortedList
 
