@@ -28,12 +28,12 @@ LESSON_MODULES = [
     "device_sessions",
     "state_ttl",
     "processing_time",
-    "game_heartbeats",
     "microbatch_vs_continuous",
     "checkpoint_recovery",
     "barrier_alignment",
     "rescale",
     "state_backends",
+    "game_heartbeats",
 ]
 """Lesson modules in teaching order (the order of ``ministream lessons`` and of the tutorials)."""
 
