@@ -23,6 +23,7 @@ from ministream.workshop.exercises import exercises_of
 from ministream.workshop.notebooks import (
     checkpoints,
     deduplication,
+    game_heartbeats,
     idle_input,
     keyed_process_functions,
     late_data,
@@ -51,6 +52,7 @@ LESSON_NOTEBOOKS: list[NotebookSource] = [
     keyed_process_functions.NOTEBOOK,
     microbatch_vs_continuous.NOTEBOOK,
     checkpoints.NOTEBOOK,
+    game_heartbeats.NOTEBOOK,
 ]
 """Every lesson notebook of the course, by number (``00-start-here`` is ``notebooks/start_here.py``)."""
 
