@@ -580,11 +580,13 @@ def main(argv=None, out=None) -> int:
     for sessions in args.sessions:
         for backend in args.backend:
             figures = _one_run_in_a_new_process(sessions, backend)
+            results = load_results(path)  # read again: another run may have written it meanwhile
             results[f"{backend} {sessions}"] = figures
             path.write_text(json.dumps(results, indent=1) + "\n")
             print(f"{backend} {sessions:,} sessions: {json.dumps(figures)}", file=out)
     if args.spark:
         figures = measure_spark(args.spark)
+        results = load_results(path)
         results[f"spark {args.spark}"] = figures
         path.write_text(json.dumps(results, indent=1) + "\n")
         print(f"spark {args.spark:,} sessions: {json.dumps(figures)}", file=out)
