@@ -75,7 +75,7 @@ class TimerQueue:
     def __init__(self):
         self.buckets: dict[int, set] = {}  # {timestamp: {key, ...}}
         self.times: SortedList = SortedList()  # the timestamps of self.buckets, earliest first
-        self.by_key: dict[object, list[int]] = {}  # {key: [timestamps, earliest first]}
+        self.by_key: dict = {}  # {key: [timestamps, earliest first]}
         self.count = 0
 
     def add(self, key, timestamp: int) -> None:
@@ -121,9 +121,7 @@ class TimerQueue:
         ([(3, 'a')], 2)
         """
         return [
-            (timestamp, key)
-            for timestamp in self.times.irange(maximum=time)
-            for key in sorted(self.buckets[timestamp])
+            (timestamp, key) for timestamp in self.times.irange(maximum=time) for key in sorted(self.buckets[timestamp])
         ]
 
     def pop_until(self, time: int) -> list[tuple[int, object]]:

@@ -166,7 +166,7 @@ def ttl_expired(written_at, ttl, batch_timestamp):
 
 def session_timer(figures, now, heartbeat, timeout):
     """Game heartbeats: what a device's timer does with one open session."""
-    started, last_event, next_beat, events, points = figures
+    _started, last_event, next_beat, _events, _points = figures
     if last_event + timeout <= now:
         return "timed_out"
     if next_beat <= now:
