@@ -44,11 +44,12 @@ from ministream.checkpoints.restore import restore_graph
 from ministream.checkpoints.storage import DirectoryStorage
 from ministream.core.plan import Dataflow
 from ministream.core.sources import ScriptedSource
-from ministream.lessons.game_heartbeats import GameHeartbeats
+from ministream.lessons.game_heartbeats import LESSON, GameHeartbeats
 from ministream.lessons.lesson import BASE_TIME
 from ministream.models.microbatch import run_microbatch
 from ministream.operators.planner import physical_graph
 from ministream.state.backends import state_backends
+from ministream.tools.plots import plot_figure_class, save_png
 
 PER_DEVICE = 4
 """Sessions per device (the seed's map state: sessionId -> session state, per deviceId)."""
@@ -358,7 +359,6 @@ def measure_spark(
     when it starts, so its heartbeats fall where that clock puts them). Then a restart on the same checkpoint
     with one more (empty) batch: its time is what recovery costs (Spark loads the state when the batch needs
     it)."""
-    from ministream.lessons.game_heartbeats import LESSON
     from ministream.spark import scripted_stream, session_conf, spark_session
 
     spark = spark_session()
@@ -476,8 +476,6 @@ def scale_plot(results: dict):
     >>> [axes.get_ylabel() for axes in figure.axes]
     ['CPU µs per session', 'bytes per session']
     """
-    from ministream.tools.plots import plot_figure_class
-
     figure = plot_figure_class()(figsize=(8, 3.2), layout="constrained")
     cpu, memory = figure.subplots(1, 2)
     for engine in ("memory", "rocksdb"):
@@ -664,8 +662,6 @@ def main(argv=None, out=None) -> int:
     growth = cost_growth(results)
     print(f"CPU per session, largest over smallest size (memory): {growth}", file=out)
     if args.markdown:
-        from ministream.tools.plots import save_png
-
         save_png(scale_plot(results), PLOT)
         write_section(Path(args.markdown), page_section(results))
     return 0
