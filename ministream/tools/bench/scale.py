@@ -166,8 +166,8 @@ def expected_counts(sessions: int, open_seconds: int, keep_alive_seconds: int, e
     ``t + open_seconds`` (with the heartbeat that falls there, when the heartbeat is due then, after it: the end
     comes first); a silent one times out at ``t + TIMEOUT``.
 
-    >>> expected_counts(4, 3, 3, 1_000, 1_000)["play"]
-    4
+    >>> expected_counts(4, 3, 3, 1_000, 1_000)   # s0 ends, s1 stays silent, s2 and s3 play once
+    {'heartbeat': 0, 'ended': 1, 'timed_out': 0, 'play': 2}
     """
     last = open_seconds + keep_alive_seconds - 1  # the last batch's second
     counts = {"heartbeat": 0, "ended": 0, "timed_out": 0, "play": 0}
