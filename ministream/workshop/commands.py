@@ -19,6 +19,7 @@ read from a repository. ``make workshop-check`` is ``check --folder notebooks``.
  1  01-running-aggregation.ipynb       running-aggregation; exercises key_group, update_batch
 ...
 13  15-checkpoints.ipynb               checkpoint-recovery, barrier-alignment, rescale; exercises restart_at, barrier_arrives
+14  19-game-heartbeats.ipynb           game-heartbeats; exercises session_timer, next_beat
 0
 """
 
