@@ -632,7 +632,9 @@ def main(argv=None, out=None) -> int:
 
     out = out or sys.stdout
     parser = argparse.ArgumentParser(prog="ministream bench --scale", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sessions", type=int, nargs="+", default=[*SWEEP, 4_000_000], help="sizes to run")
+    parser.add_argument(
+        "--sessions", type=int, nargs="*", default=[*SWEEP, 4_000_000], help="sizes to run (none: only write the page)"
+    )
     parser.add_argument("--backend", nargs="+", default=["memory", "rocksdb"], choices=["memory", "rocksdb"])
     parser.add_argument("--spark", type=int, metavar="N", help="also run the Spark twin with N sessions")
     parser.add_argument("--results", default=str(RESULTS), help="the JSON file that keeps every run's figures")
