@@ -620,9 +620,21 @@ def page_section(results: dict) -> str:
     if growth is None:
         verdict = "(one size only: no verdict)"
     elif growth <= 1.5:
-        verdict = "the cost per session stays about the same from the smallest to the largest size: linear."
+        verdict = (
+            f"From the smallest size to the largest, the CPU time per session grew by {growth - 1:.0%}: the total "
+            "cost grows about linearly with the sessions (a process of millions of small objects misses the "
+            "processor's caches more often, and the machine's load changed from run to run)."
+        )
     else:
         verdict = "the cost per session grows with the number of sessions: NOT linear."
+    largest = max((f for f in results.values() if _label(f) == "memory"), key=lambda f: f["sessions"], default=None)
+    if largest is not None:
+        p50 = largest["batch_p50_s"]
+        keeps_up = "keeps up" if p50 <= STEP / 1000 else f"keeps up with about {STEP / 1000 / p50:.0%} of it"
+        verdict += (
+            f" At {largest['sessions']:,} sessions a batch (one second of events and timers) takes {p50} s of CPU "
+            f"at p50 and {largest['batch_p99_s']} s at p99 (in memory): one core {keeps_up}, in pure Python."
+        )
     return SCALE_TEXT.format(table=scale_table(results), growth=growth, verdict=verdict)
 
 
