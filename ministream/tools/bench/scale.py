@@ -598,6 +598,10 @@ events and fires 133,000 timers. Each size runs in a process of its own.
   in a bucket, a list per device). With RocksDB the map lives in the store (its memtables and block cache are
   in the resident set too), but the timers stay in the Python heap: ministream's `TimerService` is not in the
   state backend, where Spark keeps `transformWithState`'s timers in the state store.
+- *RocksDB at 4M* ran with `--no-checkpoints` (the time there was did not allow its checkpoints and recovery,
+  which are measured at 250k); its memory per session is taken after the opening batches, when the store held
+  every session; its resident set then rose to its peak once the keep-alive batches read and wrote the store
+  (RocksDB's memtables and block cache, and each batch's working set).
 - *Checkpoints* (after the last opening batch, then a delta after the next batch) are the engine's own files,
   written to a local directory. A delta writes only the devices changed since (a thirtieth of them), but the
   timers whole: `state/changes.py` takes timers as small, which at 4M sessions they are not, so the delta is
