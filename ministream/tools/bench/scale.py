@@ -485,8 +485,11 @@ def scale_plot(results: dict):
         sizes = [size for size, _ in runs]
         cpu.plot(sizes, [f["cpu_us_per_session"] for _, f in runs], marker="o", label=f"ministream, {engine}")
         memory.plot(sizes, [f["memory_per_session_bytes"] for _, f in runs], marker="o", label=f"ministream, {engine}")
+    sizes = sorted({f["sessions"] for f in results.values() if _label(f) != "spark"})
     for axes, label in ((cpu, "CPU µs per session"), (memory, "bytes per session")):
         axes.set_xscale("log")
+        axes.set_xticks(sizes, [f"{size / 1e6:g}M" for size in sizes])
+        axes.minorticks_off()
         axes.set_ylim(bottom=0)
         axes.set_xlabel("concurrent sessions")
         axes.set_ylabel(label)
@@ -575,7 +578,7 @@ events and fires 133,000 timers. Each size runs in a process of its own.
 
 {table}
 
-![CPU time and memory per session against the number of sessions, for each state backend: flat lines, so the cost grows linearly with the sessions](../diagrams/plots/scale-cost.png)
+![CPU time and memory per session against the number of sessions, for each state backend: nearly flat lines (CPU per session up 26% in memory and 19% on RocksDB from 0.25M to 4M sessions), so the cost grows about linearly with the sessions](../diagrams/plots/scale-cost.png)
 
 **Growth.** CPU time per session, largest size over smallest (in memory): {growth}. {verdict}
 
