@@ -38,6 +38,7 @@ LESSON_MODULES = [
     "chained_aggregations",
     "operator_state",
     "changelog",
+    "game_heartbeats",
 ]
 """Lesson modules in teaching order (the order of ``ministream lessons`` and of the tutorials)."""
 

@@ -279,7 +279,7 @@ class ProcessOperator(Operator):
                 key,
                 "input",
                 partial(self.processor.handle_input_rows, key, rows, values),
-                f"{len(rows)} row{'s' if len(rows) != 1 else ''} of this batch",
+                lambda rows=rows: f"{len(rows)} row{'s' if len(rows) != 1 else ''} of this batch",
             )
         self.rows_by_key = {}
         for expiry, key in self._expired_timers(batch.watermark):
@@ -317,15 +317,17 @@ class ProcessOperator(Operator):
             key,
             "timer",
             lambda: self.processor.handle_expired_timer(key, values, ExpiredTimerInfo(expiry)),
-            f"timer at {format_ts(expiry)} fired: it is at or before the {clock}, {format_ts(now)}",
+            lambda: f"timer at {format_ts(expiry)} fired: it is at or before the {clock}, {format_ts(now)}",
         )
         self.handle.delete_timer(expiry)  # Spark deletes a fired timer after its handler, even if re-registered
 
-    def _call(self, key, kind: str, handler, why: str) -> None:
+    def _call(self, key, kind: str, handler, why) -> None:
+        """Run one handler for ``key`` and emit its rows; ``why()`` says why it ran, for the trace (made only
+        when tracing: formatting times for each of millions of timers costs more than firing them)."""
         self.ctx.state.set_current_key(key)
         rows = _rows(handler())
         if self.ctx.tracing:
-            self.ctx.explain(kind, f"key {key!r}: {why}")
+            self.ctx.explain(kind, f"key {key!r}: {why()}")
             for row in rows:
                 self.ctx.explain("emit", f"key {key!r}: returned by the {kind} handler", row)
         self.ctx.emit(rows)
@@ -357,7 +359,9 @@ class ProcessOperator(Operator):
         for key, row in pairs:
             values = self.timer_values(self.watermark)
             self.ctx.count("handed to the processor")
-            self._call(key, "input", partial(self.processor.handle_input_rows, key, [row], values), "one record")
+            self._call(
+                key, "input", partial(self.processor.handle_input_rows, key, [row], values), lambda: "one record"
+            )
 
     def on_watermark(self, watermark):
         """Continuous model: fire the event-time timers the watermark reached, then pass it on."""

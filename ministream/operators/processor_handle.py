@@ -212,11 +212,16 @@ class _KeyScoped:
         attribute = getattr(self._state, name)
         if not callable(attribute):
             return attribute
+        handle, operation = self._handle, f"{type(self._state).__name__}.{name}"
 
         def scoped(*args, **kwargs):
-            self._handle.check_key(f"{type(self._state).__name__}.{name}")
+            if handle.in_init:
+                handle.check_key(operation)
             return attribute(*args, **kwargs)
 
+        # Kept as an attribute, so that __getattr__ (only called for a missing attribute) runs once per
+        # method and not at every call: a processor calls its state millions of times.
+        self.__dict__[name] = scoped
         return scoped
 
     def __repr__(self):

@@ -39,7 +39,14 @@ def is_frozen(value) -> bool:
 
     >>> is_frozen((1, "a", None)), is_frozen((1, [2]))
     (True, False)"""
-    return type(value) in _ATOMS or (type(value) is tuple and all(map(is_frozen, value)))
+    kind = type(value)
+    if kind in _ATOMS:
+        return True
+    if kind is not tuple:
+        return False
+    # A map state hands out millions of small tuples of numbers: the types of a flat tuple are tested in C
+    # (frozenset.issuperset walks the map), and only a tuple that holds other things is walked in Python.
+    return _ATOMS.issuperset(map(type, value)) or all(map(is_frozen, value))
 
 
 def copy_value(value):

@@ -36,9 +36,10 @@ Keys must be comparable with each other (strings, numbers, tuples of them), beca
 
 from __future__ import annotations
 
+from bisect import insort
 from collections.abc import Iterable
 
-from sortedcontainers import SortedSet
+from sortedcontainers import SortedList
 
 from ministream.state.keygroups import MAX_PARALLELISM, key_group_of
 
@@ -47,79 +48,95 @@ PROCESSING_TIME = "processing_time"
 DOMAINS = (EVENT_TIME, PROCESSING_TIME)
 
 
-class _AfterEveryKey:
-    """Compares above every key: ``(time, _AFTER_EVERY_KEY)`` bounds the timers at ``time`` from above."""
-
-    def __lt__(self, other):
-        return False
-
-    def __gt__(self, other):
-        return True
-
-
-_AFTER_EVERY_KEY = _AfterEveryKey()
-
-
 class TimerQueue:
-    """The timers of one time domain, kept in firing order and findable by key.
+    """The timers of one time domain, kept in firing order and findable by key: a *bucket queue*.
 
-    State: ``self.queue``, a ``SortedSet`` of ``(timestamp, key)``, every timer in firing order; and
-    ``self.by_key``, ``{key: SortedSet of timestamps}``, the same timers looked up by key.
+    Many timers share a timestamp (a heartbeat every 30 s for millions of sessions opened in the same few
+    batches), so the queue keeps one bucket per distinct timestamp, the keys whose timer is due then, and an
+    ordered index of the bucket times (a calendar queue with one bucket per instant, Brown 1988). Adding or
+    removing a timer is a set operation, O(1), plus O(log B) when a bucket appears or empties (B distinct
+    timestamps, B << n); firing takes the earliest buckets and sorts each one's keys (rule 2: ties in key
+    order). A sorted set of ``(timestamp, key)`` pairs would pay O(log n) and a tuple per timer, and a
+    ``SortedSet`` per key (a set and a sorted list) costs about a kilobyte per key; a key has a handful of
+    timers, so a plain sorted list per key is enough.
+
+    State: ``self.buckets``, ``{timestamp: {key, ...}}``, every timer by its time; ``self.times``, a
+    ``SortedList`` of the timestamps that have a bucket, in firing order; ``self.by_key``, ``{key: [timestamps,
+    earliest first]}``, the same timers looked up by key; ``self.count``, how many timers there are.
 
     >>> queue = TimerQueue()
-    >>> queue.add("a", 5); queue.add("a", 3); queue.add("b", 3)
-    >>> list(queue.queue), queue.timestamps("a")
-    ([(3, 'a'), (3, 'b'), (5, 'a')], [3, 5])
+    >>> queue.add("b", 3); queue.add("a", 5); queue.add("a", 3)
+    >>> sorted(queue.buckets[3]), list(queue.times), queue.timestamps("a")
+    (['a', 'b'], [3, 5], [3, 5])
     >>> queue.pop_until(3), queue.next_timestamp()
     ([(3, 'a'), (3, 'b')], 5)
     """
 
     def __init__(self):
-        self.queue: SortedSet = SortedSet()  # {(timestamp, key)}, in firing order
-        self.by_key: dict = {}  # {key: SortedSet of timestamps}
+        self.buckets: dict[int, set] = {}  # {timestamp: {key, ...}}
+        self.times: SortedList = SortedList()  # the timestamps of self.buckets, earliest first
+        self.by_key: dict = {}  # {key: [timestamps, earliest first]}
+        self.count = 0
 
     def add(self, key, timestamp: int) -> None:
-        """Add the timer (key, timestamp) unless it is already there. Cost: O(log n)."""
-        self.queue.add((timestamp, key))
-        self.by_key.setdefault(key, SortedSet()).add(timestamp)
+        """Add the timer (key, timestamp) unless it is already there. Cost: O(1), O(log B) for a new bucket."""
+        bucket = self.buckets.get(timestamp)
+        if bucket is None:
+            bucket = self.buckets[timestamp] = set()
+            self.times.add(timestamp)
+        elif key in bucket:
+            return
+        bucket.add(key)
+        stamps = self.by_key.get(key)
+        if stamps is None:
+            self.by_key[key] = [timestamp]
+        else:
+            insort(stamps, timestamp)
+        self.count += 1
 
     def discard(self, key, timestamp: int) -> None:
-        """Remove the timer (key, timestamp) if it is there. Cost: O(log n)."""
-        self.queue.discard((timestamp, key))
-        stamps = self.by_key.get(key)
-        if stamps is not None:
-            stamps.discard(timestamp)
-            if not stamps:
-                del self.by_key[key]
+        """Remove the timer (key, timestamp) if it is there. Cost: O(1), O(log B) when its bucket empties."""
+        bucket = self.buckets.get(timestamp)
+        if bucket is None or key not in bucket:
+            return
+        bucket.discard(key)
+        if not bucket:
+            del self.buckets[timestamp]
+            self.times.remove(timestamp)
+        stamps = self.by_key[key]
+        stamps.remove(timestamp)
+        if not stamps:
+            del self.by_key[key]
+        self.count -= 1
 
     def timestamps(self, key) -> list[int]:
         """The timestamps of ``key``'s timers, earliest first."""
         return list(self.by_key.get(key, ()))
 
-    def pop_until(self, time: int) -> list[tuple[int, object]]:
-        """Remove and return, in firing order, every timer with ``timestamp <= time``. Cost: O(k log n)."""
-        fired = []
-        while self.queue and self.queue[0][0] <= time:
-            timestamp, key = self.queue.pop(0)
-            self.discard(key, timestamp)
-            fired.append((timestamp, key))
-        return fired
-
     def due(self, time: int) -> list[tuple[int, object]]:
-        """Every timer with ``timestamp <= time``, in firing order, left in place. Cost: O(k log n).
+        """Every timer with ``timestamp <= time``, in firing order, left in place. Cost: O(k log k) for k due.
 
         >>> queue = TimerQueue(); queue.add("a", 3); queue.add("b", 9)
         >>> queue.due(5), len(queue)
         ([(3, 'a')], 2)
         """
-        return list(self.queue.irange(maximum=(time, _AFTER_EVERY_KEY), inclusive=(True, True)))
+        return [
+            (timestamp, key) for timestamp in self.times.irange(maximum=time) for key in sorted(self.buckets[timestamp])
+        ]
+
+    def pop_until(self, time: int) -> list[tuple[int, object]]:
+        """Remove and return, in firing order, every timer with ``timestamp <= time``."""
+        fired = self.due(time)
+        for timestamp, key in fired:
+            self.discard(key, timestamp)
+        return fired
 
     def next_timestamp(self) -> int | None:
         """The earliest timestamp of any timer, or ``None`` when there is none."""
-        return self.queue[0][0] if self.queue else None
+        return self.times[0] if self.times else None
 
     def __len__(self):
-        return len(self.queue)
+        return self.count
 
 
 class TimerService:

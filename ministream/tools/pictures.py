@@ -270,6 +270,12 @@ PICTURES = [
     Picture("state-ttl", "state", "entries in state: expired ones leave", lambda: state("state-ttl")),
     Picture("processing-time", "state", "entries in the watchdog's state", lambda: state("processing-time")),
     Picture(
+        "game-heartbeats",
+        "state",
+        "entries in state after each batch: a map per device, and its timers",
+        lambda: state("game-heartbeats", what="maps and timers"),
+    ),
+    Picture(
         "microbatch-vs-continuous",
         "microbatch",
         "micro-batch: the watermark moves between batches",

@@ -4,6 +4,8 @@
 - ``update_batch(totals, rows)``: a running count and sum per key, and the rows update mode emits;
 - ``due_timers(timers, watermark)``: the event-time timers that fire at the end of a batch, in order;
 - ``ttl_expired(written_at, ttl, batch_timestamp)``: whether a state entry has outlived its time-to-live;
+- ``session_timer(figures, now, heartbeat, timeout)`` and ``next_beat(started, now, heartbeat)``: what a
+  game device's processing-time timer does with a session, and when its next heartbeat is;
 - ``barrier_arrives(held_back, position, inputs)``: one step of aligning a checkpoint barrier;
 - ``restart_at(offsets, commits)``: where a micro-batch query goes on after a crash, from its checkpoint.
 
@@ -24,6 +26,7 @@ import zlib
 
 from ministream.core.results import normalize_row
 from ministream.lessons import get_lesson
+from ministream.lessons.game_heartbeats import due_rows
 from ministream.state.changelog import ChangelogStorage, LogPosition, read_state
 from ministream.state.changes import StateDelta
 from ministream.state.keygroups import key_group_of
@@ -269,6 +272,78 @@ def check_ttl_expired(ttl_expired) -> Passed:
         lambda case: is_expired(case.args[0] + case.args[1], case.args[2]),
         against="ministream.state.ttl",
         show=lambda answer: "expired" if answer else "alive",
+    )
+
+
+# -- game heartbeats -------------------------------------------------------------------------------------------
+
+CLOSE_FIRST = (
+    "a session with no event for the timeout closes: last_event + timeout <= now, inclusive; it closes instead "
+    "of sending a heartbeat, even when one is due"
+)
+BEAT_DUE = "a heartbeat is due when the batch timestamp reaches it: next_beat <= now, inclusive"
+NOTHING_DUE = "a session whose heartbeat and timeout are both after now does nothing"
+ON_THE_GRID = (
+    "heartbeats keep the session's rhythm: the next one is started + k * heartbeat, the first strictly after "
+    "now, so a late batch sends one heartbeat, not a burst, and the rhythm does not drift"
+)
+
+
+def _what_the_lesson_does(figures, now, heartbeat, timeout):
+    """``(kind of row or None, next_beat after it)``: the lesson's ``due_rows`` on one session."""
+    rows, changed, _ = due_rows("d", {"s": figures}, now, heartbeat, timeout)
+    return (rows[0]["kind"] if rows else None), changed.get("s", figures)[2]
+
+
+def check_session_timer(session_timer) -> Passed:
+    """Exercise: ``session_timer(figures, now, heartbeat, timeout)`` says what a device's timer does with one
+    session: ``"timed_out"``, ``"heartbeat"`` or ``None``; checked against ``lessons/game_heartbeats.due_rows``,
+    which Spark's twin runs too.
+
+    >>> check_session_timer(lambda f, now, hb, to: "timed_out" if f[1] + to <= now else
+    ...                     ("heartbeat" if f[2] <= now else None))
+    ✓ session_timer: 5 cases agree with lessons/game_heartbeats.py
+    """
+    raw = [  # (figures, now), heartbeat 30 s, timeout 45 s
+        (((0, 0, 30_000, 1, 0.0), 10_000), NOTHING_DUE),
+        (((0, 20_000, 30_000, 2, 1.0), 30_000), BEAT_DUE),
+        (((0, 0, 30_000, 1, 0.0), 45_000), CLOSE_FIRST),
+        (((0, 0, 60_000, 1, 0.0), 44_999), NOTHING_DUE),
+        (((0, 15_000, 60_000, 2, 0.0), 60_000), CLOSE_FIRST),
+    ]
+    cases = [
+        Case((figures, now, 30_000, 45_000), rule, f"session {figures}, batch timestamp {now} ms")
+        for (figures, now), rule in raw
+    ]
+    return check_cases(
+        "session_timer",
+        session_timer,
+        cases,
+        lambda case: _what_the_lesson_does(*case.args)[0],
+        against="lessons/game_heartbeats.py",
+    )
+
+
+def check_next_beat(next_beat) -> Passed:
+    """Exercise: ``next_beat(started, now, heartbeat)``: the next heartbeat of a session started at ``started``
+    that sent one at ``now``; checked against ``lessons/game_heartbeats.due_rows``.
+
+    >>> check_next_beat(lambda started, now, hb: started + ((now - started) // hb + 1) * hb)
+    ✓ next_beat: 3 cases agree with lessons/game_heartbeats.py
+    """
+    raw = [(5_000, 35_000), (5_000, 36_000), (5_000, 100_000)]  # on time, a second late, three beats late
+    cases = [
+        Case((started, now, 30_000), ON_THE_GRID, f"started at {started} ms, heartbeat sent at {now} ms")
+        for started, now in raw
+    ]
+    return check_cases(
+        "next_beat",
+        next_beat,
+        cases,
+        lambda case: _what_the_lesson_does(
+            (case.args[0], case.args[1], case.args[1], 1, 0.0), case.args[1], case.args[2], 10**9
+        )[1],
+        against="lessons/game_heartbeats.py",
     )
 
 

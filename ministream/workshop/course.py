@@ -25,6 +25,7 @@ from ministream.workshop.notebooks import (
     checkpoints,
     deduplication,
     enrichment_join,
+    game_heartbeats,
     idle_input,
     keyed_process_functions,
     late_data,
@@ -59,6 +60,7 @@ LESSON_NOTEBOOKS: list[NotebookSource] = [
     enrichment_join.NOTEBOOK,
     chained_aggregations.NOTEBOOK,
     operator_state.NOTEBOOK,
+    game_heartbeats.NOTEBOOK,
 ]
 """Every lesson notebook of the course, by number (``00-start-here`` is ``notebooks/start_here.py``)."""
 

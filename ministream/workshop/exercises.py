@@ -336,6 +336,30 @@ Write `ttl_expired(written_at, ttl, batch_timestamp)`: has a state entry written
         "checks_engine:check_ttl_expired",
     ),
     Exercise(
+        "session_timer",
+        "game-heartbeats",
+        "what a device's timer does with a session",
+        """\
+A device's processing-time timer fired in a batch stamped `now` (ms). Write `session_timer(figures, now, heartbeat,
+timeout)`: what it does with one of the device's open sessions, whose `figures` are `(started, last_event,
+next_beat, events, points)` (times in ms): `"timed_out"` (it closes), `"heartbeat"` (it sends one) or `None`.""",
+        _starter(
+            "session_timer(figures, now, heartbeat, timeout)", '"timed_out", "heartbeat" or None for this session.'
+        ),
+        "checks_engine:check_session_timer",
+    ),
+    Exercise(
+        "next_beat",
+        "game-heartbeats",
+        "when the next heartbeat is",
+        """\
+A session started at `started` just sent a heartbeat in a batch stamped `now`. Write `next_beat(started, now,
+heartbeat)`: the processing time (ms) of its next heartbeat. Heartbeats keep to the session's own rhythm: every
+`heartbeat` ms from its start. The check includes a batch that comes late.""",
+        _starter("next_beat(started, now, heartbeat)", "The time of the session's next heartbeat."),
+        "checks_engine:check_next_beat",
+    ),
+    Exercise(
         "restart_at",
         "checkpoint-recovery",
         "where a query goes on after a crash",

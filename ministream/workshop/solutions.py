@@ -195,6 +195,21 @@ def ttl_expired(written_at, ttl, batch_timestamp):
     return batch_timestamp >= written_at + ttl
 
 
+def session_timer(figures, now, heartbeat, timeout):
+    """Game heartbeats: what a device's timer does with one open session."""
+    _started, last_event, next_beat, _events, _points = figures
+    if last_event + timeout <= now:
+        return "timed_out"
+    if next_beat <= now:
+        return "heartbeat"
+    return None
+
+
+def next_beat(started, now, heartbeat):
+    """Game heartbeats: the first tick of the session's rhythm after ``now``."""
+    return started + ((now - started) // heartbeat + 1) * heartbeat
+
+
 def barrier_arrives(held_back, position, inputs):
     """Checkpoints: barrier n arrived on input ``position``; True when the subtask snapshots now."""
     held_back.add(position)

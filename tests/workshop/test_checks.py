@@ -14,8 +14,10 @@ from ministream.workshop.checks_engine import (
     check_barrier_arrives,
     check_due_timers,
     check_key_group,
+    check_next_beat,
     check_recover,
     check_restart_at,
+    check_session_timer,
     check_ttl_expired,
     check_update_batch,
 )
@@ -70,6 +72,8 @@ CHECKS = {
     "restart_at": check_restart_at,
     "as_of": check_as_of,
     "recover": check_recover,
+    "session_timer": check_session_timer,
+    "next_beat": check_next_beat,
 }
 """Each exercise's check, against ministream's rules (the notebooks run them against Spark)."""
 
@@ -414,6 +418,10 @@ WRONG = [
     ("restart_at", lambda offsets, commits: (max(offsets, default=-1) + 1, False), "runs it again"),
     ("restart_at", lambda offsets, commits: (max(commits), False) if commits else (0, False), "the next batch id"),
     ("restart_at", lambda offsets, commits: (max(offsets), True) if offsets else (0, False), "goes on with the next"),
+    ("session_timer", lambda f, now, hb, to: "heartbeat" if f[2] <= now else None, "closes instead"),
+    ("session_timer", lambda f, now, hb, to: "timed_out" if f[1] + to < now else None, "inclusive"),
+    ("next_beat", lambda started, now, hb: now + hb, "does not drift"),
+    ("next_beat", lambda started, now, hb: started + hb, "first strictly after"),
     ("barrier_arrives", unaligned_barrier, "not before"),
     ("barrier_arrives", never_holds_barrier, "is held back"),
     ("barrier_arrives", never_releases_barrier, "every input is released"),

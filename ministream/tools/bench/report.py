@@ -11,6 +11,8 @@ from tqdm import tqdm
 
 from ministream.tools.bench.checkpoints import bench_checkpoints
 from ministream.tools.bench.engine import bench_engine, bench_memory
+from ministream.tools.bench.scale import SECTION
+from ministream.tools.bench.scale import main as scale_main
 from ministream.tools.bench.spark import bench_spark
 from ministream.tools.bench.state import bench_state_backends
 from ministream.tools.bench.workload import EVENTS, make_events
@@ -128,11 +130,27 @@ def markdown_page(report: dict, argv) -> str:
     return "\n".join(lines) + "\n\n" + HOW_MEASURED
 
 
+def scale_section(path) -> str:
+    """The section that ``bench --scale`` wrote in the page at ``path`` (kept when ``bench`` rewrites it)."""
+    start, end = SECTION
+    try:
+        with open(path, encoding="utf-8") as page:
+            text = page.read()
+    except OSError:
+        return ""
+    if start not in text or end not in text:
+        return ""
+    return "\n" + text[text.index(start) : text.index(end) + len(end)] + "\n"
+
+
 def main(argv=None, out=None) -> int:
-    """``ministream bench [--json] [--events N] [--no-spark] [--state]``."""
+    """``ministream bench [--json] [--events N] [--no-spark] [--state]``, or ``ministream bench --scale ...``
+    (``bench/scale.py``)."""
     import argparse
 
     out = out or sys.stdout
+    if argv and argv[0] == "--scale":  # millions of sessions: its options are its own (bench/scale.py)
+        return scale_main(argv[1:], out)
     parser = argparse.ArgumentParser(prog="ministream bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true", help="print one JSON object of named figures")
     parser.add_argument("--events", type=int, default=EVENTS, help="events in the throughput workloads")
@@ -159,8 +177,9 @@ def main(argv=None, out=None) -> int:
         else:
             report = run_benchmarks(events=args.events, spark=not args.no_spark, say=say, stage=stage)
     if args.markdown:
+        kept = scale_section(args.markdown)
         with open(args.markdown, "w", encoding="utf-8") as page:
-            page.write(markdown_page(report, argv))
+            page.write(markdown_page(report, argv) + kept)
     if args.json:
         print(json.dumps(report, indent=2), file=out)
     else:

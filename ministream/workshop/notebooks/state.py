@@ -71,7 +71,7 @@ for row. The first Spark run in a kernel takes a while: Spark starts."""),
 result = compare_state(lesson, state_backend="rocksdb")
 print(result.table())
 assert result.matches"""),
-        markdown("""## 19. Changelogs: a checkpoint that copies no state
+        markdown("""## 22. Changelogs: a checkpoint that copies no state
 
 In changelog mode each subtask appends its batch's state writes to its own log (`<v>.changelog`), materialises
 a snapshot every `materialize_every` records (`<v>.snapshot`), and a checkpoint keeps only a position in the
