@@ -61,6 +61,7 @@ MAPPED = (
     "device-sessions",
     "state-ttl",
     "processing-time",
+    "game-heartbeats",
     "state-backends",
 )
 """The lessons whose state ``compare_state`` maps onto Spark's."""
