@@ -122,6 +122,8 @@ def _describe_stateful(step: Stateful, on_each_side: bool = False) -> str:
 
 DELAYS = (0, 1_000, 2_000, 5_000, 10_000)
 SIZES = (1_000, 2_000, 5_000, 10_000)
+GAPS = (0, 500, 1_000, 2_000)
+"""The quiet-key counter's gaps: short, so that random events (a few keys, seconds apart) leave keys quiet."""
 
 
 def random_plan(rng: random.Random, kinds: tuple[str, ...] | None = None) -> RandomPlan:
@@ -171,7 +173,7 @@ def _stateful(rng: random.Random, kind: str) -> Stateful:
     if kind == "dedup":
         return Stateful(kind, True, dedup=rng.choice(("key", "key_ts", "row", "within")))
     if kind == "process":
-        return Stateful(kind, True, size=rng.choice(SIZES), processor=rng.choice(("counter", "quiet")))
+        return Stateful(kind, True, size=rng.choice(GAPS), processor=rng.choice(("counter", "quiet")))
     return Stateful("aggregate", keyed, aggregates=aggregates)
 
 
