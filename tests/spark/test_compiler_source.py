@@ -298,3 +298,18 @@ def test_a_watermark_on_a_column_that_is_not_a_timestamp_is_refused():
     """Spark's withWatermark needs a TIMESTAMP column; a number of milliseconds must be declared as one."""
     message = refusal(lambda s: s.with_watermark("wm", "value", 0))
     assert "withWatermark needs a TIMESTAMP column and 'value' is DOUBLE" in message
+
+
+def test_window_time_reads_the_window_struct_the_window_step_keeps():
+    """with_window_time is Spark's window_time of the window struct, which the window step before it keeps
+    beside its bounds; after a Python map (a UDF rebuilds the row and the struct is gone) it is refused."""
+
+    def chained(stream, between=lambda s: s):
+        hourly = stream.with_watermark("wm", "ts", 0).key_by("key").window("hourly", Tumbling("1 hour"), n=Count())
+        return between(hourly).with_window_time("timed")
+
+    source = compile_one(chained).source
+    assert 'F.col("window").alias("_window_window_start_window_end"),' in source
+    assert 'timed = hourly.withColumn("window_time", F.window_time("_window_window_start_window_end"))' in source
+    message = refusal(lambda s: chained(s, lambda hourly: hourly.map("copy", dict)))
+    assert message.startswith("step 'timed' (window_time): Spark's window_time reads the window struct")
