@@ -279,8 +279,8 @@ def compile_window_time(step: Step, inputs: list[Frame], compilation: Compilatio
             step.name,
             step.kind,
             f"Spark's window_time reads the window struct made by window() or session_window(), and "
-            f"{spec.start!r}, {spec.end!r} are not the bounds of one the rows still carry ('window_time function "
-            "requires a window column produced by window or session_window')",
+            f"{spec.start!r}, {spec.end!r} are not the bounds of one the rows still carry (a struct rebuilt from "
+            "them: 'The input is not a correct window column: window_time(...)')",
             "put with_window_time right after the window step, or after selects and filters only",
         )
     name = compilation.writer.name_of(step.name)
