@@ -27,7 +27,7 @@ aggregation emitted were late for the second (SPARK-40925 split the two watermar
 
 from __future__ import annotations
 
-from ministream.core.aggregates import Max, Sum
+from ministream.core.aggregates import Custom, Max, Sum
 from ministream.core.events import Field
 from ministream.core.plan import Dataflow
 from ministream.core.sinks import CollectingSink
@@ -82,24 +82,32 @@ def random_script(rng, params) -> list:
 
 
 def pipeline(script, params) -> Dataflow:
-    """ministream: hourly sums per driver, then per hour the largest (total, driver)."""
+    """ministream: hourly sums per driver, then per hour the largest total and the driver of the largest
+    ``(total, driver)``."""
     flow = Dataflow("chained-aggregations")
     trips = flow.source("trips", ScriptedSource(script)).with_watermark("trips_watermark", "ts", params["delay"])
     hourly = trips.key_by("driver").window("hourly_sums", Tumbling("1 hour"), total=Sum("fare"))
-    ranked = hourly.with_window_time("hour_time").map("total_and_driver", _total_and_driver)
-    top = ranked.key_by([]).window("top_driver", Tumbling("1 hour"), column="window_time", top=Max("ranked"))
-    top.map("columns", _columns).sink("output", CollectingSink())
+    timed = hourly.with_window_time("hour_time")
+    timed.key_by([]).window(
+        "top_driver", Tumbling("1 hour"), column="window_time", driver=TOP_DRIVER, total=Max("total")
+    ).sink("output", CollectingSink())
     return flow
 
 
-def _total_and_driver(row: dict) -> dict:
-    """The pair the second step compares: the total first, then the driver (Spark's ``struct(total, driver)``)."""
-    return {**row, "ranked": (row["total"], row["driver"])}
+def _larger(best: tuple | None, other: tuple | None) -> tuple | None:
+    """The larger of two ``(total, driver)`` pairs (``None``: no row yet)."""
+    return other if best is None or (other is not None and other > best) else best
 
 
-def _columns(row: dict) -> dict:
-    total, driver = row["top"]
-    return {"window_start": row["window_start"], "window_end": row["window_end"], "driver": driver, "total": total}
+TOP_DRIVER = Custom(
+    None,
+    create=lambda: None,
+    add=lambda best, row: _larger(best, (row["total"], row["driver"])),
+    result=lambda best: None if best is None else best[1],
+    merge=_larger,
+)
+"""The driver of the largest ``(total, driver)`` pair of the hour: the largest total, ties going to the larger
+driver name, as Spark's ``max(struct(total, driver))`` compares them."""
 
 
 def twin(inputs, params):

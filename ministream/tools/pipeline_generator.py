@@ -5,8 +5,10 @@ pipelines too: one or two sources, a watermark or none, a few stateless steps, t
 stateful steps (a running aggregate, tumbling, sliding or session windows, deduplication, a stream-stream join;
 deduplication then an aggregate or a window, or on each side of a join), with random durations, output modes
 and watermark policies, each drawn only where Spark accepts it (append mode needs a watermark, session windows
-refuse update mode, joins run in append mode...). Keyed process functions are not drawn: the compiler runs
-them through ``spark/processor_adapter.py``, which this installation does not have yet. A :class:`RandomPlan` is typed data; :func:`pipeline_source` writes it as a pipeline file
+refuse update mode, joins run in append mode...), and keyed process functions (the processors of
+``tools/random_processors.py``: a per-key counter, and a counter of quiet keys on an event-time timer, which
+needs a watermark), which the compiler runs through ``spark/processor_adapter.py``. A :class:`RandomPlan` is
+typed data; :func:`pipeline_source` writes it as a pipeline file
 (``lessons/pipeline_file.py``), and the lesson is loaded from that very text, so the file a disagreement
 leaves behind is exactly the pipeline that was run.
 
@@ -63,6 +65,7 @@ class Stateful:
     how: str = "inner"  # join
     lower: int | None = None  # join: right.ts - left.ts >= lower
     upper: int | None = None  # join: right.ts - left.ts <= upper
+    processor: str = "counter"  # process: "counter" (KeyCounter) or "quiet" (QuietKeyCounter, its gap in size)
 
 
 @attrs.frozen
@@ -108,6 +111,10 @@ def _describe_stateful(step: Stateful, on_each_side: bool = False) -> str:
     if step.kind == "join":
         bounds = "" if step.lower is None and step.upper is None else f" within [{step.lower}, {step.upper}] ms"
         return f"{step.how} join on key{bounds}"
+    if step.kind == "process":
+        if step.processor == "quiet":
+            return f"process: rows per key until quiet for {format_duration(step.size)} (event-time timer)"
+        return "process: rows per key so far"
     return f"{step.kind}{per}"
 
 
@@ -115,6 +122,8 @@ def _describe_stateful(step: Stateful, on_each_side: bool = False) -> str:
 
 DELAYS = (0, 1_000, 2_000, 5_000, 10_000)
 SIZES = (1_000, 2_000, 5_000, 10_000)
+GAPS = (0, 500, 1_000, 2_000)
+"""The quiet-key counter's gaps: short, so that random events (a few keys, seconds apart) leave keys quiet."""
 
 
 def random_plan(rng: random.Random, kinds: tuple[str, ...] | None = None) -> RandomPlan:
@@ -122,7 +131,7 @@ def random_plan(rng: random.Random, kinds: tuple[str, ...] | None = None) -> Ran
 
     >>> plans = [random_plan(random.Random(seed)) for seed in range(200)]
     >>> sorted({plan.stateful[0].kind for plan in plans})
-    ['aggregate', 'dedup', 'join', 'session', 'sliding', 'tumbling']
+    ['aggregate', 'dedup', 'join', 'process', 'session', 'sliding', 'tumbling']
     >>> sorted({len(plan.stateful) for plan in plans}), sorted({len(plan.inputs) for plan in plans})
     ([1, 2], [1, 2])
     """
@@ -138,6 +147,7 @@ def random_plan(rng: random.Random, kinds: tuple[str, ...] | None = None) -> Ran
     mode = rng.choice(modes)
     needs_watermark = mode == "append" and any(s.kind in WINDOWED for s in chain)
     needs_watermark = needs_watermark or any(s.kind == "dedup" and s.dedup == "within" for s in chain)
+    needs_watermark = needs_watermark or any(s.kind == "process" and s.processor == "quiet" for s in chain)
     delay = rng.choice(DELAYS) if needs_watermark or rng.random() < 0.6 else None
     return RandomPlan(
         stateful=tuple(chain),
@@ -147,7 +157,7 @@ def random_plan(rng: random.Random, kinds: tuple[str, ...] | None = None) -> Ran
     )
 
 
-STATEFUL_KINDS = ("aggregate", "tumbling", "sliding", "session", "dedup", "join")
+STATEFUL_KINDS = ("aggregate", "tumbling", "sliding", "session", "dedup", "join", "process")
 WINDOWED = ("tumbling", "sliding", "session")
 
 
@@ -162,6 +172,8 @@ def _stateful(rng: random.Random, kind: str) -> Stateful:
         return Stateful(kind, keyed, size=size, slide=slide, aggregates=aggregates)
     if kind == "dedup":
         return Stateful(kind, True, dedup=rng.choice(("key", "key_ts", "row", "within")))
+    if kind == "process":
+        return Stateful(kind, True, size=rng.choice(GAPS), processor=rng.choice(("counter", "quiet")))
     return Stateful("aggregate", keyed, aggregates=aggregates)
 
 
@@ -174,6 +186,8 @@ def modes_for(chain) -> list[str]:
     if any(step.kind == "join" for step in chain):
         return ["append"]
     kinds = {step.kind for step in chain}
+    if "process" in kinds:  # transformWithState runs in append or update mode
+        return ["append", "update"]
     if kinds <= {"dedup"}:
         return ["append", "update"]
     if "session" in kinds:
@@ -240,9 +254,10 @@ def pipeline_source(plan: RandomPlan) -> str:
         f'"""{plan.describe()}"""',
         "",
         "from ministream import Count, Max, Min, Session, Sliding, Sum, TimeRange, Tumbling",
-        "",
-        'FIELDS = {"key": str, "value": float}',
     ]
+    if any(step.kind == "process" for step in plan.stateful):
+        lines.append("from ministream.tools.random_processors import KeyCounter, QuietKeyCounter")
+    lines += ["", 'FIELDS = {"key": str, "value": float}']
     if len(plan.inputs) > 1:
         lines.append(f"INPUTS = {plan.inputs!r}")
         lines.append(f'WATERMARK_POLICY = "{plan.policy}"')
@@ -319,6 +334,10 @@ def _stateful_call(step: Stateful, name: str, plan: RandomPlan) -> str:
         if step.lower is not None or step.upper is not None:
             between = f', between=TimeRange("l_ts", "r_ts", lower={step.lower}, upper={step.upper})'
         return f'key_by("l_key").join("{name}", right.key_by("r_key"), how="{step.how}"{between})'
+    if step.kind == "process":
+        if step.processor == "quiet":
+            return f'key_by("key").process("{name}", QuietKeyCounter({step.size}), time_mode="event_time")'
+        return f'key_by("key").process("{name}", KeyCounter())'
     raise ValueError(f"no such stateful kind: {step.kind}")
 
 

@@ -15,18 +15,29 @@ from ministream.core.steps import RowCondition
 from ministream.lessons import all_lessons, compare_lesson, get_lesson
 from ministream.lessons.lesson import event
 from ministream.models.microbatch import run_microbatch
-from ministream.spark.compiler import compile_flow, compiled_lesson_twin
-from ministream.spark.compiler.process import adapter_available
+from ministream.spark.compiler import CompileError, compile_flow, compiled_lesson_twin
 from ministream.spark.compiler.schema import ddl, source_schema
 from ministream.time.ranges import TimeRange
 
 pytestmark = pytest.mark.spark
 
-PROCESS_LESSONS = {"device-sessions", "state-ttl", "processing-time"}
-"""Compiled through spark/processor_adapter.py (branch tws-adapter): skipped here until it is merged; at the
-merge, drop this set so that they run too."""
+REFUSED = {
+    "operator-state": "step 'writer' (buffered_writer): it runs an operator of your own, which only ministream's "
+    "engine can run; Spark has none",
+}
+"""The lessons the compiler refuses, each with the reason its CompileError gives (operator-state has no Spark
+twin at all: Lesson.twin is None)."""
 
-COMPILED = [lesson for lesson in all_lessons() if lesson.name not in PROCESS_LESSONS or adapter_available()]
+COMPILED = [lesson for lesson in all_lessons() if lesson.name not in REFUSED]
+
+
+def test_the_refused_lessons_are_refused_with_their_reason():
+    """A lesson whose pipeline Spark cannot run (an operator of your own) is refused by the compiler with a
+    CompileError naming the step and Spark's rule; every other lesson compiles (the tests below)."""
+    for name, reason in REFUSED.items():
+        with pytest.raises(CompileError) as caught:
+            compiled_lesson_twin(get_lesson(name))
+        assert str(caught.value) == reason
 
 
 def with_compiled_twin(lesson, params=None):

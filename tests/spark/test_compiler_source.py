@@ -10,7 +10,6 @@ from ministream.core.events import Field
 from ministream.core.steps import RowCondition
 from ministream.lessons import all_lessons, get_lesson
 from ministream.spark.compiler import CompileError, compile_flow, compiled_lesson_twin
-from ministream.spark.compiler.process import adapter_available
 from ministream.time.ranges import TimeRange
 from ministream.tools.cli import main
 
@@ -46,8 +45,11 @@ def twin(inputs):
     return per_window
 """
 
-PROCESS_LESSONS = {"device-sessions", "state-ttl", "processing-time"}
-"""The lessons of keyed process functions: compiled through spark/processor_adapter.py (branch tws-adapter)."""
+REFUSED = {
+    "operator-state": "step 'writer' (buffered_writer): it runs an operator of your own, which only ministream's "
+    "engine can run; Spark has none",
+}
+"""The lessons the compiler refuses, each with its CompileError's message (operator-state has no Spark twin)."""
 
 
 def events(flow, script=()):
@@ -76,11 +78,12 @@ def test_the_tumbling_window_twin_reads_one_statement_per_step():
 
 @pytest.mark.parametrize("lesson", all_lessons(), ids=lambda lesson: lesson.name)
 def test_every_lesson_compiles_but_process_functions_until_the_adapter(lesson):
-    """Every lesson compiles; a keyed process function is refused until spark/processor_adapter.py exists.
-    (At the merge of branch tws-adapter: the process lessons compile too; update this test.)"""
-    if lesson.name in PROCESS_LESSONS and not adapter_available():
-        with pytest.raises(CompileError, match="transformWithState through ministream's adapter"):
+    """Every lesson compiles, keyed process functions included (through spark/processor_adapter.py), but those
+    of ``REFUSED``, each refused with its reason (a one-line CompileError naming the step and Spark's rule)."""
+    if lesson.name in REFUSED:
+        with pytest.raises(CompileError) as caught:
             compiled_lesson_twin(lesson)
+        assert str(caught.value) == REFUSED[lesson.name]
         return
     compiled = compiled_lesson_twin(lesson)
     assert "def twin(inputs):" in compiled.source
@@ -295,3 +298,18 @@ def test_a_watermark_on_a_column_that_is_not_a_timestamp_is_refused():
     """Spark's withWatermark needs a TIMESTAMP column; a number of milliseconds must be declared as one."""
     message = refusal(lambda s: s.with_watermark("wm", "value", 0))
     assert "withWatermark needs a TIMESTAMP column and 'value' is DOUBLE" in message
+
+
+def test_window_time_reads_the_window_struct_the_window_step_keeps():
+    """with_window_time is Spark's window_time of the window struct, which the window step before it keeps
+    beside its bounds; after a Python map (a UDF rebuilds the row and the struct is gone) it is refused."""
+
+    def chained(stream, between=lambda s: s):
+        hourly = stream.with_watermark("wm", "ts", 0).key_by("key").window("hourly", Tumbling("1 hour"), n=Count())
+        return between(hourly).with_window_time("timed")
+
+    source = compile_one(chained).source
+    assert 'F.col("window").alias("_window_window_start_window_end"),' in source
+    assert 'timed = hourly.withColumn("window_time", F.window_time("_window_window_start_window_end"))' in source
+    message = refusal(lambda s: chained(s, lambda hourly: hourly.map("copy", dict)))
+    assert message.startswith("step 'timed' (window_time): Spark's window_time reads the window struct")

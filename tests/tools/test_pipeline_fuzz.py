@@ -55,10 +55,12 @@ def test_plans_of_a_seed_are_the_same_in_every_run():
 @pytest.mark.spark
 def test_a_fixed_seed_sample_agrees_with_the_compiled_twins(tmp_path):
     """`ministream fuzz --pipelines 6 --scripts 2 --seed 1`: every random pipeline compiles, and ministream and
-    its compiled twin agree batch for batch on every script (exit status 0, nothing written)."""
+    its compiled twin agree batch for batch on every script (exit status 0, nothing written); pipeline 0 is a
+    keyed process function (the quiet-key counter, on an event-time timer), run in Spark by the adapter."""
     out = io.StringIO()
     status = main(["fuzz", "--pipelines", "6", "--scripts", "2", "--seed", "1", "--out", str(tmp_path)], out)
     lines = out.getvalue().splitlines()
     assert lines[-1] == "6 of 6 random pipelines agree with their twins on every script: 12 of 12 scripts (seed 1)"
     assert status == 0 and list(tmp_path.iterdir()) == []
     assert sum(line.startswith("pipeline ") and ": A random pipeline:" in line for line in lines) == 6
+    assert any("process: rows per key until quiet for 500 milliseconds (event-time timer)" in line for line in lines)

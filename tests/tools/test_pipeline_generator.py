@@ -78,3 +78,32 @@ def test_a_plan_is_written_as_a_pipeline_file():
         '    events = events.drop_duplicates("dedup", ["key", "ts"])',
         '    return events.key_by("key").window("tumbling_1", Tumbling("5 seconds"), count=Count(), sum=Sum("value"))',
     ]
+
+
+def test_process_steps_are_drawn_with_both_processors_and_a_watermark_for_timers():
+    """Over 300 seeds, process steps are drawn with each processor of tools/random_processors.py, in append or
+    update mode; the quiet-key counter (event-time timers) always has a watermark."""
+    steps = [(plan, plan.stateful[0]) for plan in PLANS if plan.stateful[0].kind == "process"]
+    assert {step.processor for _, step in steps} == {"counter", "quiet"}
+    assert {plan.output_mode for plan, _ in steps} == {"append", "update"}
+    assert all(plan.delays[0] is not None for plan, step in steps if step.processor == "quiet")
+
+
+def test_a_quiet_key_counter_plan_is_written_and_runs_in_the_engine():
+    """A process step is written as key_by(...).process(...) with the processor imported from the package, and
+    the quiet-key counter emits each key's count once the watermark passes its latest row + the gap (batch k
+    runs under the watermark of batch k-1)."""
+    plan = RandomPlan(stateful=(Stateful("process", size=2_000, processor="quiet"),), delays=(0,))
+    source = pipeline_source(plan)
+    assert "from ministream.tools.random_processors import KeyCounter, QuietKeyCounter" in source
+    assert source.splitlines()[-1] == (
+        '    return events.key_by("key").process("process", QuietKeyCounter(2000), time_mode="event_time")'
+    )
+    script = [
+        [{"ts": 1_000, "key": "a", "value": 1.0}, {"ts": 2_000, "key": "a", "value": 2.0}],
+        [{"ts": 3_000, "key": "b", "value": 1.0}],
+        [{"ts": 10_000, "key": "b", "value": 1.0}],
+    ]
+    rows = [batch.rows for batch in plan_lesson(plan, "quiet").run(script).output()]
+    # a's timer (4 s) fires in the no-data batch 3, under the watermark 10 s; b's (12 s) never does
+    assert rows == [[], [], [], [{"key": "a", "count": 2, "last": 2_000}]]

@@ -61,6 +61,7 @@ from ministream.core.steps import (
     WatermarkSpec,
     WindowColumnSpec,
     WindowSpec,
+    WindowTimeSpec,
 )
 from ministream.spark.compiler.aggregate import compile_aggregate, compile_window
 from ministream.spark.compiler.dedup import compile_dedup
@@ -77,6 +78,7 @@ from ministream.spark.compiler.stateless import (
     compile_static_join,
     compile_union,
     compile_window_column,
+    compile_window_time,
 )
 from ministream.spark.compiler.watermark import compile_watermark
 from ministream.spark.compiler.writer import SourceWriter, literal
@@ -103,6 +105,7 @@ COMPILERS: dict[type, StepCompiler] = {
     FilterSpec: compile_filter,
     UnionSpec: compile_union,
     WindowColumnSpec: compile_window_column,
+    WindowTimeSpec: compile_window_time,
     SortSpec: compile_sort,
     StaticJoinSpec: compile_static_join,
     WatermarkSpec: compile_watermark,
@@ -164,6 +167,16 @@ def _times_downstream(flow: Dataflow) -> dict[str, set[str]]:
         for edge in step.inputs:
             after[edge.upstream.name] |= after[step.name] | _time_columns(step)
     return after
+
+
+def _window_times_downstream(flow: Dataflow) -> set[str]:
+    """The steps with a ``with_window_time`` after them: a window step among them keeps Spark's window struct
+    beside its bounds, as ``window_time`` reads the struct."""
+    before: set[str] = set()
+    for step in reversed(flow.steps):  # a step comes after its inputs in the plan
+        if step.name in before or isinstance(step.spec, WindowTimeSpec):
+            before |= {edge.upstream.name for edge in step.inputs}
+    return before
 
 
 def _feeding(sink: Step) -> list[Step]:
@@ -253,7 +266,12 @@ def compile_flow(
         raise CompileError(f"the model is 'microbatch' or 'continuous', not {model!r}")
     if watermark_policy not in ("min", "max"):
         raise CompileError(f"the watermark policy is 'min' or 'max', not {watermark_policy!r}")
-    compilation = Compilation(SourceWriter(flow.name), output_mode, times_downstream=_times_downstream(flow))
+    compilation = Compilation(
+        SourceWriter(flow.name),
+        output_mode,
+        times_downstream=_times_downstream(flow),
+        window_times_downstream=_window_times_downstream(flow),
+    )
     compilation.conf["spark.sql.streaming.multipleWatermarkPolicy"] = watermark_policy
     compilation.writer.note("`steps` holds the plan's steps by name: their Python functions run as UDFs.")
     target = _sink(flow, sink)

@@ -1,6 +1,7 @@
 """Aggregations: ``aggregate`` is ``groupBy(keys).agg(...)``; a window step is ``groupBy(keys, window(...))``
 or ``groupBy(keys, session_window(...))``, its window bounds then taken out of Spark's struct as the columns
-``window_start`` and ``window_end``, as ministream's rows carry them.
+``window_start`` and ``window_end``, as ministream's rows carry them (and the struct itself beside them when a
+``with_window_time`` comes later, as Spark's ``window_time`` reads the struct).
 
 Each aggregate function of ``core/aggregates.py`` has its Spark function: ``Count()`` is ``count("*")``,
 ``Count(c)`` ``count(c)``, ``Sum``, ``Min``, ``Max``, ``Avg`` are ``sum``, ``min``, ``max``, ``avg``. A
@@ -203,6 +204,11 @@ def compile_window(step: Step, inputs: list[Frame], compilation: Compilation) ->
         f'F.col({literal(struct + ".end")}).alias("window_end")',
     ]
     results = finish or [literal(n) for n in spec.aggregates]
+    windows = {}
+    if step.name in compilation.window_times_downstream:  # window_time reads the struct: it stays beside
+        carried = "_window_window_start_window_end"
+        results.append(f"F.col({literal(struct)}).alias({literal(carried)})")
+        windows[carried] = ("window_start", "window_end")
     writer.assign(name, f"{name}.select({', '.join([*(literal(k) for k in keys), *bounds, *results])})")
     schema = {k: frame.schema[k] for k in keys} | {"window_start": TIMESTAMP, "window_end": TIMESTAMP} | types
-    return Frame(name, schema, ("window_end",) if spec.column in frame.event_time else ())
+    return Frame(name, schema, ("window_end",) if spec.column in frame.event_time else (), windows=windows)

@@ -78,6 +78,8 @@ class Compilation:
     frames: dict[str, Frame] = attrs.field(factory=dict)
     times_downstream: dict[str, set[str]] = attrs.field(factory=dict)
     """For each step, the columns later steps read as event time (see ``__init__._times_downstream``)."""
+    window_times_downstream: set[str] = attrs.field(factory=set)
+    """The steps a ``with_window_time`` comes after (see ``__init__._window_times_downstream``)."""
     aggregated: bool = False
     """Whether an aggregation ran before the step being compiled (Spark sorts only after one)."""
 

@@ -9,8 +9,9 @@
   watermark mark, even if it has the event time's name (see :func:`lost_event_time`).
 - ``union`` is ``unionByName`` (an input whose event time a Python function returned as an int of ms gets it
   back as a ``TIMESTAMP`` with ``timestamp_millis`` when another input has one); ``with_window`` is ``window(...)`` in a ``select`` (a row of sliding windows
-  becomes one row per window), its bounds as two columns; ``sort`` is ``orderBy``, which Spark allows only in
-  complete mode; a stream-static join joins a DataFrame made from the fixed table.
+  becomes one row per window), its bounds as two columns; ``with_window_time`` is ``window_time(struct)``; ``sort`` is ``orderBy``, which Spark allows only in
+  complete mode; a stream-static join joins a DataFrame made from the fixed table (a table that changes between batches:
+  the versioned batch source of ``spark/table.py``).
 
 >>> from ministream.core.steps import SelectSpec, Step
 >>> from ministream.spark.compiler.frames import Compilation, Frame
@@ -37,10 +38,19 @@ from ministream.core.steps import (
     Step,
     UnionSpec,
     WindowColumnSpec,
+    WindowTimeSpec,
 )
 from ministream.spark.compiler.frames import Compilation, Frame
 from ministream.spark.compiler.refusals import refuse
-from ministream.spark.compiler.schema import SPARK_TYPES, TIMESTAMP, Schema, infer_schema, infer_type, sample_row
+from ministream.spark.compiler.schema import (
+    SPARK_TYPES,
+    TIMESTAMP,
+    Schema,
+    ddl,
+    infer_schema,
+    infer_type,
+    sample_row,
+)
 from ministream.spark.compiler.writer import literal
 from ministream.time.units import format_duration
 
@@ -256,6 +266,32 @@ def compile_window_column(step: Step, inputs: list[Frame], compilation: Compilat
     return Frame(name, schema, frame.event_time, lost, windows=windows | {struct: (spec.start, spec.end)})
 
 
+def compile_window_time(step: Step, inputs: list[Frame], compilation: Compilation) -> Frame:
+    """``withColumn(column, window_time(struct))``: Spark's ``window_time`` reads the window struct that
+    ``window()`` (or ``session_window()``) made, which the twin carries beside its two bounds; its column keeps
+    the struct's watermark mark, so a second windowed step can group by it."""
+    spec = step.spec
+    assert isinstance(spec, WindowTimeSpec)
+    (frame,) = inputs
+    struct = next((s for s, pair in frame.windows.items() if pair == (spec.start, spec.end)), None)
+    if struct is None:
+        raise refuse(
+            step.name,
+            step.kind,
+            f"Spark's window_time reads the window struct made by window() or session_window(), and "
+            f"{spec.start!r}, {spec.end!r} are not the bounds of one the rows still carry (a struct rebuilt from "
+            "them: 'The input is not a correct window column: window_time(...)')",
+            "put with_window_time right after the window step, or after selects and filters only",
+        )
+    name = compilation.writer.name_of(step.name)
+    compilation.writer.assign(
+        name, f"{frame.variable}.withColumn({literal(spec.column)}, F.window_time({literal(struct)}))"
+    )
+    marked = spec.end in frame.event_time or spec.end in frame.lost  # the struct has the mark its bounds lost
+    event_time = (*frame.event_time, spec.column) if marked else frame.event_time
+    return attrs.evolve(frame, variable=name, schema=frame.schema | {spec.column: TIMESTAMP}, event_time=event_time)
+
+
 def compile_sort(step: Step, inputs: list[Frame], compilation: Compilation) -> Frame:
     """``orderBy``: Spark sorts a streaming result only after an aggregation, in complete mode."""
     spec = step.spec
@@ -281,18 +317,22 @@ def compile_sort(step: Step, inputs: list[Frame], compilation: Compilation) -> F
 
 def compile_static_join(step: Step, inputs: list[Frame], compilation: Compilation) -> Frame:
     """A stream-static join: the fixed table as a DataFrame, joined on equal keys; a key of the same name on
-    both sides appears once (Spark's ``join(table, ["k"], how)``)."""
+    both sides appears once (Spark's ``join(table, ["k"], how)``). A table with ``changes`` is the batch source
+    of ``spark/table.py``, which Spark reads again in every micro-batch and which gives the version in force
+    at the batch being run."""
     spec = step.spec
     assert isinstance(spec, StaticJoinSpec)
     (frame,) = inputs
+    versions = {0: spec.table, **dict(spec.changes)}
+    every_row = [row for rows in versions.values() for row in rows]
     table_schema: Schema = {}
-    for row in spec.table:
+    for row in every_row:
         for column, value in row.items():
             kind = frame.schema.get(dict(zip(spec.table_keys, spec.stream_keys)).get(column, ""))
             kind = kind or infer_type(value)
             if kind is not None:
                 table_schema.setdefault(column, kind)
-    columns = list(dict.fromkeys(c for row in spec.table for c in row))
+    columns = list(dict.fromkeys(c for row in every_row for c in row))
     missing = [c for c in columns if c not in table_schema]
     if missing:
         raise refuse(
@@ -304,9 +344,14 @@ def compile_static_join(step: Step, inputs: list[Frame], compilation: Compilatio
     table_schema = {c: table_schema[c] for c in columns}
     writer = compilation.writer
     table = writer.name_of(f"{step.name}_table")
-    writer.assign(
-        table, f"static_table({frame.variable}.sparkSession, {_spec_ref(step)}.table, {literal(table_schema)})"
-    )
+    if spec.changes:  # a table that changes between batches: each batch reads the version in force then
+        writer.use("from ministream.spark.table import versioned_table")
+        changes = f"{{0: {_spec_ref(step)}.table, **dict({_spec_ref(step)}.changes)}}"
+        writer.assign(table, f"versioned_table({frame.variable}.sparkSession, {literal(ddl(table_schema))}, {changes})")
+    else:
+        writer.assign(
+            table, f"static_table({frame.variable}.sparkSession, {_spec_ref(step)}.table, {literal(table_schema)})"
+        )
     name = writer.name_of(step.name)
     same = [s for s, t in zip(spec.stream_keys, spec.table_keys) if s == t]
     if len(same) == len(spec.stream_keys):
