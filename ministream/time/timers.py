@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sortedcontainers import SortedSet
+from heapq import heappop, heappush
 
 from ministream.state.keygroups import MAX_PARALLELISM, key_group_of
 
@@ -47,79 +47,94 @@ PROCESSING_TIME = "processing_time"
 DOMAINS = (EVENT_TIME, PROCESSING_TIME)
 
 
-class _AfterEveryKey:
-    """Compares above every key: ``(time, _AFTER_EVERY_KEY)`` bounds the timers at ``time`` from above."""
-
-    def __lt__(self, other):
-        return False
-
-    def __gt__(self, other):
-        return True
-
-
-_AFTER_EVERY_KEY = _AfterEveryKey()
-
-
 class TimerQueue:
     """The timers of one time domain, kept in firing order and findable by key.
 
-    State: ``self.queue``, a ``SortedSet`` of ``(timestamp, key)``, every timer in firing order; and
-    ``self.by_key``, ``{key: SortedSet of timestamps}``, the same timers looked up by key.
+    State: ``self.queue``, a heap of ``(timestamp, key)``: the next timer to fire on top, O(log n) to add
+    one or to take the top; and ``self.by_key``, ``{key: {timestamp, ...}}``, the timers that are
+    registered, looked up by key. A deleted timer stays in the heap until it comes to the top, where it is
+    skipped, since ``by_key`` no longer has it: removing it from the middle of a heap would cost O(n).
 
     >>> queue = TimerQueue()
     >>> queue.add("a", 5); queue.add("a", 3); queue.add("b", 3)
-    >>> list(queue.queue), queue.timestamps("a")
-    ([(3, 'a'), (3, 'b'), (5, 'a')], [3, 5])
-    >>> queue.pop_until(3), queue.next_timestamp()
-    ([(3, 'a'), (3, 'b')], 5)
+    >>> queue.due(4), queue.timestamps("a")
+    ([(3, 'a'), (3, 'b')], [3, 5])
+    >>> queue.pop_until(3), queue.next_timestamp(), len(queue)
+    ([(3, 'a'), (3, 'b')], 5, 1)
     """
 
     def __init__(self):
-        self.queue: SortedSet = SortedSet()  # {(timestamp, key)}, in firing order
-        self.by_key: dict = {}  # {key: SortedSet of timestamps}
+        self.queue: list = []  # heap of (timestamp, key), deleted timers included until they come to the top
+        self.by_key: dict = {}  # {key: {timestamp, ...}}: the registered timers
+        self.registered = 0  # how many timers by_key holds
 
     def add(self, key, timestamp: int) -> None:
         """Add the timer (key, timestamp) unless it is already there. Cost: O(log n)."""
-        self.queue.add((timestamp, key))
-        self.by_key.setdefault(key, SortedSet()).add(timestamp)
+        stamps = self.by_key.setdefault(key, set())
+        if timestamp not in stamps:
+            stamps.add(timestamp)
+            self.registered += 1
+            heappush(self.queue, (timestamp, key))
 
     def discard(self, key, timestamp: int) -> None:
-        """Remove the timer (key, timestamp) if it is there. Cost: O(log n)."""
-        self.queue.discard((timestamp, key))
+        """Remove the timer (key, timestamp) if it is there (its heap entry goes when it reaches the top).
+        Cost: O(1)."""
         stamps = self.by_key.get(key)
-        if stamps is not None:
+        if stamps is not None and timestamp in stamps:
             stamps.discard(timestamp)
+            self.registered -= 1
             if not stamps:
                 del self.by_key[key]
 
+    def _is_registered(self, timestamp: int, key) -> bool:
+        return timestamp in self.by_key.get(key, ())
+
+    def _drop_deleted_on_top(self) -> None:
+        """Pop the heap's top entries whose timer was deleted (or that repeat one already popped)."""
+        while self.queue and not self._is_registered(*self.queue[0]):
+            heappop(self.queue)
+
     def timestamps(self, key) -> list[int]:
         """The timestamps of ``key``'s timers, earliest first."""
-        return list(self.by_key.get(key, ()))
+        return sorted(self.by_key.get(key, ()))
 
     def pop_until(self, time: int) -> list[tuple[int, object]]:
         """Remove and return, in firing order, every timer with ``timestamp <= time``. Cost: O(k log n)."""
         fired = []
+        self._drop_deleted_on_top()
         while self.queue and self.queue[0][0] <= time:
-            timestamp, key = self.queue.pop(0)
+            timestamp, key = heappop(self.queue)
             self.discard(key, timestamp)
             fired.append((timestamp, key))
+            self._drop_deleted_on_top()
         return fired
 
     def due(self, time: int) -> list[tuple[int, object]]:
-        """Every timer with ``timestamp <= time``, in firing order, left in place. Cost: O(k log n).
+        """Every timer with ``timestamp <= time``, in firing order, left registered: taken off the heap in
+        order, then put back. Cost: O(k log n).
 
         >>> queue = TimerQueue(); queue.add("a", 3); queue.add("b", 9)
         >>> queue.due(5), len(queue)
         ([(3, 'a')], 2)
         """
-        return list(self.queue.irange(maximum=(time, _AFTER_EVERY_KEY), inclusive=(True, True)))
+        found: dict = {}  # {(timestamp, key): None}, in firing order; a timer's repeated entries once
+        self._drop_deleted_on_top()
+        while self.queue and self.queue[0][0] <= time:
+            entry = heappop(self.queue)
+            if self._is_registered(*entry):
+                found[entry] = None
+            self._drop_deleted_on_top()
+        for entry in found:
+            heappush(self.queue, entry)
+        return list(found)
 
     def next_timestamp(self) -> int | None:
         """The earliest timestamp of any timer, or ``None`` when there is none."""
+        self._drop_deleted_on_top()
         return self.queue[0][0] if self.queue else None
 
     def __len__(self):
-        return len(self.queue)
+        return self.registered
 
 
 class TimerService:
@@ -287,7 +302,7 @@ class TimerService:
             by_key = self.queues[domain].by_key
             for key in sorted(by_key):
                 group = key_group_of(key, self.max_parallelism)
-                out.setdefault(group, {}).setdefault(domain, {})[key] = list(by_key[key])
+                out.setdefault(group, {}).setdefault(domain, {})[key] = sorted(by_key[key])
         return dict(sorted(out.items()))
 
     def restore(self, snapshot: dict[int, dict[str, dict]], key_groups: Iterable[int] | None = None) -> None:
