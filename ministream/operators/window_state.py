@@ -199,7 +199,7 @@ class WindowsByKey(ChangedKeys):
         by_window = self.keys[key]
         accumulators = by_window.pop(window)
         windows = self.sorted[key]
-        del windows[bisect_left(windows, window)]
+        del windows[0 if windows[0] == window else bisect_left(windows, window)]  # the watermark takes the first
         if not by_window:
             del self.keys[key], self.sorted[key]
         self._mark(key)

@@ -18,7 +18,9 @@ def test_the_engine_figures_are_all_measured():
         "tumbling_count_incremental_checkpoint_every_10k_events_per_s",
     }
     for name in OPERATORS:
-        expected |= {f"{name}{figure}" for figure in ("_events_per_s", "_floor_events_per_s", "_ratio_to_floor", "_load")}
+        expected |= {
+            f"{name}{figure}" for figure in ("_events_per_s", "_floor_events_per_s", "_ratio_to_floor", "_load")
+        }
     assert set(figures) == expected
     assert all(value > 0 for name, value in figures.items() if not name.endswith("_load"))
     ratio = figures["session_count_events_per_s"] / figures["session_count_floor_events_per_s"]

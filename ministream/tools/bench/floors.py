@@ -36,9 +36,9 @@ def watermarks(script, delay: int, column: str = "ts", inputs: int = 1) -> list[
     marks = [0]
     for k in range(len(scripts[0])):
         for i, (batches, name) in enumerate(zip(scripts, columns)):
-            times = [row[name] for row in batches[k]]
-            if times:
-                latest[i] = max(times) if latest[i] is None else max(latest[i], max(times))
+            if batches[k]:
+                top = max(row[name] for row in batches[k])
+                latest[i] = top if latest[i] is None else max(latest[i], top)
         proposed = min(0 if t is None else t - delay for t in latest)
         marks.append(max(marks[-1], proposed))
     return marks

@@ -10,10 +10,12 @@ import sys
 from tqdm import tqdm
 
 from ministream.tools.bench.checkpoints import bench_checkpoints
+from ministream.tools.bench.curves import RUN_LENGTHS, bench_curves, scaling_plot, spread
 from ministream.tools.bench.engine import OPERATORS, bench_engine, bench_memory, bench_operators
 from ministream.tools.bench.spark import bench_spark
 from ministream.tools.bench.state import bench_state_backends
 from ministream.tools.bench.workload import EVENTS, make_events
+from ministream.tools.plots import save_png
 
 
 def machine() -> dict:
@@ -124,7 +126,29 @@ def operator_table(figures: dict) -> list[str]:
     return lines
 
 
-def markdown_page(report: dict, argv) -> str:
+def curves_table(curves: dict) -> list[str]:
+    """The flat-cost curves as Markdown lines: events per second at each point, and each curve's spread."""
+    lengths = sorted({int(x) for by_axis in curves.values() for x in by_axis["run length"]})
+    sizes = sorted({int(x) for by_axis in curves.values() for x in by_axis["batch size"]})
+    lines = [
+        "| operator | "
+        + " | ".join(f"{n:,} events" for n in lengths)
+        + " | spread | "
+        + " | ".join(f"batches of {n:,}" for n in sizes)
+        + " | spread |",
+        "| --- |" + " --- |" * (len(lengths) + len(sizes) + 2),
+    ]
+    for name, by_axis in curves.items():
+        cells = [name]
+        for axis, points in (("run length", lengths), ("batch size", sizes)):
+            curve = {int(x): y for x, y in by_axis[axis].items()}
+            cells += [f"{curve[x]:,}" if x in curve else "" for x in points]
+            cells.append(str(spread(curve)) if curve else "")
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def markdown_page(report: dict, argv, folder: str | None = None) -> str:
     """The figures as a Markdown page: the machine, the command, a table, the targets met or not, and how the
     figures are measured."""
     command = "ministream bench " + " ".join(argv or [])
@@ -141,7 +165,16 @@ def markdown_page(report: dict, argv) -> str:
     figures = report["figures"]
     if all(f"{name}_events_per_s" in figures for name in OPERATORS):
         lines[-2:-2] = operator_table(figures) + [""]
+    if "curves" in figures:
+        plot = report.get("plot")
+        picture = []
+        if plot is not None:
+            where = os.path.relpath(os.path.abspath(plot), folder or ".")
+            picture = [f"![events per second against run length and batch size]({where})", ""]
+        lines[-2:-2] = ["## Flat cost", ""] + picture + curves_table(figures["curves"]) + ["", "## Every figure", ""]
     for name, value in report["figures"].items():
+        if name == "curves":
+            continue
         target = ""
         if name in TARGETS and isinstance(value, (int, float)):
             wanted, met = TARGETS[name]
@@ -163,6 +196,21 @@ def main(argv=None, out=None) -> int:
     parser.add_argument("--markdown", metavar="FILE", help="also write the figures as a Markdown page")
     parser.add_argument(
         "--operators", action="store_true", help="only the operators against their floors (bench/floors.py)"
+    )
+    parser.add_argument(
+        "--curves",
+        metavar="OPERATORS",
+        nargs="?",
+        const="all",
+        help="also the flat-cost curves (bench/curves.py) of these operators (comma-separated; all by default)",
+    )
+    parser.add_argument(
+        "--run-lengths",
+        default=",".join(map(str, RUN_LENGTHS)),
+        help="the run lengths of the curves, comma-separated",
+    )
+    parser.add_argument(
+        "--plot", default="diagrams/plots/benchmarks.scaling.png", help="where the curves' plot is written"
     )
     parser.add_argument(
         "--state", action="store_true", help="only the state backends: memory, RocksDB, Redis (bench/state.py)"
@@ -187,14 +235,22 @@ def main(argv=None, out=None) -> int:
             bench_operators(report["figures"], make_events(args.events), say)
         else:
             report = run_benchmarks(events=args.events, spark=not args.no_spark, say=say, stage=stage)
+        if args.curves:
+            names = None if args.curves == "all" else args.curves.split(",")
+            lengths = tuple(int(n) for n in args.run_lengths.split(","))
+            bench_curves(report["figures"], say, names, run_lengths=lengths)
+            save_png(scaling_plot(report["figures"]["curves"]), args.plot)
+            report["plot"] = args.plot
     if args.markdown:
         with open(args.markdown, "w", encoding="utf-8") as page:
-            page.write(markdown_page(report, argv))
+            page.write(markdown_page(report, argv, os.path.dirname(os.path.abspath(args.markdown))))
     if args.json:
         print(json.dumps(report, indent=2), file=out)
     else:
         print("\nfigure".ljust(44) + "value", file=out)
         for name, value in report["figures"].items():
+            if name == "curves":
+                continue
             print(f"{name.ljust(43)} {value:,}" if isinstance(value, (int, float)) else f"{name} {value}", file=out)
         print(f"\nmachine: {report['machine']}", file=out)
     return 0
