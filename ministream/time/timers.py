@@ -37,7 +37,6 @@ Keys must be comparable with each other (strings, numbers, tuples of them), beca
 from __future__ import annotations
 
 from collections.abc import Iterable
-
 from heapq import heappop, heappush
 
 from ministream.state.keygroups import MAX_PARALLELISM, key_group_of
