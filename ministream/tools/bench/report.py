@@ -98,6 +98,20 @@ HOW_MEASURED = """\
   writes checkpoint files through Hadoop's `FileSystem` API, which took a third to a half off the comparisons
   (`tutorials/spark-facts.md`, *Costs*).
 
+## What made the stateful operators fast (profiled with cProfile)
+
+- *Sessions sorted per key* (`window_state.WindowsByKey`): a new row's session finds the sessions it touches
+  by binary search in its key's sessions (sorted by start, and so by end, since they never touch), not by
+  testing each; a heap of sessions by end gives the watermark the sessions it closes without a scan.
+- *Join rows sorted by time per key* (`stream_join.StreamJoin`): a new row finds the other side's rows in
+  its time range by binary search; a heap of stored rows by event time gives eviction the keys to clean,
+  never the others.
+- *Timers in a heap* (`time/timers.TimerQueue`): a sorted set per key cost more to make than the timers it
+  held.
+- *No text made for a trace that is off*: deduplication and the process step built an explanation string
+  (dates formatted) for every row and timer; a process step emits its rows once per batch, not once per
+  key; deduplication decides each row as it arrives, with no list of the batch's rows.
+
 ## What made the window step fast (profiled with cProfile and the collector's callbacks)
 
 - *Fold each row at once*, and work a row's windows out once per *pane* (the stretch of time between two window
