@@ -35,7 +35,7 @@ every aggregation in a query with a watermark).
 
 from __future__ import annotations
 
-from ministream.core.aggregates import AggregateFunction, add_row, new_accumulators, results
+from ministream.core.aggregates import AggregateFunction, new_accumulators, results, table_folder
 from ministream.core.operator import Operator, watermark_moved
 from ministream.errors import PipelineError
 from ministream.state.keygroups import key_group_of, subtask_of_key
@@ -61,6 +61,7 @@ class RunningAggregate(Operator):
         self.key_columns = key_columns
         self.names = list(aggregates)
         self.functions = list(aggregates.values())
+        self._fold = table_folder(self.functions)  # fold(table, key, row): add_row, made once
 
     @staticmethod
     def check_output_mode(step_name: str, output_mode: str, has_watermark: bool) -> None:
@@ -96,20 +97,20 @@ class RunningAggregate(Operator):
         continuous = self.ctx.model == "continuous"
         if not continuous and self.event_time is not None:
             pairs = self._drop_late(pairs)
+        fold, touched = self._fold, self.touched
         for key, row in pairs:
-            group = groups.setdefault(key_group_of(key), {})
-            accumulators = group.get(key)
-            if accumulators is None:
-                accumulators = group[key] = new_accumulators(functions)
-                changed[key] = None
-            elif key not in changed:  # copy on write: the last snapshot may hold this list
-                accumulators = group[key] = list(accumulators)
-                changed[key] = None
-            add_row(accumulators, functions, row)
+            group = groups.get(key_group_of(key))
+            if group is None:
+                group = groups[key_group_of(key)] = {}
+            if key not in changed:  # the key's first change since the last snapshot, which may hold its list
+                accumulators = group.get(key)
+                group[key] = new_accumulators(functions) if accumulators is None else list(accumulators)
+                changed[key] = None  # from now on, its list is this subtask's own: fold into it in place
+            fold(group, key, row)
             if continuous:
                 self._emit([key], "its value changed (the continuous model emits every update)")
             else:
-                self.touched[key] = None
+                touched[key] = None
 
     def on_batch_end(self, batch):
         if not self.key_columns and self.ctx.model != "continuous" and self.ctx.output_mode in ("update", "complete"):

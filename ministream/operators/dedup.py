@@ -75,7 +75,6 @@ class Deduplicate(Operator):
         super().open(ctx)
         self.seen = ctx.state.table("seen")  # {key_group: {key: expires (ms) or None}}
         self.changed = ctx.state.track_changes("seen", copy_on_write=True)  # {key: None}
-        self.arrived = []
         self.batch = None
         self.late_rows = []  # every LateRow: what Run.late_rows() reports
 
@@ -83,46 +82,55 @@ class Deduplicate(Operator):
         self.batch = batch
 
     def process(self, pairs, input_index):
-        if self.ctx.model == "continuous":
-            self._keep_first(pairs)  # no batches: decide row by row (eviction needs the watermark)
-            return
-        self.arrived.extend(pairs)
+        """Rules 1 and 2, row by row as the rows arrive: a row's fate depends only on the rows before it."""
+        late_watermark = None if self.ctx.model == "continuous" else self._late_watermark()
+        self._keep_first(pairs, late_watermark)
 
     def on_batch_end(self, batch):
-        pairs, self.arrived = self.arrived, []
-        if self.event_time is not None and batch.late_watermark is not None:  # rule 1
-            kept = []
-            for key, row in pairs:
-                if row[self.event_time] <= batch.late_watermark:
-                    rule = (
-                        f"row dropped: {self.event_time} {format_ts(row[self.event_time])} <= watermark "
-                        f"{format_ts(batch.late_watermark)} of the previous batch"
-                    )
-                    self.late_rows.append(
-                        LateRow(batch.batch_id, self.ctx.step_name, row, None, batch.late_watermark, rule)
-                    )
-                    self.ctx.explain("late", rule, row)
-                else:
-                    kept.append((key, row))
-            pairs = kept
-        self._keep_first(pairs)  # rule 2
         if batch.watermark is not None:  # rule 3
             self._evict(batch.watermark)
         if self.ctx.tracing:
             self.ctx.explain("state", f"keys in state: {self.state_size()}", {"keys": self.state_size()})
 
-    def _keep_first(self, pairs) -> None:
+    def _late_watermark(self) -> int | None:
+        """Micro-batch: rows at or before this (WM_{k-1}) are late; ``None`` without a watermark."""
+        return None if self.event_time is None else self.batch.late_watermark
+
+    def _keep_first(self, pairs, late_watermark: int | None = None) -> None:
+        """Emit each row whose key is not in state, and store its key; drop the duplicates, and the rows at or
+        before ``late_watermark`` (rule 1, whatever their key)."""
         out = []
+        seen, changed, expires_of, tracing = self.seen, self.changed, self._expires, self.ctx.tracing
+        duplicates = 0  # counted here without a trace, where each one is a line of its own
         for key, row in pairs:
-            group = self.seen.setdefault(key_group_of(key), {})
-            if key in group:
-                self.ctx.drop("duplicate", row, text=f"duplicate of key {key!r}: dropped")
+            if late_watermark is not None and row[self.event_time] <= late_watermark:
+                self._late(row, late_watermark)
                 continue
-            group[key] = self._expires(row)
-            self.changed[key] = None
+            group = seen.get(key_group_of(key))
+            if group is None:
+                group = seen[key_group_of(key)] = {}
+            elif key in group:
+                if tracing:
+                    self.ctx.drop("duplicate", row, text=f"duplicate of key {key!r}: dropped")
+                else:
+                    duplicates += 1
+                continue
+            group[key] = expires_of(row)
+            changed[key] = None
             out.append(row)
-            self.ctx.explain("emit", f"first row of key {key!r}", row)
+            if tracing:
+                self.ctx.explain("emit", f"first row of key {key!r}", row)
+        if duplicates:
+            self.ctx.drop("duplicate", rows=duplicates)
         self.ctx.emit(out)
+
+    def _late(self, row: dict, late_watermark: int) -> None:
+        rule = (
+            f"row dropped: {self.event_time} {format_ts(row[self.event_time])} <= watermark "
+            f"{format_ts(late_watermark)} of the previous batch"
+        )
+        self.late_rows.append(LateRow(self.batch.batch_id, self.ctx.step_name, row, None, late_watermark, rule))
+        self.ctx.explain("late", rule, row)
 
     def _expires(self, row: dict) -> int | None:
         """When a key may be forgotten: never, its event time, or its event time + delay (within)."""
@@ -133,18 +141,17 @@ class Deduplicate(Operator):
         return None
 
     def _evict(self, watermark: int) -> None:
+        """Forget every key whose ``expires`` the watermark has reached (a scan of the table: the keys a
+        batch stores are about the keys the next batches evict, so the scan costs about one step per row)."""
         for group in list(self.seen):
             keys = self.seen[group]
-            for key in [k for k, expires in keys.items() if expires is not None and self._expired(expires, watermark)]:
+            for key in [key for key, expires in keys.items() if expires is not None and expires <= watermark]:
                 del keys[key]
                 self.changed[key] = None
-                self.ctx.explain("evict", f"key {key!r} forgotten: watermark {format_ts(watermark)}")
+                if self.ctx.tracing:
+                    self.ctx.explain("evict", f"key {key!r} forgotten: watermark {format_ts(watermark)}")
             if not keys:
                 del self.seen[group]
-
-    def _expired(self, expires: int, watermark: int) -> bool:
-        # dropDuplicates: event time <= WM (as every eviction); within the watermark: WM >= event time + delay.
-        return expires <= watermark
 
     def on_watermark(self, watermark):
         """Continuous model: forget the keys the watermark has passed (rule 3), then pass it on."""

@@ -273,17 +273,22 @@ class ProcessOperator(Operator):
         values = self.timer_values(batch.watermark)
         if self.initial_state is not None and batch.batch_id == 0 and not self.restored:
             self._apply_initial_state(values)
+        out = []  # the batch's output rows, emitted together
+        handled = 0
         for key, rows in self.rows_by_key.items():
-            self.ctx.count("handed to the processor", len(rows))
-            self._call(
+            handled += len(rows)
+            out += self._call(
                 key,
                 "input",
                 partial(self.processor.handle_input_rows, key, rows, values),
                 lambda rows=rows: f"{len(rows)} row{'s' if len(rows) != 1 else ''} of this batch",
             )
+        if handled:
+            self.ctx.count("handed to the processor", handled)
         self.rows_by_key = {}
         for expiry, key in self._expired_timers(batch.watermark):
-            self._fire(key, expiry, values)
+            out += self._fire(key, expiry, values)
+        self.ctx.emit(out)
         if self.processing_time is not None:
             self._clean_up(self.processing_time)
         self.processor.close()
@@ -310,27 +315,29 @@ class ProcessOperator(Operator):
             return self.timers.due_processing_time(self.processing_time)
         return []
 
-    def _fire(self, key, expiry: int, values: TimerValues) -> None:
+    def _fire(self, key, expiry: int, values: TimerValues) -> list[dict]:
+        """Call the handler of one expired timer, then delete the timer; return the rows it returned."""
         now = values.watermark if self.time_mode == EVENT_TIME else values.processing_time
         clock = "watermark" if self.time_mode == EVENT_TIME else "processing time"
-        self._call(
+        rows = self._call(
             key,
             "timer",
             lambda: self.processor.handle_expired_timer(key, values, ExpiredTimerInfo(expiry)),
             lambda: f"timer at {format_ts(expiry)} fired: it is at or before the {clock}, {format_ts(now)}",
         )
         self.handle.delete_timer(expiry)  # Spark deletes a fired timer after its handler, even if re-registered
+        return rows
 
-    def _call(self, key, kind: str, handler, why) -> None:
-        """Run one handler for ``key`` and emit its rows; ``why()`` says why it ran, for the trace (made only
-        when tracing: formatting times for each of millions of timers costs more than firing them)."""
+    def _call(self, key, kind: str, handler, why) -> list[dict]:
+        """Run a handler for ``key`` (its state scoped to the key) and return its rows; ``why()`` says why
+        it runs, in the trace (made only when there is one)."""
         self.ctx.state.set_current_key(key)
         rows = _rows(handler())
         if self.ctx.tracing:
             self.ctx.explain(kind, f"key {key!r}: {why()}")
             for row in rows:
                 self.ctx.explain("emit", f"key {key!r}: returned by the {kind} handler", row)
-        self.ctx.emit(rows)
+        return rows
 
     def _clean_up(self, now: int) -> None:
         for name, key in self.handle.remove_expired_state(now):
@@ -359,9 +366,10 @@ class ProcessOperator(Operator):
         for key, row in pairs:
             values = self.timer_values(self.watermark)
             self.ctx.count("handed to the processor")
-            self._call(
+            rows = self._call(
                 key, "input", partial(self.processor.handle_input_rows, key, [row], values), lambda: "one record"
             )
+            self.ctx.emit(rows)
 
     def on_watermark(self, watermark):
         """Continuous model: fire the event-time timers the watermark reached, then pass it on."""
@@ -382,7 +390,7 @@ class ProcessOperator(Operator):
         # Continuous model: timers that a handler registers and that are due already fire in the same advance.
         while due := pop():
             for expiry, key in due:
-                self._fire(key, expiry, self.timer_values(self.watermark))
+                self.ctx.emit(self._fire(key, expiry, self.timer_values(self.watermark)))
 
     # --- checkpoints --------------------------------------------------------------------------------------
 

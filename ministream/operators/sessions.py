@@ -55,7 +55,7 @@ from ministream.errors import PipelineError
 from ministream.operators.window import WindowAggregate
 from ministream.operators.window_state import WindowsByKey
 from ministream.time.units import format_clock, format_duration
-from ministream.time.windows import describe_window, touches
+from ministream.time.windows import describe_window
 
 SPARK_UPDATE_MODE_ERROR = (
     "Invalid streaming output mode: update. This output mode is not supported for "
@@ -132,16 +132,20 @@ class SessionWindowAggregate(WindowAggregate):
         gap = self.assigner.gap_of(row)
         if gap is not None and gap > 0:
             return ts, ts + gap
+        self._drop_gapless(row, gap)
+        return None
+
+    def _drop_gapless(self, row: dict, gap) -> None:
+        """Record a row whose gap is zero, negative or missing: it opens no session."""
         shown = "missing (null in Spark)" if gap is None else f"{format_duration(gap)}, not longer than zero"
         rule = f"its session gap is {shown}: the row opens no session (Spark filters such rows out)"
         batch_id = None if self.ctx.model == "continuous" else self.batch.batch_id
         self.dropped_rows.append(DroppedRow(batch_id, self.ctx.step_name, row, gap, rule))
         self.ctx.drop("no session gap longer than zero", row, text=f"row dropped: {rule}")
-        return None
 
     def _touching(self, key, window) -> list[tuple[int, int]]:
         """The key's stored sessions that ``window`` overlaps or touches."""
-        return [session for session in self.windows.windows_of(key) if touches(session, window)]
+        return self.windows.touching(key, window)
 
     def _merge(self, key, window, touching: list) -> tuple[tuple[int, int], list]:
         """Replace ``touching`` sessions by one that spans them and ``window``; return it and its
@@ -166,33 +170,47 @@ class SessionWindowAggregate(WindowAggregate):
         return self.batch.late_watermark if self.column_has_watermark else None
 
     def _add_batch(self, pairs) -> None:
-        """Micro-batch: a row's session depends on the key's other rows, so rows are merged one at a time."""
-        for key, row in pairs:
-            ts = row.get(self.column)
-            if ts is None:
-                self.ctx.explain("drop", f"row dropped: no event time in column {self.column!r}", row)
-            else:
-                self._add_microbatch(key, row, ts)
+        """Micro-batch: a row's session depends on the key's other sessions, so rows are merged one at a time.
 
-    def _add_microbatch(self, key, row: dict, ts: int) -> None:
-        window = self._session_of(row, ts)
-        if window is None:
-            return
+        A row late for its own session is dropped (rule 1); otherwise its session ``[ts, ts + gap)`` merges
+        with the key's sessions it touches (a binary search in the key's sorted sessions,
+        ``WindowsByKey.touching``), or, touching none, is stored as a new session; then the row is folded in."""
+        column, gap_of, windows, functions = self.column, self.assigner.gap_of, self.windows, self.functions
         late_watermark = self._late_watermark()
-        if late_watermark is not None and window[1] <= late_watermark:  # rule 1: the row's own session
-            self._late(
-                row,
-                window,
-                late_watermark,
-                f"its session ends at {format_clock(window[1])} (ts + gap), at or before the watermark "
-                f"{format_clock(late_watermark)} of the previous batch",
-            )
-            if self.late_output is not None:
-                self.ctx.emit_side(self.late_output, [row])
-            return
-        _session, accumulators = self._merge(key, window, self._touching(key, window))
-        add_row(accumulators, self.functions, row)
-        self.ctx.count("aggregated")
+        aggregated = 0
+        for key, row in pairs:
+            ts = row.get(column)
+            if ts is None:
+                self.ctx.explain("drop", f"row dropped: no event time in column {column!r}", row)
+                continue
+            gap = gap_of(row)
+            if gap is None or gap <= 0:
+                self._drop_gapless(row, gap)
+                continue
+            window = (ts, ts + gap)
+            if late_watermark is not None and window[1] <= late_watermark:  # rule 1: the row's own session
+                self._late_row(row, window, late_watermark)
+                continue
+            touching = windows.touching(key, window)
+            if touching:
+                _session, accumulators = self._merge(key, window, touching)
+            else:
+                accumulators = new_accumulators(functions)
+                windows.put(key, window, accumulators)
+            add_row(accumulators, functions, row)
+            aggregated += 1
+        self.ctx.count("aggregated", aggregated)
+
+    def _late_row(self, row: dict, window, late_watermark: int) -> None:
+        self._late(
+            row,
+            window,
+            late_watermark,
+            f"its session ends at {format_clock(window[1])} (ts + gap), at or before the watermark "
+            f"{format_clock(late_watermark)} of the previous batch",
+        )
+        if self.late_output is not None:
+            self.ctx.emit_side(self.late_output, [row])
 
     # -- continuous ------------------------------------------------------------------------------------------
 

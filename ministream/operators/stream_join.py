@@ -55,6 +55,10 @@ what Spark refuses), the planner picks this operator for it in the micro-batch m
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right, insort
+from heapq import heapify, heappop, heappush
+from itertools import count
+
 import attrs
 
 from ministream.core.operator import Operator, watermark_moved
@@ -86,7 +90,14 @@ class StreamJoin(Operator):
 
     State, one table per side, laid out by key group so that checkpoints can split it:
     ``{key_group: {key: [[row, matched], ...]}}`` where ``matched`` says whether the row has joined yet (an
-    outer join pads only the rows that never did). During a batch the new rows wait in ``self.arrived``
+    outer join pads only the rows that never did). With a time range, each key's rows are kept **sorted by
+    their time** (the range's column of that side), so that a new row finds the other side's rows in its
+    range by binary search, O(log n + matches), instead of testing every row of its key. Beside the tables,
+    ``self.by_time``, per side, is the index eviction reads: a heap of ``(time, n, key)``, one entry per
+    stored row (``time`` in the column the side is evicted by, ``n`` the count of rows stored, so that keys
+    are never compared), smallest time on top; eviction pops the entries at or below the side's state
+    watermark and cleans just those keys, never looking at the others. An entry whose row is gone already
+    is skipped. During a batch the new rows wait in ``self.arrived``
     (``[left rows, right rows]`` of ``(key, row)``), because Spark joins all left rows before any right row.
     ``self.changed``, ``{key: None}`` per side: the keys stored, matched or evicted since the last checkpoint.
 
@@ -158,6 +169,11 @@ class StreamJoin(Operator):
         self.late_rows = []  # every LateRow (time/lateness.py): what Run.late_rows() reports
         # marked for incremental checkpoints; not copy on write: a snapshot copies the lists
         self.changed = (ctx.state.track_changes("left"), ctx.state.track_changes("right"))
+        self.by_time: tuple[list, list] = ([], [])  # per side, heap of (time, n, key): see the class
+        self.stored = count()  # n of the next row stored
+        # per side: how to read a stored entry's time (the column its rows are sorted by), or None
+        self.time_of = tuple(self._entry_time(self._time_column(side)) for side in (0, 1))
+        self.evicted_by = tuple(self._eviction_column(side) for side in (0, 1))  # per side, or None
 
     def process(self, pairs, input_index):
         self.arrived[input_index].extend(pairs)
@@ -245,15 +261,13 @@ class StreamJoin(Operator):
             self._explain_emit([padded], f"{self.sides[side].name} row fails its side's join condition: padded now")
             return [padded]
         matchable = self.null_safe or not _has_null(key)  # with '=', a null key matches nothing
-        other = self.state[1 - side].get(key_group_of(key), {}).get(key, []) if matchable else []
+        other = self.state[1 - side].get(key_group_of(key), {}).get(key) if matchable else None
         semi = self.how == "left_semi"
         out = []
-        for entry in other:
+        for entry in self._in_range(side, row, other) if other else ():
             left, right = (row, entry[0]) if side == 0 else (entry[0], row)
             if semi and side == 1 and entry[1]:
                 continue  # left semi: a left row is emitted at its first match only
-            if self.time_range is not None and not self.time_range.holds(left, right):
-                continue
             if self.where is not None and not self.where(left, right):
                 continue
             if not entry[1]:
@@ -269,14 +283,69 @@ class StreamJoin(Operator):
             self.ctx.count("matched once, not stored (left semi)")
             self._explain_emit(out, "left semi: the left row matched, emitted once and not stored")
             return out
-        self.state[side].setdefault(key_group_of(key), {}).setdefault(key, []).append([row, bool(out)])
-        self.changed[side][key] = None
+        self._store(side, key, [row, bool(out)])
         self.ctx.count("stored in state")
         if out:
             self._explain_emit(
                 out, f"a new {self.sides[side].name} row matched a stored {self.sides[1 - side].name} row"
             )
         return out
+
+    def _time_column(self, side: int) -> str | None:
+        """The column a side's rows are sorted by in state: its column of the time range (``None``: none)."""
+        if self.time_range is None:
+            return None
+        return (self.time_range.left, self.time_range.right)[side]
+
+    def _in_range(self, side: int, row: dict, entries: list) -> list:
+        """The other side's ``entries`` of the key whose time is in range of ``row`` (a row of ``side``): a
+        binary search in the time-sorted entries. Times are whole ms, so a strict bound is 1 ms closer."""
+        time_range = self.time_range
+        if time_range is None:
+            return entries  # nothing but the key to match on
+        lower, upper = time_range.lower, time_range.upper
+        if lower is not None and not time_range.lower_inclusive:
+            lower += 1
+        if upper is not None and not time_range.upper_inclusive:
+            upper -= 1
+        # left + lower <= right <= left + upper, solved for the other side's time
+        if side == 0:
+            t = row[time_range.left]
+            low, high = (None if lower is None else t + lower), (None if upper is None else t + upper)
+        else:
+            t = row[time_range.right]
+            low, high = (None if upper is None else t - upper), (None if lower is None else t - lower)
+        time_of = self.time_of[1 - side]
+        first = 0 if low is None else bisect_left(entries, low, key=time_of)
+        last = len(entries) if high is None else bisect_right(entries, high, key=time_of)
+        return entries[first:last]
+
+    def _store(self, side: int, key, entry: list) -> None:
+        """Keep a row in its side's state (sorted by time, when there is a time range) and in the eviction
+        index."""
+        entries = self.state[side].setdefault(key_group_of(key), {}).setdefault(key, [])
+        time_of = self.time_of[side]
+        if time_of is None or not entries or time_of(entries[-1]) <= time_of(entry):
+            entries.append(entry)  # rows mostly come in time order: the new one goes last
+        else:
+            insort(entries, entry, key=time_of)
+        evicted_by = self.evicted_by[side]
+        if evicted_by is not None:
+            heappush(self.by_time[side], (entry[0][evicted_by], next(self.stored), key))
+        self.changed[side][key] = None
+
+    @staticmethod
+    def _entry_time(column: str | None):
+        """A function that reads a stored entry's time in ``column`` (``None`` for no column)."""
+        return None if column is None else lambda entry: entry[0][column]
+
+    def _eviction_column(self, side: int) -> str | None:
+        """The column whose time evicts a side's rows (``None``: they are never evicted)."""
+        if self.key_time is not None:
+            return self.key_time[side]
+        if self._state_watermark(side, 0) is None:
+            return None
+        return self.sides[side].watermark_column
 
     def _state_watermark(self, side: int, watermark: int) -> int | None:
         """Rows of ``side`` whose event time is ``<=`` this can no longer match (``None``: keep them all)."""
@@ -301,33 +370,54 @@ class StreamJoin(Operator):
         limit = self._state_watermark(side, watermark)
         if limit is None:
             return []
-        column = self.key_time[side] if self.key_time else self.sides[side].watermark_column
+        column = self.evicted_by[side]
         pads = self.how == "full_outer" or self.how == ("left_outer", "right_outer")[side]
         out = []
-        table, changed = self.state[side], self.changed[side]
-        for group in list(table):
-            for key, entries in list(table[group].items()):
-                kept = [entry for entry in entries if entry[0][column] > limit]
-                if len(kept) == len(entries):
-                    continue  # nothing evicted: the key is unchanged
-                changed[key] = None  # shrunk or removed
-                for row, matched in entries:
-                    if pads and not matched and row[column] <= limit:
-                        padded = self._pad(side, row)
-                        out.append(padded)
-                        self._explain_emit(
-                            [padded],
-                            f"{self.sides[side].name} row evicted unmatched "
-                            f"({column} {format_ts(row[column])} <= {format_ts(limit)}): "
-                            "padded with nulls",
-                        )
-                if kept:
-                    table[group][key] = kept
-                else:
-                    del table[group][key]
-            if not table[group]:
-                del table[group]
+        table, changed, heap = self.state[side], self.changed[side], self.by_time[side]
+        due = {}  # {key: None}: the keys with rows at or below the limit, each once
+        while heap and heap[0][0] <= limit:
+            due[heappop(heap)[2]] = None
+        for key in due:
+            group = key_group_of(key)
+            entries = table.get(group, {}).get(key)
+            if not entries:
+                continue  # the key's rows are gone already (an entry of the index stays until its time comes)
+            kept = [entry for entry in entries if entry[0][column] > limit]
+            if len(kept) == len(entries):
+                continue  # nothing evicted: the key is unchanged
+            changed[key] = None  # shrunk or removed
+            for row, matched in entries:
+                if pads and not matched and row[column] <= limit:
+                    padded = self._pad(side, row)
+                    out.append(padded)
+                    self._explain_emit(
+                        [padded],
+                        f"{self.sides[side].name} row evicted unmatched "
+                        f"({column} {format_ts(row[column])} <= {format_ts(limit)}): "
+                        "padded with nulls",
+                    )
+            if kept:
+                table[group][key] = kept
+            else:
+                del table[group][key]
+                if not table[group]:
+                    del table[group]
         return out
+
+    def restore(self, snapshot, key_groups=None):
+        """Load the rows of the subtask's key groups, then sort each key's rows by time and index them for
+        eviction (the index is not part of a checkpoint: it is made from the tables)."""
+        super().restore(snapshot, key_groups)
+        self.by_time = ([], [])
+        for side in (0, 1):
+            time_of, evicted_by = self.time_of[side], self.evicted_by[side]
+            for keys in self.state[side].values():
+                for key, entries in keys.items():
+                    if time_of is not None:
+                        entries.sort(key=time_of)
+                    if evicted_by is not None:
+                        self.by_time[side].extend((entry[0][evicted_by], next(self.stored), key) for entry in entries)
+            heapify(self.by_time[side])
 
     def _pad(self, side: int, row: dict) -> dict:
         """An outer row: this side's columns, and nulls for the other side's."""

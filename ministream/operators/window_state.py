@@ -30,7 +30,12 @@ the keys of the windows it closes, and the keys its writer marks (the window ste
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right, insort
+from heapq import heappop, heappush
+from itertools import count
+
 from ministream.state.keygroups import key_group_of
+from ministream.time.windows import touches
 
 
 class ChangedKeys:
@@ -106,10 +111,33 @@ class WindowsByWindow(ChangedKeys):
 
 
 class WindowsByKey(ChangedKeys):
-    """``self.keys[key][(start, end)] = [accumulator per aggregate]``: the windows of one key together."""
+    """The sessions of each key together, sorted by start, and an index of every session by its end.
+
+    ``self.keys[key][(start, end)] = [accumulator per aggregate]``: a key's sessions, and
+
+    - ``self.sorted[key] = [(start, end), ...]``, the same sessions sorted by start. A key's sessions never
+      overlap or touch, so they are sorted by end too, and the sessions a new ``[start, end)`` touches are
+      next to each other: a binary search finds the last one that starts at or before ``end``, and the walk
+      back stops at the first one that ends before ``start``. O(log n + touched) for n sessions of the key.
+    - ``self.by_end``, a heap of ``(end, n, key, start)`` (``n`` counts the sessions stored, so that two
+      entries with the same end never compare their keys): the smallest end on top, so the sessions the
+      watermark closes are popped from the top, O(log N) each, without looking at the others. A session that
+      merged into another stays in the heap until its end comes up, then is skipped (it is no longer in
+      ``keys``): cheaper than removing it from the middle of a heap.
+
+    >>> state = WindowsByKey()
+    >>> state.put("a", (0, 10), [1]); state.put("a", (20, 30), [1]); state.put("b", (5, 15), [1])
+    >>> state.touching("a", (10, 20)), state.touching("a", (11, 19))
+    ([(20, 30), (0, 10)], [])
+    >>> state.take_final(15)
+    [((0, 10), {'a': [1]}), ((5, 15), {'b': [1]})]
+    """
 
     def __init__(self):
-        self.keys: dict = {}
+        self.keys: dict = {}  # {key: {(start, end): accumulators}}
+        self.sorted: dict = {}  # {key: [(start, end), ...]} by start (and so by end)
+        self.by_end: list = []  # heap of (end, n, key, start)
+        self.stored = count()  # n of the next session stored
 
     def get(self, key, window):
         return self.keys[key][window]
@@ -117,6 +145,21 @@ class WindowsByKey(ChangedKeys):
     def windows_of(self, key) -> dict:
         """``{window: accumulators}`` of one key (empty when it has none)."""
         return self.keys.get(key, {})
+
+    def touching(self, key, window) -> list[tuple[int, int]]:
+        """The key's sessions that ``window`` overlaps or touches (``time.windows.touches``), latest first."""
+        windows = self.sorted.get(key)
+        if not windows:
+            return []
+        start, end = window
+        if windows[-1][1] < start:
+            return []  # after the key's last session: rows mostly come in time order
+        i = bisect_right(windows, (end, _AFTER_ANY_END))  # windows[:i] start at or before `end`
+        found = []
+        while i > 0 and windows[i - 1][1] >= start:
+            i -= 1
+            found.append(windows[i])
+        return found
 
     def items(self) -> list[tuple]:
         """Every session with its key's accumulators: ``[(window, {key: accumulators})]``, key by key."""
@@ -127,27 +170,38 @@ class WindowsByKey(ChangedKeys):
         ]
 
     def take_final(self, watermark: int, lateness: int = 0) -> list[tuple]:
+        """Remove every session with ``end + lateness <= watermark``, in end order; return them as :meth:`items`."""
         taken = []
-        for key in list(self.keys):
-            by_window = self.keys[key]
-            for window in [window for window in by_window if window[1] + lateness <= watermark]:
-                taken.append((window, {key: by_window.pop(window)}))
-                self._mark(key)
-            if not by_window:
-                del self.keys[key]
+        heap = self.by_end
+        while heap and heap[0][0] + lateness <= watermark:
+            end, _, key, start = heappop(heap)
+            by_window = self.keys.get(key)
+            if by_window is None or (start, end) not in by_window:
+                continue  # merged into a longer session since
+            taken.append(((start, end), {key: self.pop(key, (start, end))}))
         return taken
 
     def put(self, key, window, accumulators) -> None:
         """Store the accumulators of ``(key, window)`` (a session that merged others)."""
-        self.keys.setdefault(key, {})[window] = accumulators
+        by_window = self.keys.setdefault(key, {})
+        if window not in by_window:
+            windows = self.sorted.setdefault(key, [])
+            if not windows or windows[-1] < window:
+                windows.append(window)  # the key's latest session: the usual case
+            else:
+                insort(windows, window)
+            heappush(self.by_end, (window[1], next(self.stored), key, window[0]))
+        by_window[window] = accumulators
         self._mark(key)
 
     def pop(self, key, window):
         """Remove ``(key, window)`` and return its accumulators."""
         by_window = self.keys[key]
         accumulators = by_window.pop(window)
+        windows = self.sorted[key]
+        del windows[0 if windows[0] == window else bisect_left(windows, window)]  # the watermark takes the first
         if not by_window:
-            del self.keys[key]
+            del self.keys[key], self.sorted[key]
         self._mark(key)
         return accumulators
 
@@ -163,7 +217,12 @@ class WindowsByKey(ChangedKeys):
     def load(self, groups: dict) -> None:
         for by_key in groups.values():
             for key, by_window in by_key.items():
-                self.keys.setdefault(key, {}).update(by_window)
+                for window, accumulators in by_window.items():
+                    self.put(key, window, accumulators)
+
+
+_AFTER_ANY_END = float("inf")
+"""Sorts after every end: ``(t, _AFTER_ANY_END)`` comes after every window that starts at ``t``."""
 
 
 class WindowsInState:
@@ -209,6 +268,10 @@ class WindowsInState:
     def windows_of(self, key) -> dict:
         """``{window: accumulators}`` of one key (empty when it has none)."""
         return self._windows_of(key) or {}
+
+    def touching(self, key, window) -> list[tuple[int, int]]:
+        """The key's sessions that ``window`` overlaps or touches (a scan of the key's sessions)."""
+        return [session for session in self.windows_of(key) if touches(session, window)]
 
     def put(self, key, window, accumulators) -> None:
         windows = self._windows_of(key, create=True)

@@ -1,58 +1,40 @@
-"""The engine's figures: throughput of each pipeline against a plain Python loop with the same semantics, and memory."""
+"""The engine's figures: throughput of each operator against its floor (a plain loop with the same semantics,
+``floors.py``), checkpoints during a run, and memory."""
 
 from __future__ import annotations
 
 import gc
+import os
 import resource
+from collections.abc import Callable
 from functools import partial
+
+import attrs
 
 from ministream.checkpoints.coordinator import MicroBatchCheckpoints
 from ministream.checkpoints.storage import DirectoryStorage
 from ministream.core.plan import Dataflow
+from ministream.core.steps import JOIN_TYPES
 from ministream.models.microbatch import run_microbatch
+from ministream.state.keygroups import key_group_of
+from ministream.tools.bench import floors
 from ministream.tools.bench.workload import (
-    DELAY,
-    WINDOW,
+    BATCHES,
     best_cpu_seconds,
+    dedup_flow,
+    dedup_within_watermark_flow,
     in_batches,
     join_flow,
+    join_inputs,
+    make_events,
     map_filter_flow,
+    process_flow,
     rate,
     running_count_flow,
     session_flow,
+    sliding_count_flow,
     tumbling_count_flow,
 )
-
-
-def python_loop_tumbling_count(events: list[dict], size: int = WINDOW, delay: int = DELAY) -> dict:
-    """The floor: a keyed tumbling-window count with a watermark, as a plain loop over dicts.
-
-    The watermark is ``max event time - delay``, advanced at every event; a row whose window ended at or
-    before it is late; a window is emitted (as output rows, like the engine's) and dropped when its end is at
-    or before it.
-    """
-    windows = {}  # {window_start: {key: count}}
-    watermark, late, output = -1, 0, []
-    for event in events:
-        ts = event["ts"]
-        start = ts - ts % size
-        if start + size <= watermark:
-            late += 1
-            continue
-        counts = windows.get(start)
-        if counts is None:
-            counts = windows[start] = {}
-        key = event["key"]
-        counts[key] = counts.get(key, 0) + 1
-        if ts - delay > watermark:
-            watermark = ts - delay
-            while windows:
-                first = min(windows)
-                if first + size > watermark:
-                    break
-                for key, count in windows.pop(first).items():
-                    output.append({"key": key, "window_start": first, "window_end": first + size, "count": count})
-    return {"emitted": len(output), "open": sum(map(len, windows.values())), "late": late}
 
 
 def checkpointed_tumbling_count(flow: Dataflow, incremental: int | None = None) -> None:
@@ -69,38 +51,102 @@ def checkpointed_tumbling_count(flow: Dataflow, incremental: int | None = None) 
         )
 
 
+@attrs.frozen
+class Benched:
+    """An operator as the bench runs it: its pipeline over the bench's events, the output mode, and its floor
+    (``floors.py``); ``inputs`` makes both one's input from the script (the join's two sides, for a join)."""
+
+    build: Callable
+    output_mode: str
+    floor: Callable
+    inputs: Callable = lambda script: script
+
+
+OPERATORS = {
+    "running_count": Benched(running_count_flow, "update", floors.running_count),
+    "tumbling_count": Benched(tumbling_count_flow, "append", floors.tumbling_count),
+    "sliding_count": Benched(sliding_count_flow, "append", floors.sliding_count),
+    "session_count": Benched(session_flow, "append", floors.session_count),
+    **{
+        f"join_{how}": Benched(partial(join_flow, how=how), "append", partial(floors.join, how=how), join_inputs)
+        for how in JOIN_TYPES
+    },
+    "dedup": Benched(dedup_flow, "append", floors.dedup),
+    "dedup_within_watermark": Benched(dedup_within_watermark_flow, "append", floors.dedup_within_watermark),
+    "process_timers": Benched(process_flow, "update", floors.flush_every_second),
+}
+"""Every stateful operator the bench measures against its floor, by the name its figures carry."""
+
+
+def load_average() -> float:
+    """The machine's load over the last minute (``/proc/loadavg``), written beside each figure."""
+    return round(os.getloadavg()[0], 2)
+
+
+def bench_operator(name: str, script: list, repeat: int = 3) -> dict:
+    """Events per second of one operator and of its floor, timed in turns (``best_cpu_seconds``), and
+    whether they gave the same rows: ``{"engine", "floor", "ratio", "same_rows", "load"}``. A run that
+    gives other rows than its floor raises: its figure would mean nothing."""
+    benched = OPERATORS[name]
+    data = benched.inputs(script)
+    results: dict = {}
+
+    def engine(flow):
+        results["engine"] = run_microbatch(flow, output_mode=benched.output_mode)
+
+    def floor(data):
+        results["floor"] = benched.floor(data)
+
+    load = load_average()
+    engine_s, floor_s = best_cpu_seconds([(engine, lambda: benched.build(data)), (floor, lambda: data)], repeat)
+    emitted = [batch.rows for batch in results["engine"].output()]
+    if not floors.same_rows(emitted, results["floor"]):
+        raise AssertionError(f"{name}: the engine and its floor gave different rows")
+    events = sum(map(len, script))
+    return {
+        "engine": rate(events, engine_s),
+        "floor": rate(events, floor_s),
+        "ratio": round(floor_s / engine_s, 3),
+        "same_rows": True,
+        "load": round((load + load_average()) / 2, 2),
+    }
+
+
+def bench_operators(figures: dict, events: list[dict], say, repeat: int = 3, batches: int = BATCHES) -> None:
+    """Every operator of :data:`OPERATORS` against its floor, on ``events`` in ``batches`` micro-batches:
+    ``<operator>_events_per_s``, ``<operator>_floor_events_per_s``, ``<operator>_ratio_to_floor`` and the
+    load average while it ran, ``<operator>_load``."""
+    script = in_batches(events, batches)
+    for name in OPERATORS:
+        result = bench_operator(name, script, repeat)
+        figures[f"{name}_events_per_s"] = result["engine"]
+        figures[f"{name}_floor_events_per_s"] = result["floor"]
+        figures[f"{name}_ratio_to_floor"] = result["ratio"]
+        figures[f"{name}_load"] = result["load"]
+        say(
+            f"{name}: {result['engine']:,} events/s, floor {result['floor']:,} events/s, ratio {result['ratio']} "
+            f"(same rows; load {result['load']})"
+        )
+
+
 def bench_engine(figures: dict, events: list[dict], say, repeat: int = 3) -> None:
-    """Events per second of each pipeline, with parallelism 1 and 4: the best CPU time of ``repeat`` runs
-    (``best_cpu_seconds``), the events built and the pipelines set up before the clock starts. The loop and the
-    tumbling count, whose ratio is the target, run in turns."""
+    """The operators against their floors (:func:`bench_operators`); a stateless pipeline, and the tumbling
+    count at parallelism 4 (every subtask in this process: the cost of routing by key group); the tumbling
+    count with a checkpoint at every batch."""
+    bench_operators(figures, events, say, repeat)
     script = in_batches(events)
     n = len(events)
 
     def pipeline(build, mode, parallelism=1):
         return lambda flow: run_microbatch(flow, output_mode=mode, parallelism=parallelism), lambda: build(script)
 
-    loop, tumbling = best_cpu_seconds(
-        [(python_loop_tumbling_count, lambda: events), pipeline(tumbling_count_flow, "append")], repeat
-    )
-    figures["python_loop_events_per_s"] = rate(n, loop)
-    say(f"python loop: {figures['python_loop_events_per_s']:,} events/s")
-    pipelines = {
-        "map_filter": (map_filter_flow, "update"),
-        "running_count": (running_count_flow, "update"),
-        "tumbling_count": (tumbling_count_flow, "append"),
-        "session_window": (session_flow, "append"),
-        "stream_join": (join_flow, "append"),
-    }
-    for name, (build, mode) in pipelines.items():
-        for parallelism in (1, 4):
-            if (name, parallelism) == ("tumbling_count", 1):
-                seconds = tumbling
-            else:
-                slow = name in ("session_window", "stream_join")  # tens of seconds a run: once is enough
-                [seconds] = best_cpu_seconds([pipeline(build, mode, parallelism)], 1 if slow else repeat)
-            suffix = "" if parallelism == 1 else f"_p{parallelism}"
-            figures[f"{name}{suffix}_events_per_s"] = rate(n, seconds)
-            say(f"{name} parallelism {parallelism}: {rate(n, seconds):,} events/s")
+    for name, build, mode, parallelism in (
+        ("map_filter", map_filter_flow, "update", 1),
+        ("tumbling_count_p4", tumbling_count_flow, "append", 4),
+    ):
+        [seconds] = best_cpu_seconds([pipeline(build, mode, parallelism)], repeat)
+        figures[f"{name}_events_per_s"] = rate(n, seconds)
+        say(f"{name}: {rate(n, seconds):,} events/s")
     for label, incremental in (("", None), ("_incremental", 9)):
         [seconds] = best_cpu_seconds(
             [(partial(checkpointed_tumbling_count, incremental=incremental), partial(tumbling_count_flow, script))], 1
@@ -110,9 +156,44 @@ def bench_engine(figures: dict, events: list[dict], say, repeat: int = 3) -> Non
             f"tumbling count, a{label.replace('_', 'n ')} checkpoint every 10,000 events"
             f"{' (a full one every 10)' if incremental else ''}: {rate(n, seconds):,} events/s"
         )
-    figures["tumbling_count_ratio_to_loop"] = round(
-        figures["tumbling_count_events_per_s"] / figures["python_loop_events_per_s"], 3
-    )
+
+
+def state_bytes(name: str, events: list[dict], batches: int) -> int:
+    """The bytes an operator's run still holds after its last batch, its output left out (``tracemalloc``):
+    its state as the last watermark left it (no no-data batch runs to empty it), and the graph around it.
+    The events are made before the count starts, so they are not in it."""
+    import tracemalloc
+
+    benched = OPERATORS[name]
+    data = benched.inputs(in_batches(events, batches))
+    flow = benched.build(data)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        run = run_microbatch(flow, output_mode=benched.output_mode, no_data_batches=False)
+        run.outputs.clear()  # the output, which the run and the sink both hold
+        key_group_of.cache_clear()  # a cache of every key's group, which is not state
+        for step in run.graph.flow.steps:
+            if step.kind == "sink":
+                step.sink.reset()
+        gc.collect()
+        return tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+
+
+def bench_operator_memory(figures: dict, say, keys: int = 1_000) -> None:
+    """Bytes of state per key of every operator after 100k and 200k of the bench's events over ``keys``
+    keys, in batches of 10,000 (``<operator>_state_bytes_per_key``); their ratio
+    (``<operator>_state_growth_100k_to_200k``) is about 1 when no copy of a row outlives its folding or its
+    eviction: the state follows the keys and the watermark, not the events seen."""
+    for name in OPERATORS:
+        small, large = (
+            state_bytes(name, make_events(count, keys=keys), count // 10_000) for count in (100_000, 200_000)
+        )
+        figures[f"{name}_state_bytes_per_key"] = round(large / keys)
+        figures[f"{name}_state_growth_100k_to_200k"] = round(large / small, 2)
+        say(f"state per key, {name}: {large / keys:,.0f} bytes; from 100k to 200k events x{large / small:.2f}")
 
 
 def bench_memory(figures: dict, say) -> None:
@@ -137,6 +218,7 @@ def bench_memory(figures: dict, say) -> None:
         tracemalloc.stop()
         figures[f"state_bytes_per_key_{name}"] = round(held / keys)
         say(f"state per key, {name}: {held / keys:.0f} bytes (traced {before / keys:.0f} with output)")
+    bench_operator_memory(figures, say)
     script = [[{"key": f"key-{i}", "value": 1.0, "ts": 1} for i in range(1_000_000)]]
     run_microbatch(running_count_flow(script), output_mode="update")
     figures["peak_rss_bytes_1m_keys"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024

@@ -10,8 +10,9 @@ from ministream.core.aggregates import Count
 from ministream.core.plan import Dataflow
 from ministream.core.sinks import CollectingSink
 from ministream.core.sources import ScriptedSource
+from ministream.operators.process import Processor
 from ministream.time.ranges import TimeRange
-from ministream.time.windows import Session, Tumbling
+from ministream.time.windows import Session, Sliding, Tumbling
 
 EVENTS = 1_000_000
 
@@ -26,6 +27,17 @@ DELAY = 100
 
 
 BATCHES = 100
+
+
+SLIDE = 500
+"""The sliding windows' slide: each event is in two windows of ``WINDOW``."""
+
+GAP = 20
+"""The session windows' gap: with 1,000 keys and an event every ~1 ms, a key's events are ~1 s apart, so most
+sessions hold one event and some merge."""
+
+JOIN_RANGE = (0, 100)
+"""A click joins an impression of its key from 0 to 100 ms before it."""
 
 
 def make_events(count: int = EVENTS, keys: int = KEYS, seed: int = 0, disorder: int = 50) -> list[dict]:
@@ -74,8 +86,15 @@ def running_count_flow(script) -> Dataflow:
     return flow
 
 
-def session_flow(script, gap: int = 20) -> Dataflow:
+def sliding_count_flow(script, size: int = WINDOW, slide: int = SLIDE, delay: int = DELAY) -> Dataflow:
+    flow = Dataflow("bench-sliding")
+    flow.source("events", ScriptedSource(script)).with_watermark("watermark", "ts", delay).key_by("key").window(
+        "counts", Sliding(size, slide), count=Count()
+    ).sink("output", CollectingSink())
+    return flow
 
+
+def session_flow(script, gap: int = GAP) -> Dataflow:
     flow = Dataflow("bench-sessions")
     flow.source("events", ScriptedSource(script)).with_watermark("watermark", "ts", DELAY).key_by("key").window(
         "sessions", Session(gap), count=Count()
@@ -83,19 +102,75 @@ def session_flow(script, gap: int = 20) -> Dataflow:
     return flow
 
 
-def join_flow(script) -> Dataflow:
-    """Impressions and clicks: every event is both (half the keys click), joined within 100 ms."""
+def join_inputs(script) -> dict:
+    """The join's two inputs from the events: every event is an impression ``{key, ts}``, and the events of
+    half the keys (those ending in an even digit) are also a click ``{click_key, click_time}`` 10 ms later."""
+    return {
+        "impressions": [[{"key": r["key"], "ts": r["ts"]} for r in batch] for batch in script],
+        "clicks": [
+            [{"click_key": r["key"], "click_time": r["ts"] + 10} for r in batch if r["key"][-1] in "02468"]
+            for batch in script
+        ],
+    }
 
-    left = [[{"key": r["key"], "ts": r["ts"]} for r in batch] for batch in script]
-    right = [
-        [{"click_key": r["key"], "click_ts": r["ts"] + 10} for r in batch if r["key"][-1] in "02468"]
-        for batch in script
-    ]
-    flow = Dataflow("bench-join")
-    impressions = flow.source("impressions", ScriptedSource(left)).with_watermark("wm_i", "ts", DELAY)
-    clicks = flow.source("clicks", ScriptedSource(right)).with_watermark("wm_c", "click_ts", DELAY)
-    impressions.key_by("key").join(
-        "join", clicks.key_by("click_key"), how="inner", between=TimeRange("ts", "click_ts", 0, 100)
+
+def join_flow(sides: dict, how: str = "inner") -> Dataflow:
+    """Impressions and clicks (:func:`join_inputs`) joined on the key when the click comes 0 to 100 ms after
+    the impression."""
+    flow = Dataflow(f"bench-join-{how}")
+    impressions = flow.source("impressions", ScriptedSource(sides["impressions"], columns=("key", "ts")))
+    clicks = flow.source("clicks", ScriptedSource(sides["clicks"], columns=("click_key", "click_time")))
+    impressions.with_watermark("wm_i", "ts", DELAY).key_by("key").join(
+        "join",
+        clicks.with_watermark("wm_c", "click_time", DELAY).key_by("click_key"),
+        how=how,
+        between=TimeRange("ts", "click_time", *JOIN_RANGE),
+    ).sink("output", CollectingSink())
+    return flow
+
+
+def dedup_flow(script) -> Dataflow:
+    """``dropDuplicates(["key", "ts"])`` with a watermark on ``ts``: the key holds the event time, so the
+    watermark evicts it."""
+    flow = Dataflow("bench-dedup")
+    flow.source("events", ScriptedSource(script)).with_watermark("watermark", "ts", DELAY).drop_duplicates(
+        "dedup", ["key", "ts"]
+    ).sink("output", CollectingSink())
+    return flow
+
+
+def dedup_within_watermark_flow(script) -> Dataflow:
+    """``dropDuplicatesWithinWatermark(["key"])``: a key is forgotten ``DELAY`` after its first row."""
+    flow = Dataflow("bench-dedup-within")
+    flow.source("events", ScriptedSource(script)).with_watermark("watermark", "ts", DELAY).drop_duplicates(
+        "dedup", ["key"], within_watermark=True
+    ).sink("output", CollectingSink())
+    return flow
+
+
+class FlushEverySecond(Processor):
+    """Per key, count the rows, and at the end of each second of event time that had rows emit the count so
+    far and reset it: a value state and an event-time timer per key and second."""
+
+    def init(self, handle):
+        self.handle = handle
+        self.count = handle.get_value_state("count", default=0)
+
+    def handle_input_rows(self, key, rows, timer_values):
+        self.count.update(self.count.value() + len(rows))
+        self.handle.register_timer((max(row["ts"] for row in rows) // WINDOW + 1) * WINDOW)
+        return ()
+
+    def handle_expired_timer(self, key, timer_values, expired_timer_info):
+        count = self.count.value()
+        self.count.clear()
+        return [{"key": key, "count": count, "at": expired_timer_info.expiry_time}]
+
+
+def process_flow(script) -> Dataflow:
+    flow = Dataflow("bench-process")
+    flow.source("events", ScriptedSource(script)).with_watermark("watermark", "ts", DELAY).key_by("key").process(
+        "flush", FlushEverySecond(), time_mode="event_time"
     ).sink("output", CollectingSink())
     return flow
 
