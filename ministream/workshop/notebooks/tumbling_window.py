@@ -70,6 +70,20 @@ starts) and compares rows and watermarks batch by batch, the no-data batch inclu
 result = compare_lesson(lesson)
 print(result.table())
 assert result.matches"""),
+        markdown("""## The twin written by hand, and the twin the compiler writes
+
+The twin above was written by hand, the way a Spark user would. ministream's compiler
+(`ministream/spark/compiler/`) writes one from the pipeline itself, a statement per step: the code below is
+exactly what runs. `ministream twin tumbling-window` prints it at the command line, `--hand-written` the other."""),
+        code("""import attrs
+from ministream.spark.compiler import compiled_lesson_twin
+
+print(lesson.twin_code())
+compiled = compiled_lesson_twin(lesson)
+print(compiled.source)
+result = compare_lesson(attrs.evolve(lesson, twin=compiled.twin))
+print(result.summary())
+assert result.matches"""),
         markdown("""## Recap
 
 - A tumbling window is `[start, start + size)`, aligned on the epoch; each event is in exactly one.
