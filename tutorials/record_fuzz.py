@@ -152,6 +152,7 @@ def plan_kind(plan: str) -> str:
             ("sliding windows", "sliding"),
             ("session windows", "session"),
             ("join", "join on key"),
+            ("process function", "process:"),
         )
         if word in plan
     ]
