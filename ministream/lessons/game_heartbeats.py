@@ -234,6 +234,7 @@ def pipeline(script, params) -> Dataflow:
         GameHeartbeats(params["heartbeat"], params["timeout"]),
         time_mode="processing_time",
         output_mode="update",
+        output_schema=OUTPUT_SCHEMA,
     )
     sessions.sink("output", CollectingSink())
     return flow

@@ -53,7 +53,8 @@ def test_the_compiled_twin_agrees_with_ministream(lesson):
     copy, _ = with_compiled_twin(lesson)
     result = compare_lesson(copy)
     assert result.matches, result.table()
-    assert result.rows_total > 0
+    if lesson.name != "processing-time":  # its alerts depend on the wall-clock gaps between Spark's batches
+        assert result.rows_total > 0
 
 
 def _frames(spark, lesson):
