@@ -197,7 +197,9 @@ def what_shows(page) -> dict:
 def run_all(page, base: str, token: str, name: str) -> float:
     """Open a notebook, wait for its kernel, click Run > Run All Cells and wait until every code cell has run;
     returns the seconds the run took."""
-    page.goto(f"{base}/lab/tree/{name}?token={token}")
+    # a workspace of its own, so that JupyterLab does not reopen the notebooks run before (each would start a
+    # kernel again, and a dialog about one of them can keep the menu from opening)
+    page.goto(f"{base}/lab/workspaces/{name.removesuffix('.ipynb')}/tree/{name}?token={token}&reset")
     page.wait_for_selector(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell", timeout=120_000)
     # the status bar says the notebook's own kernel is up: Run All before that would ask which kernel to start
     page.wait_for_selector(f".jp-StatusBar-TextItem:text-is('{KERNEL_DISPLAY} | Idle')", timeout=120_000)
