@@ -116,7 +116,7 @@ def copy_notebooks(folder: Path, force: bool = False, log=print) -> list[Path]:
     ...     first = copy_notebooks(Path(folder), log=lambda line: None)
     ...     again = copy_notebooks(Path(folder), log=lambda line: None)  # the learner's work is kept
     >>> len(first), again
-    (15, [])
+    (19, [])
     """
     folder.mkdir(parents=True, exist_ok=True)
     written = []

@@ -20,6 +20,7 @@ from __future__ import annotations
 from ministream.models.microbatch import run_microbatch
 from ministream.tools.bench.engine import OPERATORS
 from ministream.tools.bench.workload import best_cpu_seconds, in_batches, make_events, rate
+from ministream.tools.plots import plot_figure_class
 
 RUN_LENGTHS = (100_000, 1_000_000, 10_000_000)
 BATCH_SIZES = (1_000, 10_000, 100_000)
@@ -84,8 +85,6 @@ def scaling_plot(curves: dict):
     >>> [axes.get_xlabel() for axes in figure.axes]
     ['events in the run (batches of 10,000)', 'events per batch (1,000,000 events)']
     """
-    from ministream.tools.plots import plot_figure_class
-
     figure = plot_figure_class()(figsize=(10, 4.5), layout="constrained")
     run_axes, batch_axes = figure.subplots(1, 2, sharey=True)
     for name, by_axis in curves.items():
