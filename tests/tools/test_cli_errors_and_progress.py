@@ -130,7 +130,7 @@ def test_bench_shows_a_progress_bar_on_stderr():
     bar = done.stderr.replace("\r", "\n")
     assert "bench: engine:   0%" in bar and "bench: checkpoints:  67%" in bar and "bench: 100%" in bar
     assert "3/3" in bar
-    assert "python loop: " in done.stdout and "\nfigure" in done.stdout
+    assert "tumbling_count: " in done.stdout and ", floor " in done.stdout and "\nfigure" in done.stdout
 
 
 @pytest.mark.spark
@@ -153,7 +153,7 @@ def test_fuzz_shows_a_progress_bar_and_a_line_per_script():
 @pytest.mark.spark
 def test_compare_all_prints_a_line_per_lesson_as_it_finishes():
     """`ministream compare --all` (what `make demo` runs): a header, then a line per lesson as each one finishes,
-    then the count; on stderr only Spark's start and the planned crashes of the two recovery lessons."""
+    then the count; on stderr only Spark's start and the planned crashes of the three recovery lessons."""
     from ministream.lessons import all_lessons
 
     done = ministream("compare", "--all")
@@ -173,6 +173,7 @@ def test_compare_all_prints_a_line_per_lesson_as_it_finishes():
         "starting Spark (about 10 s)",
         "Spark's query stopped in batch 3 as planned: foreachBatch raised after 1 of 3 rows",  # checkpoint-recovery
         "Spark's query stopped in batch 1 as planned: foreachBatch raised after 0 of 3 rows",  # rescale
+        "Spark's query stopped in batch 3 as planned: foreachBatch raised after 1 of 2 rows",  # changelog
     ]
 
 
