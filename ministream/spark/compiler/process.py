@@ -39,6 +39,13 @@ def compile_process(step: Step, inputs: list[Frame], compilation: Compilation) -
         )
     if len(inputs) > 1:
         raise refuse(step.name, step.kind, "the adapter runs a process function on one input", "union the inputs first")
+    if not (spec.output_schema or getattr(spec.processor, "output_schema", None)):
+        raise refuse(
+            step.name,
+            step.kind,
+            f"Spark needs the columns of the rows {type(spec.processor).__name__} returns",
+            'declare them: process(..., output_schema="key STRING, count BIGINT")',
+        )
     (frame,) = inputs
     compilation.conf.update(ROCKSDB_STATE_STORE)  # transformWithState needs the RocksDB state store
     compilation.writer.use(f"from {ADAPTER} import processor_twin")
