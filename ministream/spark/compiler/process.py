@@ -2,14 +2,11 @@
 adapter (``spark/processor_adapter.py``) that wraps the very same ``Processor`` class in a Spark
 ``StatefulProcessor``. The compiler writes the call; the adapter does the rest, the output schema included
 (declared on the step or the processor as Spark DDL, which the compiler hands over and does not read: a step
-after a process function is refused, as its columns are not known here).
-
-Until the adapter is part of the package, a process step is refused with that reason.
+after a process function is refused, as its columns are not known here). A step whose output columns are not
+declared is refused, naming the declaration to write.
 """
 
 from __future__ import annotations
-
-import importlib.util
 
 from ministream.core.steps import ProcessSpec, Step
 from ministream.spark.compiler.frames import Compilation, Frame
@@ -20,23 +17,10 @@ from ministream.spark.session import ROCKSDB_STATE_STORE
 ADAPTER = "ministream.spark.processor_adapter"
 
 
-def adapter_available() -> bool:
-    """Whether ``spark/processor_adapter.py`` (which runs a Processor inside transformWithState) exists."""
-    return importlib.util.find_spec(ADAPTER) is not None
-
-
 def compile_process(step: Step, inputs: list[Frame], compilation: Compilation) -> Frame:
     """``processor_twin(frame, spec)``: transformWithState with the step's Processor."""
     spec = step.spec
     assert isinstance(spec, ProcessSpec)
-    if not adapter_available():
-        raise refuse(
-            step.name,
-            step.kind,
-            "a keyed process function runs in Spark as transformWithState through ministream's adapter "
-            f"({ADAPTER}), which this installation does not have yet",
-            "compare the step with the lesson's hand-written twin until the adapter is merged",
-        )
     if len(inputs) > 1:
         raise refuse(step.name, step.kind, "the adapter runs a process function on one input", "union the inputs first")
     if not (spec.output_schema or getattr(spec.processor, "output_schema", None)):
