@@ -176,19 +176,6 @@ class WatermarkedAggregate(RunningAggregate):
     def _time_of(self, key):
         return key if len(self.key_columns) == 1 else key[self.position]
 
-    def _global_row(self) -> None:
-        """A global aggregate (no key) has its one row in every batch, as Spark's aggregation of no groups
-        gives a row even for no input: before the first row, the aggregates of nothing (count 0, the others
-        null); and update mode emits it at every batch, as complete mode does. Only the subtask that owns the
-        key ``()`` keeps it."""
-        if subtask_of_key((), self.ctx.parallelism) != self.ctx.subtask:
-            return
-        group = self.groups.setdefault(key_group_of(()), {})
-        if () not in group:
-            group[()] = new_accumulators(self.functions)
-            self.changed[()] = None
-        self.touched[()] = None
-
     def _drop_late(self, pairs):
         late_watermark = self.batch.late_watermark if self.batch is not None else None
         if late_watermark is None or self.ctx.output_mode == "complete":
