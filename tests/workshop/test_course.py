@@ -40,3 +40,14 @@ def test_the_readme_says_which_notebook_teaches_which_lesson():
     untaught = [lesson.name for lesson in all_lessons() if lesson.name not in taught]
     said = re.search(r"No notebook teaches ((?:`[a-z-]+`(?:, | and )?)+) yet", paragraph)
     assert (re.findall(r"`([a-z-]+)`", said.group(1)) if said else []) == untaught
+
+
+def test_the_instructor_guide_plans_and_times_every_notebook():
+    """The instructor's guide is the course an instructor runs: its plan names every notebook of the course, and
+    its table of measured execution times (``ministream workshop timings``) has a row for each."""
+    guide = (Path(__file__).resolve().parents[2] / "tutorials" / "instructor-guide.md").read_text()
+    plan = guide[guide.index("## The plan") : guide.index("## Measured execution times")]
+    timed = guide[guide.index("<!-- timings -->") : guide.index("<!-- /timings -->")]
+    stems = [step.name.removesuffix(".ipynb") for step in course()]
+    assert [stem for stem in stems if f"`{stem}`" not in plan] == []
+    assert [stem for stem in ["00-start-here", *stems] if f"`{stem}.ipynb`" not in timed] == []
