@@ -439,4 +439,6 @@ class MicroBatchCheckpoints:
             if subtask.operator is not None:
                 if subtask.step.name in self.sinks:
                     self.sinks[subtask.step.name].pre_commit(k)
-                self.coordinator.acknowledge(k, subtask, {"operator": snapshot_operator(subtask.operator, delta)})
+                # written below, in this call, before any row changes the state: the snapshot shares its values
+                snapshot = snapshot_operator(subtask.operator, delta, sharing=True)
+                self.coordinator.acknowledge(k, subtask, {"operator": snapshot})

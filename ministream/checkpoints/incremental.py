@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import attrs
 
+from ministream.checkpoints.serialization import collector_paused
 from ministream.state.changes import StateDelta, apply_delta
 
 
-def snapshot_operator(operator, delta: bool = False) -> dict:
+def snapshot_operator(operator, delta: bool = False, sharing: bool = False) -> dict:
     """An operator's ``snapshot()`` for a checkpoint: its keyed state is where the backend counts changes
     from; with ``delta=True`` it comes as a :class:`StateDelta`, the rest of the snapshot whole. (The backend's
     ``snapshot()`` does so while ``backend.checkpointing`` is set; the operators need not know.)
+    ``sharing=True`` when the checkpoint is written before the state changes again (micro-batch: at the end of
+    the batch): the keyed state's values are then not copied (``backend.sharing``).
 
     >>> from ministream.core.aggregates import Count
     >>> from ministream.operators.aggregate import RunningAggregate
@@ -28,13 +31,14 @@ def snapshot_operator(operator, delta: bool = False) -> dict:
     {'keyed': StateDelta(tracked=['aggregate'], updated={122: {'aggregate': {'a': [2]}}}, removed={})}
     """
     backend = getattr(getattr(operator, "ctx", None), "state", None)
-    if backend is None:
-        return operator.snapshot()
-    backend.checkpointing = "delta" if delta else "full"
-    try:
-        return operator.snapshot()
-    finally:
-        backend.checkpointing = None
+    with collector_paused():  # a snapshot makes a container per key, all kept: nothing for the collector
+        if backend is None:
+            return operator.snapshot()
+        backend.checkpointing, backend.sharing = ("delta" if delta else "full"), sharing
+        try:
+            return operator.snapshot()
+        finally:
+            backend.checkpointing, backend.sharing = None, False
 
 
 def resolve(chain: list):

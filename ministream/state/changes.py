@@ -114,7 +114,8 @@ def take_delta(backend) -> StateDelta:
     removed: dict[int, dict[str, list]] = {}
     for name in sorted(backend.tracked):
         table = backend.tables.get(name, {})
-        copy_one = (lambda value: value) if name in backend.copy_on_write else copy_value
+        shares = backend.sharing or name in backend.copy_on_write  # the snapshot may hold the values themselves
+        copy_one = (lambda value: value) if shares else copy_value
         for key in backend.changes[name]:
             group = key_group_of(key, backend.max_parallelism)
             entries = table.get(group, {})
@@ -126,18 +127,19 @@ def take_delta(backend) -> StateDelta:
         if name not in backend.tracked:
             for group, entries in groups.items():
                 if entries:
-                    updated.setdefault(group, {})[name] = copy_entries(entries)
+                    updated.setdefault(group, {})[name] = dict(entries) if backend.sharing else copy_entries(entries)
     delta = StateDelta(sorted(backend.tracked), dict(sorted(updated.items())), dict(sorted(removed.items())))
     backend.start_counting()
     return delta
 
 
-def checkpoint_snapshot(backend, delta: bool = False):
+def checkpoint_snapshot(backend, delta: bool = False, sharing: bool = False):
     """What a checkpoint takes of one keyed state backend: a full snapshot (from which the backend counts
-    changes) or, with ``delta=True``, a :class:`StateDelta` since the last one. :func:`snapshot_operator`
-    does the same through an operator's ``snapshot()``."""
-    backend.checkpointing = "delta" if delta else "full"
+    changes) or, with ``delta=True``, a :class:`StateDelta` since the last one. ``sharing=True``: the
+    checkpoint is written before the state changes again, so the snapshot need not copy values.
+    :func:`snapshot_operator` does the same through an operator's ``snapshot()``."""
+    backend.checkpointing, backend.sharing = ("delta" if delta else "full"), sharing
     try:
         return backend.snapshot()
     finally:
-        backend.checkpointing = None
+        backend.checkpointing, backend.sharing = None, False
