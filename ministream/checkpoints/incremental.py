@@ -13,6 +13,10 @@ import attrs
 from ministream.checkpoints.serialization import collector_paused
 from ministream.state.changes import StateDelta, apply_delta
 
+DELTA_PARTS = ("keyed", "timers")
+"""The parts of an operator snapshot that an incremental checkpoint writes as a ``StateDelta``: keyed state
+and timers (``time/timers.py``), both laid out ``{key_group: {table: {key: value}}}``."""
+
 
 def snapshot_operator(operator, delta: bool = False, sharing: bool = False) -> dict:
     """An operator's ``snapshot()`` for a checkpoint: its keyed state is where the backend counts changes
@@ -44,7 +48,8 @@ def snapshot_operator(operator, delta: bool = False, sharing: bool = False) -> d
 def resolve(chain: list):
     """The full checkpoint that a chain of checkpoints stands for: ``chain`` is a checkpoint and every one it is
     built on, newest first (``coordinator.Checkpoint`` objects, the last one full). Each subtask's keyed state
-    is the full one's with every delta applied in order; everything else is the newest checkpoint's.
+    and timers are the full one's with every delta applied in order; everything else is the newest
+    checkpoint's.
 
     >>> from ministream.checkpoints.coordinator import Checkpoint
     >>> full = Checkpoint(1, "microbatch", "aligned", 1, operators={"t": {0: {"keyed": {3: {"c": {"a": 1}}}}}})
@@ -66,9 +71,10 @@ def resolve(chain: list):
         newer: dict = {}
         for step, snapshots in checkpoint.operators.items():
             for index, snapshot in snapshots.items():
-                if isinstance(snapshot.get("keyed"), StateDelta):
-                    before = operators.get(step, {}).get(index, {}).get("keyed", {})
-                    snapshot = {**snapshot, "keyed": apply_delta(before, snapshot["keyed"])}
+                for part in DELTA_PARTS:
+                    if isinstance(snapshot.get(part), StateDelta):
+                        before = operators.get(step, {}).get(index, {}).get(part, {})
+                        snapshot = {**snapshot, part: apply_delta(before, snapshot[part])}
                 newer.setdefault(step, {})[index] = snapshot
         operators = newer
     return attrs.evolve(chain[0], base=None, operators=operators)

@@ -24,8 +24,11 @@ since the last snapshot. The state primitives (``ValueState``...) mark every wri
 that writes a table directly marks what it writes (``KeyedStateBackend.track_changes``; ``RunningAggregate``
 does; an operator that builds its table only when a checkpoint is taken may build just the marked keys for a
 delta, since :func:`take_delta` reads no other). A table whose writer never said it marks its changes is
-written *whole* in every delta: correctness never depends on an operator remembering to mark. Timers and the
-operators' other state (watermarks...) are small and always written whole. Only a checkpoint's snapshot
+written *whole* in every delta: correctness never depends on an operator remembering to mark. Timers are
+incremental the same way (``time/timers.py``: each queue marks the keys whose timers were added or removed, and
+a delta holds those keys' timers, with each time domain as a table): millions of sessions waiting for a
+heartbeat are millions of timers, of which a batch changes a few. The operators' other state (watermarks...)
+is small and always written whole. Only a checkpoint's snapshot
 (:func:`checkpoint_snapshot`, :func:`snapshot_operator`) is where the marks start again.
 
 >>> from ministream.state.keyed import KeyedStateBackend, ValueState
