@@ -52,7 +52,7 @@ from collections.abc import Callable
 
 import attrs
 
-from ministream.checkpoints.incremental import resolve, snapshot_operator
+from ministream.checkpoints.incremental import DELTA_PARTS, resolve, snapshot_operator
 from ministream.checkpoints.restore import install_sinks, restore_graph
 from ministream.checkpoints.serialization import decode_json, encode_json
 from ministream.checkpoints.storage import CheckpointStorage
@@ -117,7 +117,7 @@ class Checkpoint:
         files = {"checkpoint.json": encode_json(header)}
         for step, snapshots in self.operators.items():
             for index, snapshot in snapshots.items():
-                kind = ".delta" if isinstance(snapshot.get("keyed"), StateDelta) else ""
+                kind = ".delta" if any(isinstance(snapshot.get(part), StateDelta) for part in DELTA_PARTS) else ""
                 files[f"state/{step}/{index}{kind}.json"] = encode_json(snapshot)
         if self.channels:
             files["channels.json"] = encode_json(self.channels)
@@ -439,4 +439,6 @@ class MicroBatchCheckpoints:
             if subtask.operator is not None:
                 if subtask.step.name in self.sinks:
                     self.sinks[subtask.step.name].pre_commit(k)
-                self.coordinator.acknowledge(k, subtask, {"operator": snapshot_operator(subtask.operator, delta)})
+                # written below, in this call, before any row changes the state: the snapshot shares its values
+                snapshot = snapshot_operator(subtask.operator, delta, sharing=True)
+                self.coordinator.acknowledge(k, subtask, {"operator": snapshot})

@@ -10,13 +10,20 @@ from __future__ import annotations
 
 import attrs
 
+from ministream.checkpoints.serialization import collector_paused
 from ministream.state.changes import StateDelta, apply_delta
 
+DELTA_PARTS = ("keyed", "timers")
+"""The parts of an operator snapshot that an incremental checkpoint writes as a ``StateDelta``: keyed state
+and timers (``time/timers.py``), both laid out ``{key_group: {table: {key: value}}}``."""
 
-def snapshot_operator(operator, delta: bool = False) -> dict:
+
+def snapshot_operator(operator, delta: bool = False, sharing: bool = False) -> dict:
     """An operator's ``snapshot()`` for a checkpoint: its keyed state is where the backend counts changes
     from; with ``delta=True`` it comes as a :class:`StateDelta`, the rest of the snapshot whole. (The backend's
     ``snapshot()`` does so while ``backend.checkpointing`` is set; the operators need not know.)
+    ``sharing=True`` when the checkpoint is written before the state changes again (micro-batch: at the end of
+    the batch): the keyed state's values are then not copied (``backend.sharing``).
 
     >>> from ministream.core.aggregates import Count
     >>> from ministream.operators.aggregate import RunningAggregate
@@ -28,19 +35,21 @@ def snapshot_operator(operator, delta: bool = False) -> dict:
     {'keyed': StateDelta(tracked=['aggregate'], updated={122: {'aggregate': {'a': [2]}}}, removed={})}
     """
     backend = getattr(getattr(operator, "ctx", None), "state", None)
-    if backend is None:
-        return operator.snapshot()
-    backend.checkpointing = "delta" if delta else "full"
-    try:
-        return operator.snapshot()
-    finally:
-        backend.checkpointing = None
+    with collector_paused():  # a snapshot makes a container per key, all kept: nothing for the collector
+        if backend is None:
+            return operator.snapshot()
+        backend.checkpointing, backend.sharing = ("delta" if delta else "full"), sharing
+        try:
+            return operator.snapshot()
+        finally:
+            backend.checkpointing, backend.sharing = None, False
 
 
 def resolve(chain: list):
     """The full checkpoint that a chain of checkpoints stands for: ``chain`` is a checkpoint and every one it is
     built on, newest first (``coordinator.Checkpoint`` objects, the last one full). Each subtask's keyed state
-    is the full one's with every delta applied in order; everything else is the newest checkpoint's.
+    and timers are the full one's with every delta applied in order; everything else is the newest
+    checkpoint's.
 
     >>> from ministream.checkpoints.coordinator import Checkpoint
     >>> full = Checkpoint(1, "microbatch", "aligned", 1, operators={"t": {0: {"keyed": {3: {"c": {"a": 1}}}}}})
@@ -62,9 +71,10 @@ def resolve(chain: list):
         newer: dict = {}
         for step, snapshots in checkpoint.operators.items():
             for index, snapshot in snapshots.items():
-                if isinstance(snapshot.get("keyed"), StateDelta):
-                    before = operators.get(step, {}).get(index, {}).get("keyed", {})
-                    snapshot = {**snapshot, "keyed": apply_delta(before, snapshot["keyed"])}
+                for part in DELTA_PARTS:
+                    if isinstance(snapshot.get(part), StateDelta):
+                        before = operators.get(step, {}).get(index, {}).get(part, {})
+                        snapshot = {**snapshot, part: apply_delta(before, snapshot[part])}
                 newer.setdefault(step, {})[index] = snapshot
         operators = newer
     return attrs.evolve(chain[0], base=None, operators=operators)

@@ -8,6 +8,14 @@ accumulator of a user's ``Custom`` aggregate, which may be any Python object, is
 (``{"__pickle__": "<base64>"}``): pickle is the only general way to store an arbitrary object, and only
 ministream reads back what it wrote itself.
 
+**What a person reads, what a machine reads.** A small state (every lesson's) is JSON to the last entry. A
+big one is not read entry by entry by anyone: below the indented levels, a line too long to read
+(:data:`READABLE_LINE`), or a whole part of the file whose pickle passes :data:`PACKED_PART` (the keyed state
+of thousands of keys), is written *packed*: its pickle bytes, base64 text in a ``__pickle__`` tag
+(:func:`packed_line`). Pickle is written and read in C, with no Python call per entry and no tags, since it
+keeps every type as it is; a checkpoint of a big state then costs about what copying it costs. The file keeps
+its outline (the top level stays readable), its checksum in the manifest, and its name.
+
 **Why it is fast enough for a million keys.** Python's ``json`` module has an encoder and a decoder written
 in C, about ten times faster than Python code walking the same data, and the ``orjson`` library's encoder is
 ten times faster again, but only for plain JSON values and only without ``indent``. So:
@@ -15,10 +23,11 @@ ten times faster again, but only for plain JSON values and only without ``indent
 1. :func:`to_plain` leaves a big ``{key: value}`` table as it is when its keys are strings and its values
    are JSON already (numbers, strings, lists of them): one look at the *types* present
    (``set(map(type, values))``, itself C-speed) instead of a Python call per entry; only the values that need
-   a tag are visited one by one (:func:`from_plain` does the same on the way back);
+   a tag are visited one by one (:func:`from_plain` does the same on the way back), and a table of windows
+   (tuples of numbers to plain values) is tagged in one comprehension;
 2. :func:`encode_json` indents the first levels, where a reader looks for the structure, and writes each
-   value below them on one line, long lines with orjson (:func:`one_line`): a state file has a line per key
-   group;
+   value below them on one line (:func:`packed_line`): a state file has a line per key group, or one packed
+   line for a big state;
 3. Python's cycle collector is paused while a file is encoded or decoded (:func:`collector_paused`): each
    time 700 more containers exist it looks at the newest, and now and then at *every* container in the
    process, so decoding a million lists would make it walk the whole state several times over, for nothing
@@ -41,6 +50,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import gc
+import io
 import json
 import pickle
 from collections import deque
@@ -60,6 +70,10 @@ TAGS = ("__tuple__", "__dict__", "__set__", "__record__", "__pickle__")
 
 INDENTED_LEVELS = 3
 """How many levels :func:`encode_json` indents; each value below is one line (state: a line per key group)."""
+
+PACKED_PART = 64 * 1024
+"""A part of a file below its top level whose pickle is longer than this many bytes (the keyed state of a few
+thousand keys) is written as one packed line (:func:`packed_line`) instead of a line per key group."""
 
 _ONE_LINE = json.JSONEncoder(separators=(", ", ": "), ensure_ascii=False, check_circular=False)
 """``json``'s C encoder, for the one-line values a person may read (:func:`one_line`). State holds no cycles
@@ -94,6 +108,38 @@ def one_line(value) -> str:
     return text.decode()
 
 
+def pickled(value) -> bytes:
+    """A value as pickle bytes (protocol 5), each object written where it occurs: the pickler's *fast* mode
+    keeps no memo, so an object held twice comes back as two equal objects, as it would from JSON, never as
+    one shared object that a change through one place would change in the other. (State holds no cycles.)
+
+    >>> shared = [1]; back = pickle.loads(pickled([shared, shared])); back, back[0] is back[1]
+    ([[1], [1]], False)"""
+    buffer = io.BytesIO()
+    pickler = pickle.Pickler(buffer, protocol=5)
+    pickler.fast = True
+    pickler.dump(value)
+    return buffer.getvalue()
+
+
+def packed_line(value) -> str:
+    """A value below the indented levels as one line: readable JSON (:func:`one_line`) when it is short
+    enough to be read (:data:`READABLE_LINE`), otherwise its pickle bytes, base64 text in a ``__pickle__``
+    tag. Pickle is written and read in C with no Python call per entry, keeps every type as it is (tuples,
+    int keys, NaN, big integers) and needs no tags: a key group of a big state costs a few C calls.
+
+    >>> packed_line({"a": [1, 2.5]}), packed_line({f"k{i}": [i] for i in range(500)})[:14]
+    ('{"a": [1, 2.5]}', '{"__pickle__":')"""
+    packed = pickled(value)
+    if len(packed) <= READABLE_LINE:
+        return one_line(to_plain(value))
+    return _pickle_tag(packed)
+
+
+def _pickle_tag(packed: bytes) -> str:
+    return '{"__pickle__": "' + base64.b64encode(packed).decode("ascii") + '"}'
+
+
 RECORDS = {cls.__name__: cls for cls in (Barrier, EndOfBatch, Watermark, WatermarkStatus, StateDelta, LogPosition)}
 """ministream's own record classes (the messages a channel holds, a state delta), stored by name and fields."""
 
@@ -111,6 +157,18 @@ def is_plain(values) -> bool:
         return False
     items: list = []  # every item of every list value, gathered by C calls (list.extend), then typed at once
     deque(map(items.extend, values if kinds == {list} else filter(_is_list, values)), maxlen=0)
+    return set(map(type, items)) <= ATOMS
+
+
+def _flat_tuples(keys) -> bool:
+    """Whether every key is a tuple of JSON atoms (a window ``(start, end)``), by the types present.
+
+    >>> _flat_tuples([(0, 10), (10, 20)]), _flat_tuples([(0, (1, 2))]), _flat_tuples(["a"])
+    (True, False, False)"""
+    if set(map(type, keys)) != {tuple}:
+        return False
+    items: list = []
+    deque(map(items.extend, keys), maxlen=0)
     return set(map(type, items)) <= ATOMS
 
 
@@ -154,6 +212,8 @@ def to_plain(value):
             return value  # the fast path: a table of strings to plain values, for the encoder as it is
         if all(isinstance(key, str) for key in value) and not any(tag in value for tag in TAGS):
             return {key: to_plain(item) for key, item in value.items()}
+        if _flat_tuples(value.keys()) and is_plain(value.values()):  # {window: accumulators}: in one go
+            return {"__dict__": [[{"__tuple__": list(key)}, item] for key, item in value.items()]}
         return {"__dict__": [[to_plain(key), to_plain(item)] for key, item in value.items()]}
     if isinstance(value, (set, frozenset)):
         return {"__set__": [to_plain(item) for item in sorted(value, key=repr)]}
@@ -176,7 +236,12 @@ def from_plain(data):
         items = data["__tuple__"]
         return tuple(items) if is_plain(items) else tuple(from_plain(item) for item in items)
     if "__dict__" in data:
-        return {_hashable(from_plain(key)): from_plain(item) for key, item in data["__dict__"]}
+        pairs = data["__dict__"]
+        if any(type(pair) is dict for pair in pairs):  # some pairs written whole as packed lines
+            return dict(_pair(pair) for pair in pairs)
+        if _tagged_flat_tuples(pairs) and is_plain([item for _, item in pairs]):  # {window: accumulators}
+            return {tuple(key["__tuple__"]): item for key, item in pairs}
+        return {_hashable(from_plain(key)): from_plain(item) for key, item in pairs}
     if "__set__" in data:
         return {_hashable(from_plain(item)) for item in data["__set__"]}
     if "__record__" in data:
@@ -186,6 +251,25 @@ def from_plain(data):
     if is_plain(data.values()):
         return data  # the fast path: nothing below was tagged
     return {key: from_plain(item) for key, item in data.items()}
+
+
+def _pair(pair) -> tuple:
+    """One ``[key, value]`` of a ``__dict__`` list, which :func:`packed_line` may have written whole."""
+    if type(pair) is dict:
+        key, item = from_plain(pair)  # a pickle tag: the pair exactly as it was
+        return key, item
+    key, item = pair
+    return _hashable(from_plain(key)), from_plain(item)
+
+
+def _tagged_flat_tuples(pairs: list) -> bool:
+    """Whether every key of ``[[key, item], ...]`` is a tagged tuple of atoms, ``{"__tuple__": [atoms]}``."""
+    keys = [pair[0] for pair in pairs]
+    if set(map(type, keys)) != {dict} or not all(len(key) == 1 and "__tuple__" in key for key in keys):
+        return False
+    items: list = []
+    deque((items.extend(key["__tuple__"]) for key in keys), maxlen=0)
+    return set(map(type, items)) <= ATOMS
 
 
 def _hashable(value):
@@ -231,10 +315,16 @@ def _layout(value, level: int) -> str:
     caches, which saves a tenth of the time on a million keys."""
     records = RECORDS
     name = type(value).__name__
+    if 0 < level < INDENTED_LEVELS and value and isinstance(value, (dict, list, StateDelta)):
+        packed = pickled(value)  # a big part of the file (the keyed state of many keys): one packed line
+        if len(packed) > PACKED_PART:
+            return _pickle_tag(packed)
     if level < INDENTED_LEVELS and isinstance(value, records.get(name, ())):
         fields = _layout(attrs.asdict(value, recurse=False), level + 1)
         return _block("{", [f'"__record__": "{name}"', f'"fields": {fields}'], "}", level)
-    if level >= INDENTED_LEVELS or not isinstance(value, (dict, list)) or not value:
+    if level >= INDENTED_LEVELS:
+        return packed_line(value)
+    if not isinstance(value, (dict, list)) or not value:
         return one_line(to_plain(value))
     if isinstance(value, list):
         return _block("[", [_layout(item, level + 1) for item in value], "]", level)

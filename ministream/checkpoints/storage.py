@@ -305,9 +305,13 @@ class DirectoryStorage(CheckpointStorage):
         super().__init__(retain)
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
+        self.folders: dict = {}  # {checkpoint id or "offsets": {folders made in it}}: made once, not per file
 
-    def _write(self, path: Path, data: bytes) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+    def _write(self, path: Path, data: bytes, owner) -> None:
+        made = self.folders.setdefault(owner, set())
+        if path.parent not in made:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            made.add(path.parent)
         temporary = path.with_name(path.name + ".tmp")
         with open(temporary, "wb") as out:
             out.write(data)
@@ -319,7 +323,7 @@ class DirectoryStorage(CheckpointStorage):
         return path.read_bytes() if path.is_file() else None
 
     def _put(self, checkpoint_id, path, data):
-        self._write(self.root / f"chk-{checkpoint_id}" / path, data)
+        self._write(self.root / f"chk-{checkpoint_id}" / path, data, checkpoint_id)
 
     def _get(self, checkpoint_id, path):
         return self._read(self.root / f"chk-{checkpoint_id}" / path)
@@ -328,10 +332,11 @@ class DirectoryStorage(CheckpointStorage):
         return [int(p.name[4:]) for p in self.root.glob("chk-*") if p.is_dir() and p.name[4:].isdigit()]
 
     def _delete(self, checkpoint_id):
+        self.folders.pop(checkpoint_id, None)
         shutil.rmtree(self.root / f"chk-{checkpoint_id}", ignore_errors=True)
 
     def _put_log(self, batch_id, data):
-        self._write(self.root / "offsets" / str(batch_id), data)
+        self._write(self.root / "offsets" / str(batch_id), data, "offsets")
 
     def _get_log(self, batch_id):
         return self._read(self.root / "offsets" / str(batch_id))

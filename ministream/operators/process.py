@@ -403,7 +403,7 @@ class ProcessOperator(Operator):
         keep: the time mode, the output mode and the kind of each state variable."""
         return {
             "keyed": self.ctx.state.snapshot(),
-            "timers": self.timers.snapshot(),
+            "timers": self.timers.snapshot(self.ctx.state.checkpointing),  # incremental as the keyed state
             "watermark": self.watermark,
             "settings": {
                 "time_mode": self.time_mode,

@@ -391,13 +391,17 @@ class WindowAggregate(Operator):
             return {**super().snapshot(), "evicted_with": self.evicted_with, "watermark": self.watermark}
         delta = state.checkpointing == "delta" and "windows" in state.tracked
         changed = self.windows.changed_keys() if delta else None
-        state.tables["windows"] = self.windows.by_key_group(changed)
+        state.tables["windows"] = self.windows.by_key_group(changed, copy=not state.sharing)
         if delta:
             state.changes["windows"].update(dict.fromkeys(changed))
+        shared = "windows" in state.copy_on_write
+        state.copy_on_write.add("windows")  # the table was built of copies: the snapshot takes them as they are
         try:
             snapshot = {**super().snapshot(), "evicted_with": self.evicted_with, "watermark": self.watermark}
         finally:
             del state.tables["windows"]
+            if not shared:
+                state.copy_on_write.discard("windows")
         if state.checkpointing:
             self.windows.count_changes()  # a checkpoint: changes count from here
         return snapshot

@@ -31,9 +31,11 @@ the keys of the windows it closes, and the keys its writer marks (the window ste
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right, insort
+from collections import defaultdict
 from heapq import heappop, heappush
 from itertools import count
 
+from ministream.state.copy_on_write import copy_accumulators
 from ministream.state.keygroups import key_group_of
 from ministream.time.windows import touches
 
@@ -92,14 +94,26 @@ class WindowsByWindow(ChangedKeys):
         """How many (key, window) accumulators there are."""
         return sum(map(len, self.windows.values()))
 
-    def by_key_group(self, keys: list | None = None) -> dict:
+    def by_key_group(self, keys: list | None = None, copy: bool = False) -> dict:
         """The checkpoint's layout: ``{key_group: {key: {window: accumulators}}}``, key groups in order; of
-        ``keys`` only, when given (a key without windows is left out)."""
+        ``keys`` only, when given (a key without windows is left out). With ``copy=True`` each accumulator
+        list is a copy (``copy_on_write.copy_accumulators``), which the state goes on without: a checkpoint
+        can keep it as it is.
+
+        Built key by key first, then split by key group: a key's group is looked up once, not once per window."""
         wanted = None if keys is None else set(keys)
-        groups: dict = {}
+        windows_of: defaultdict = defaultdict(dict)  # {key: {window: accumulators}}
         for window, by_key in self.windows.items():
-            for key in by_key if wanted is None else by_key.keys() & wanted:
-                groups.setdefault(key_group_of(key), {}).setdefault(key, {})[window] = by_key[key]
+            entries = by_key
+            if wanted is not None and not by_key.keys() <= wanted:
+                entries = {key: by_key[key] for key in by_key.keys() & wanted}
+            if copy:
+                entries = copy_accumulators(entries)
+            for key, accumulators in entries.items():
+                windows_of[key][window] = accumulators
+        groups: dict = {}
+        for key, by_window in windows_of.items():
+            groups.setdefault(key_group_of(key), {})[key] = by_window
         return dict(sorted(groups.items()))
 
     def load(self, groups: dict) -> None:
@@ -208,10 +222,10 @@ class WindowsByKey(ChangedKeys):
     def size(self) -> int:
         return sum(map(len, self.keys.values()))
 
-    def by_key_group(self, keys: list | None = None) -> dict:
+    def by_key_group(self, keys: list | None = None, copy: bool = False) -> dict:
         groups: dict = {}
         for key in self.keys if keys is None else [key for key in keys if key in self.keys]:
-            groups.setdefault(key_group_of(key), {})[key] = dict(self.keys[key])
+            groups.setdefault(key_group_of(key), {})[key] = (copy_accumulators if copy else dict)(self.keys[key])
         return dict(sorted(groups.items()))
 
     def load(self, groups: dict) -> None:

@@ -24,8 +24,11 @@ since the last snapshot. The state primitives (``ValueState``...) mark every wri
 that writes a table directly marks what it writes (``KeyedStateBackend.track_changes``; ``RunningAggregate``
 does; an operator that builds its table only when a checkpoint is taken may build just the marked keys for a
 delta, since :func:`take_delta` reads no other). A table whose writer never said it marks its changes is
-written *whole* in every delta: correctness never depends on an operator remembering to mark. Timers and the
-operators' other state (watermarks...) are small and always written whole. Only a checkpoint's snapshot
+written *whole* in every delta: correctness never depends on an operator remembering to mark. Timers are
+incremental the same way (``time/timers.py``: each queue marks the keys whose timers were added or removed, and
+a delta holds those keys' timers, with each time domain as a table): millions of sessions waiting for a
+heartbeat are millions of timers, of which a batch changes a few. The operators' other state (watermarks...)
+is small and always written whole. Only a checkpoint's snapshot
 (:func:`checkpoint_snapshot`, :func:`snapshot_operator`) is where the marks start again.
 
 >>> from ministream.state.keyed import KeyedStateBackend, ValueState
@@ -114,7 +117,8 @@ def take_delta(backend) -> StateDelta:
     removed: dict[int, dict[str, list]] = {}
     for name in sorted(backend.tracked):
         table = backend.tables.get(name, {})
-        copy_one = (lambda value: value) if name in backend.copy_on_write else copy_value
+        shares = backend.sharing or name in backend.copy_on_write  # the snapshot may hold the values themselves
+        copy_one = (lambda value: value) if shares else copy_value
         for key in backend.changes[name]:
             group = key_group_of(key, backend.max_parallelism)
             entries = table.get(group, {})
@@ -126,18 +130,19 @@ def take_delta(backend) -> StateDelta:
         if name not in backend.tracked:
             for group, entries in groups.items():
                 if entries:
-                    updated.setdefault(group, {})[name] = copy_entries(entries)
+                    updated.setdefault(group, {})[name] = dict(entries) if backend.sharing else copy_entries(entries)
     delta = StateDelta(sorted(backend.tracked), dict(sorted(updated.items())), dict(sorted(removed.items())))
     backend.start_counting()
     return delta
 
 
-def checkpoint_snapshot(backend, delta: bool = False):
+def checkpoint_snapshot(backend, delta: bool = False, sharing: bool = False):
     """What a checkpoint takes of one keyed state backend: a full snapshot (from which the backend counts
-    changes) or, with ``delta=True``, a :class:`StateDelta` since the last one. :func:`snapshot_operator`
-    does the same through an operator's ``snapshot()``."""
-    backend.checkpointing = "delta" if delta else "full"
+    changes) or, with ``delta=True``, a :class:`StateDelta` since the last one. ``sharing=True``: the
+    checkpoint is written before the state changes again, so the snapshot need not copy values.
+    :func:`snapshot_operator` does the same through an operator's ``snapshot()``."""
+    backend.checkpointing, backend.sharing = ("delta" if delta else "full"), sharing
     try:
         return backend.snapshot()
     finally:
-        backend.checkpointing = None
+        backend.checkpointing, backend.sharing = None, False

@@ -30,6 +30,7 @@ seconds. Two ways to copy less:
 from __future__ import annotations
 
 import copy
+from collections import deque
 
 _ATOMS = frozenset({str, int, float, bool, bytes, type(None)})
 
@@ -82,3 +83,17 @@ def copy_entries(entries: dict) -> dict:
     if kinds == {list} and all(set(map(type, value)) <= _ATOMS for value in entries.values()):
         return {key: value[:] for key, value in entries.items()}
     return {key: copy_value(value) for key, value in entries.items()}
+
+
+def copy_accumulators(entries: dict) -> dict:
+    """A copy of a ``{key: [accumulator per aggregate]}`` table (a window's), each list copied: sliced when
+    every accumulator in it is frozen (counts, sums: the common case, found by one look at the types present),
+    else through :func:`copy_value`.
+
+    >>> counts = {"a": [1], "b": [2.0]}; copied = copy_accumulators(counts); copied["a"][0] += 1; counts
+    {'a': [1], 'b': [2.0]}"""
+    items: list = []
+    deque(map(items.extend, entries.values()), maxlen=0)  # every accumulator, gathered by C calls
+    if _ATOMS.issuperset(map(type, items)):
+        return {key: accumulators[:] for key, accumulators in entries.items()}
+    return {key: copy_value(accumulators) for key, accumulators in entries.items()}

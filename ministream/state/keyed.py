@@ -55,6 +55,10 @@ class KeyedStateBackend:
     Changes: ``self.changes[state_name] = {key: None}``, the keys written or removed since the last snapshot
     in the tables whose writers mark them (:meth:`track_changes`); ``self.tracked``: the tables marked since
     the last snapshot began; ``self.copy_on_write``: the tables whose writers copy a value before changing it.
+
+    Checkpoints: ``self.checkpointing`` is ``"full"`` or ``"delta"`` while a checkpoint takes the snapshot;
+    ``self.sharing`` is true when that checkpoint is written before the state changes again (a micro-batch
+    checkpoint, written at the end of its batch): its snapshot may then share every value with the state.
     """
 
     def __init__(self, max_parallelism: int = MAX_PARALLELISM):
@@ -67,6 +71,7 @@ class KeyedStateBackend:
         self.tracked: set[str] = set()
         self.copy_on_write: set[str] = set()
         self.checkpointing = None  # "full" or "delta" while a checkpoint takes its snapshot (state/changes.py)
+        self.sharing = False  # while a checkpoint written before the state changes again takes its snapshot
         self.changelog: Any = None  # in changelog mode, the subtask's changelog.SubtaskChangelog
 
     writes_back = False
@@ -161,7 +166,8 @@ class KeyedStateBackend:
         counting = self.checkpointing == "full" and key_groups is None
         out: dict[int, dict[str, dict]] = {}
         for name, groups in self.tables.items():
-            copy_table = dict if counting and name in self.copy_on_write else copy_entries
+            shares = self.sharing or name in self.copy_on_write
+            copy_table = dict if counting and shares else copy_entries
             for group, entries in groups.items():
                 if entries and (key_groups is None or group in key_groups):
                     out.setdefault(group, {})[name] = copy_table(entries)

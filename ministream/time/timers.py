@@ -41,6 +41,7 @@ from collections.abc import Iterable
 
 from sortedcontainers import SortedList
 
+from ministream.state.changes import StateDelta
 from ministream.state.keygroups import MAX_PARALLELISM, key_group_of
 
 EVENT_TIME = "event_time"
@@ -62,7 +63,9 @@ class TimerQueue:
 
     State: ``self.buckets``, ``{timestamp: {key, ...}}``, every timer by its time; ``self.times``, a
     ``SortedList`` of the timestamps that have a bucket, in firing order; ``self.by_key``, ``{key: [timestamps,
-    earliest first]}``, the same timers looked up by key; ``self.count``, how many timers there are.
+    earliest first]}``, the same timers looked up by key; ``self.count``, how many timers there are;
+    ``self.changed``, ``{key: None}``, the keys whose timers were added or removed since the last checkpoint
+    (``None`` until a checkpoint starts the count: :meth:`TimerService.snapshot`).
 
     >>> queue = TimerQueue()
     >>> queue.add("b", 3); queue.add("a", 5); queue.add("a", 3)
@@ -77,6 +80,7 @@ class TimerQueue:
         self.times: SortedList = SortedList()  # the timestamps of self.buckets, earliest first
         self.by_key: dict = {}  # {key: [timestamps, earliest first]}
         self.count = 0
+        self.changed: dict | None = None  # {key: None} changed since the last checkpoint, once one counts
 
     def add(self, key, timestamp: int) -> None:
         """Add the timer (key, timestamp) unless it is already there. Cost: O(1), O(log B) for a new bucket."""
@@ -93,6 +97,8 @@ class TimerQueue:
         else:
             insort(stamps, timestamp)
         self.count += 1
+        if self.changed is not None:
+            self.changed[key] = None
 
     def discard(self, key, timestamp: int) -> None:
         """Remove the timer (key, timestamp) if it is there. Cost: O(1), O(log B) when its bucket empties."""
@@ -108,6 +114,8 @@ class TimerQueue:
         if not stamps:
             del self.by_key[key]
         self.count -= 1
+        if self.changed is not None:
+            self.changed[key] = None
 
     def timestamps(self, key) -> list[int]:
         """The timestamps of ``key``'s timers, earliest first."""
@@ -288,17 +296,37 @@ class TimerService:
         """
         return sum(len(queue) for queue in self.queues.values())
 
-    def snapshot(self) -> dict[int, dict[str, dict]]:
+    def snapshot(self, checkpointing: str | None = None) -> dict[int, dict[str, dict]] | StateDelta:
         """The timers as plain data, by key group: ``{key_group: {domain: {key: [timestamps]}}}``.
 
         Laid out like ``KeyedStateBackend.snapshot`` so that a checkpoint hands each key group's timers to
-        the subtask that owns the group after a restore, with its state.
+        the subtask that owns the group after a restore, with its state. A checkpoint's snapshot
+        (``checkpointing`` is ``"full"`` or ``"delta"``, the keyed state backend's flag) is where the queues
+        count changed keys from; a ``"delta"`` one is incremental, like keyed state (``state/changes.py``): a
+        ``StateDelta`` with the timers of each key whose timers changed since the last checkpoint, the domains
+        as its tables, and the keys left without timers as removed. Until a checkpoint has counted, a delta
+        holds every timer (``tracked`` is empty: the restore replaces them all).
 
         >>> timers = TimerService()
         >>> timers.register_event_time_timer("alice", 5_000); timers.register_processing_time_timer("bob", 9)
-        >>> timers.snapshot()
+        >>> timers.snapshot("full")
         {38: {'event_time': {'alice': [5000]}}, 82: {'processing_time': {'bob': [9]}}}
+        >>> timers.register_event_time_timer("alice", 7_000); timers.delete_processing_time_timer("bob", 9)
+        >>> timers.snapshot("delta")
+        StateDelta(tracked=['event_time', 'processing_time'], updated={38: {'event_time': {'alice': [5000, 7000]}}}, removed={82: {'processing_time': ['bob']}})
         """
+        if checkpointing == "delta" and all(queue.changed is not None for queue in self.queues.values()):
+            snapshot: dict | StateDelta = self._delta()
+        else:
+            snapshot = self._whole()
+            if checkpointing == "delta":
+                snapshot = StateDelta([], snapshot)
+        if checkpointing is not None:
+            for queue in self.queues.values():
+                queue.changed = {}  # a checkpoint: changes count from here
+        return snapshot
+
+    def _whole(self) -> dict[int, dict[str, dict]]:
         out: dict[int, dict[str, dict]] = {}  # {key_group: {domain: {key: [timestamps]}}}
         for domain in DOMAINS:
             by_key = self.queues[domain].by_key
@@ -307,8 +335,26 @@ class TimerService:
                 out.setdefault(group, {}).setdefault(domain, {})[key] = list(by_key[key])
         return dict(sorted(out.items()))
 
+    def _delta(self) -> StateDelta:
+        """The timers of the keys changed since the last checkpoint, as a ``StateDelta`` by key group."""
+        updated: dict[int, dict[str, dict]] = {}
+        removed: dict[int, dict[str, list]] = {}
+        for domain in DOMAINS:
+            queue = self.queues[domain]
+            assert queue.changed is not None
+            for key in sorted(queue.changed):
+                group = key_group_of(key, self.max_parallelism)
+                stamps = queue.by_key.get(key)
+                if stamps:
+                    updated.setdefault(group, {}).setdefault(domain, {})[key] = list(stamps)
+                else:
+                    removed.setdefault(group, {}).setdefault(domain, []).append(key)
+        return StateDelta(list(DOMAINS), dict(sorted(updated.items())), dict(sorted(removed.items())))
+
     def restore(self, snapshot: dict[int, dict[str, dict]], key_groups: Iterable[int] | None = None) -> None:
-        """Add the timers of the key groups in ``key_groups`` (every group when ``None``) from a snapshot.
+        """Add the timers of the key groups in ``key_groups`` (every group when ``None``) from a snapshot (a
+        full one: a restore reads deltas applied, ``checkpoints/incremental.resolve``). No checkpoint counts
+        from the restored timers: until the next one, a delta would hold them all.
 
         >>> old = TimerService(); old.register_event_time_timer("alice", 5_000)
         >>> old.register_event_time_timer("bob", 6_000)
@@ -324,6 +370,8 @@ class TimerService:
                 for key, stamps in timers.items():
                     for ts in stamps:
                         self.queues[domain].add(key, ts)
+        for queue in self.queues.values():
+            queue.changed = None
 
     def __repr__(self):
         return (

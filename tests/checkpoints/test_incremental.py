@@ -358,3 +358,23 @@ def test_a_delta_checkpoint_read_alone_is_not_restored():
     with pytest.raises(PipelineError, match="checkpoint 2 holds deltas on checkpoint 1: load it with"):
         restore_graph(graph, Checkpoint.from_files(storage.files[2]))
     restore_graph(graph, load_checkpoint(storage, 2))
+
+
+def test_a_window_snapshot_keeps_its_values_when_the_state_changes_unless_written_at_once():
+    """A checkpoint of a window step copies each accumulator once (``by_key_group(copy=True)``): rows folded
+    after the snapshot do not change it. A micro-batch checkpoint, written before the state changes again,
+    shares them (``sharing=True``): no copy is made."""
+    from ministream.core.operator import BatchInfo, StepContext
+    from ministream.operators.window import WindowAggregate
+    from ministream.time.windows import Tumbling
+
+    counts = WindowAggregate(("key",), Tumbling(10_000), {"count": Count()})
+    counts.open(StepContext.for_testing(output_mode="update"))
+    counts.on_batch_start(BatchInfo(0, watermark=0, late_watermark=0))
+    counts.process([("a", {"key": "a", "ts": 1_000})], 0)
+    copied = snapshot_operator(counts)
+    counts.process([("a", {"key": "a", "ts": 2_000})], 0)
+    group = key_group_of("a")
+    assert copied["keyed"][group]["windows"]["a"][(0, 10_000)] == [1]
+    shared = snapshot_operator(counts, delta=True, sharing=True)
+    assert shared["keyed"].updated[group]["windows"]["a"][(0, 10_000)] is counts.windows.get("a", (0, 10_000))

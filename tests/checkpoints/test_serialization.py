@@ -49,8 +49,9 @@ def test_a_delta_round_trips():
 
 
 def test_long_lines_are_written_compact_and_come_back_equal_whatever_they_hold():
-    """A key group too long to read goes to orjson (compact); NaN, infinities, integers beyond 64 bits and lone
-    surrogates, which orjson would not write back exactly, go to json: every table comes back equal."""
+    """A line too long to read is written compact (``one_line``: orjson, or json for what orjson would not write
+    back exactly: NaN, infinities, integers beyond 64 bits, lone surrogates), and a key group too long to read
+    is written packed (pickled): every table comes back equal, whatever it holds."""
     import math
 
     from ministream.checkpoints.serialization import READABLE_LINE, one_line
@@ -67,3 +68,18 @@ def test_long_lines_are_written_compact_and_come_back_equal_whatever_they_hold()
             special,
             value,
         )
+
+
+def test_a_big_state_is_written_packed_and_a_small_one_stays_readable():
+    """A keyed state whose pickle passes ``PACKED_PART`` is one packed line (a ``__pickle__`` tag) below a
+    readable top level; a window table comes back with its tuple keys, and an object held twice comes back as
+    two objects, as JSON would give it."""
+    big = {"keyed": {g: {"windows": {f"k{g}-{i}": {(0, 10): [i]} for i in range(200)}} for g in range(128)}, "w": 5}
+    text = encode_json(big).decode()
+    assert text.splitlines()[1].startswith(' "keyed": {"__pickle__": ') and text.splitlines()[2] == ' "w": 5'
+    assert decode_json(encode_json(big)) == big
+    shared = [1]
+    back = decode_json(encode_json({"keyed": {3: {"t": {f"k{i}": shared for i in range(10_000)}}}}))
+    assert back["keyed"][3]["t"]["k0"] == [1] and back["keyed"][3]["t"]["k0"] is not back["keyed"][3]["t"]["k1"]
+    small = {"keyed": {3: {"windows": {"a": {(0, 10): [2]}}}}}
+    assert "__pickle__" not in encode_json(small).decode() and decode_json(encode_json(small)) == small

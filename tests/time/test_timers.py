@@ -144,3 +144,45 @@ def test_restore_keeps_uniqueness_and_order():
     new.restore(old.snapshot())
     new.restore(old.snapshot())  # twice: still one timer per (key, timestamp)
     assert new.pop_expired_event_time(5) == old.pop_expired_event_time(5) == [(1, "a"), (2, "a"), (2, "b")]
+
+
+def test_a_delta_holds_the_timers_of_the_keys_changed_since_the_last_checkpoint():
+    """After a checkpoint's full snapshot, a delta holds each key whose timers were registered, deleted or
+    fired since, with all its timers now (a key left with none is removed), and nothing of the other keys;
+    the full snapshot with the delta applied is the full snapshot taken now."""
+    from ministream.state.changes import StateDelta, apply_delta
+
+    timers = TimerService()
+    for i in range(1_000):
+        timers.register_processing_time_timer(f"device-{i}", 30_000 + i % 7)
+        timers.register_event_time_timer(f"device-{i}", 60_000)
+    full = timers.snapshot("full")
+    timers.register_processing_time_timer("device-1", 90_000)  # one more timer
+    timers.delete_event_time_timer("device-2", 60_000)  # the key's only event-time timer
+    timers.register_event_time_timer("device-3", 60_000)  # already there: no change
+    timers.pop_expired_processing_time(30_000)  # fires the timers at 30,000: devices 0, 7, 14...
+    fired = {f"device-{i}" for i in range(0, 1_000, 7)}
+    delta = timers.snapshot("delta")
+    assert isinstance(delta, StateDelta) and delta.tracked == ["event_time", "processing_time"]
+    updated = {key for states in delta.updated.values() for timers_of in states.values() for key in timers_of}
+    removed = {key for states in delta.removed.values() for keys in states.values() for key in keys}
+    assert updated == {"device-1"} and removed == fired | {"device-2"}
+    assert delta.entries() == 2 + len(fired)
+    assert apply_delta(full, delta) == timers.snapshot()
+
+
+def test_restored_timers_are_written_whole_by_a_delta_until_a_checkpoint_counts():
+    """No checkpoint counts from restored timers: a delta before the next full snapshot holds every timer
+    (no domain tracked, so a restore replaces them all); after it, only what changed."""
+    from ministream.state.changes import apply_delta
+
+    old = TimerService()
+    for key in ("a", "b", "c"):
+        old.register_event_time_timer(key, 5_000)
+    new = TimerService()
+    new.restore(old.snapshot())
+    whole = new.snapshot("delta")
+    assert whole.tracked == [] and apply_delta({}, whole) == old.snapshot()
+    new.register_event_time_timer("b", 7_000)
+    delta = new.snapshot("delta")
+    assert delta.updated == {key_group_of("b"): {"event_time": {"b": [5_000, 7_000]}}} and delta.removed == {}

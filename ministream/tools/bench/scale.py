@@ -606,10 +606,9 @@ events and fires 133,000 timers. Each size runs in a process of its own.
   every session; its resident set then rose to its peak once the keep-alive batches read and wrote the store
   (RocksDB's memtables and block cache, and each batch's working set).
 - *Checkpoints* (after the last opening batch, then a delta after the next batch) are the engine's own files,
-  written to a local directory. A delta writes only the devices changed since (a thirtieth of them), but the
-  timers whole: `state/changes.py` takes timers as small, which at 4M sessions they are not, so the delta is
-  about 30% of a full checkpoint. Keeping timers in the keyed state (as Spark does) would make them
-  incremental too.
+  written to a local directory. A delta writes only the devices changed since: the map state of the devices
+  that played (a thirtieth of them) and the timers of the devices whose timers were registered, fired or
+  deleted (`time/timers.py` marks them, as the keyed state marks its keys): about 13% of a full checkpoint.
 - *Recovery*: a new graph loads the full checkpoint and applies the delta (the run's own graph is freed first,
   as after a crash); peak RSS with recovery is the process's peak over the whole run.
 - *Spark*: the same events through the lesson's twin (`transformWithState`, `ProcessingTime`, RocksDB state
