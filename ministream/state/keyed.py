@@ -117,7 +117,8 @@ class KeyedStateBackend:
 
     def get(self, name: str, default=None):
         """The current key's value of state ``name``, or ``default``."""
-        group = self.tables.get(name, {}).get(self._current_group)
+        table = self.tables.get(name)
+        group = table.get(self._current_group) if table is not None else None
         if group is None:
             return default
         return group.get(self.current_key, default)
@@ -239,7 +240,8 @@ class ValueState(_KeyedState):
     def value(self):
         """The current key's value, or the default when it has none."""
         value = self.backend.get(self.name, self.default)
-        self._handing_out(value)
+        if not is_frozen(value):  # a list or a dict the caller may change in place: a change of the key
+            self.backend.mark_changed(self.name)
         return value
 
     def update(self, value) -> None:
