@@ -176,6 +176,25 @@ class KeyedStateBackend:
             changes.clear()
         self.tracked = set(self.changes)
 
+    def forget_untracked_changes(self) -> None:
+        """Clear the marks of the tables that no checkpoint counts changes from (those not in ``self.tracked``):
+        a delta writes such a table whole and never reads its marks. Called after every micro-batch, it keeps
+        them from growing with every key ever written until a first checkpoint, which may never come. A
+        copy-on-write table then copies a value again at its first change, as after a snapshot: more copies,
+        never fewer. (Not in changelog mode: its first record after a restore reads the marks since.)
+
+        >>> backend = KeyedStateBackend(); changed = backend.track_changes("seen"); changed["a"] = None
+        >>> backend.forget_untracked_changes(); backend.changes
+        {'seen': {}}
+        >>> changed["b"] = None; backend.tracked = {"seen"}; backend.forget_untracked_changes(); backend.changes
+        {'seen': {'b': None}}
+        """
+        if self.changelog is not None:
+            return
+        for name, changes in self.changes.items():
+            if name not in self.tracked:
+                changes.clear()
+
     def restore(self, snapshot: dict[int, dict[str, dict]], key_groups=None) -> None:
         """Load the key groups of a snapshot that this subtask owns (``key_groups``; all when ``None``).
 
