@@ -15,7 +15,9 @@ The same functions compile to Spark's ``count("*")``, ``sum("value")``... in the
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
+from functools import reduce
 from typing import Any
 
 import attrs
@@ -48,10 +50,11 @@ def _plus(acc, value):
 
 
 def _plus_all(acc, values):
-    """``sum`` with a start folds left, as ``_plus`` one value at a time does: the same float rounding."""
+    """A left fold with ``+``, as ``_plus`` one value at a time does: the same float rounding. (Not ``sum``:
+    from Python 3.12 it adds floats with compensation, which can differ from a left fold in the last bit.)"""
     if not values:
         return acc
-    return sum(values, acc) if acc is not None else sum(values[1:], values[0])
+    return reduce(operator.add, values, acc) if acc is not None else reduce(operator.add, values)
 
 
 def _keep(pick):

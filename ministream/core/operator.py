@@ -36,6 +36,7 @@ operator's ``late_rows`` list (``time/lateness.py``).
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable, Iterable
 
 import attrs
@@ -80,6 +81,22 @@ def watermark_moved(last: BatchInfo | None, watermark: int | None) -> bool:
     (False, False)
     """
     return last is not None and watermark is not None and last.watermark is not None and watermark > last.watermark
+
+
+def rows_by_key(pairs: Iterable[tuple]) -> defaultdict:
+    """The rows of a chunk of ``(key, row)`` pairs grouped by key: ``{key: [row, ...]}``, keys in the order
+    they first appear, each key's rows in arrival order. Cost: one dict operation per row.
+
+    A keyed operator that works a batch at a time groups its chunk first, then looks each key up in its state
+    once, rather than once per row: with 1,000 keys in a chunk of 10,000 rows, a tenth of the lookups.
+
+    >>> dict(rows_by_key([("a", {"n": 1}), ("b", {"n": 2}), ("a", {"n": 3})]))
+    {'a': [{'n': 1}, {'n': 3}], 'b': [{'n': 2}]}
+    """
+    grouped: defaultdict = defaultdict(list)  # {key: [row, ...]}: a key's list is made the first time it is used
+    for key, row in pairs:
+        grouped[key].append(row)
+    return grouped
 
 
 def _unconnected(*args) -> None:

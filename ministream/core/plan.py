@@ -128,9 +128,10 @@ def _key_function(key: Any) -> tuple[Callable[[dict], Any], tuple[str, ...]]:
         return operator.itemgetter(key), (key,)  # row[key], as a function
     if isinstance(key, (list, tuple)):
         names = tuple(key)
-        if len(names) == 1:  # one column: its value is the key, as with a name
-            return operator.itemgetter(names[0]), names
-        return (lambda row: tuple(row[name] for name in names)), names
+        if not names:  # no column: one key, (), for every row (a global aggregate)
+            return (lambda row: ()), names
+        # one column: its value is the key, as with a name; several: the tuple of their values
+        return operator.itemgetter(*names), names
     if callable(key):
         return key, ("key",)
     raise PipelineError(f"key_by takes a column name, a list of column names or a function, not {key!r}")

@@ -170,6 +170,9 @@ def run_microbatch(
     sources = [(step.source, graph.by_step[step.name][0]) for step in flow.sources]
     script_length = max(len(source) for source, _ in sources)
     stateful = [subtask.operator for subtask in graph.subtasks if subtask.operator is not None]
+    # The keys marked changed for an incremental checkpoint (``KeyedStateBackend.track_changes``) count only from
+    # a first checkpoint: those marked before it are forgotten after every batch, not kept for every key written.
+    keyed_states = [operator.ctx.state for operator in stateful if operator.ctx.state is not None]
     steps_of = {id(subtask.operator): subtask.step.name for subtask in graph.subtasks}
 
     def per_step(watermark: int | None) -> dict[str, int | None]:
@@ -240,6 +243,8 @@ def run_microbatch(
                 subtask.output.send(source.read(k))
             subtask.output.broadcast(EndOfBatch(batch_id))
         scheduler.run_until_idle()
+        for state in keyed_states:
+            state.forget_untracked_changes()
         if tracer:
             tracer.end_batch(
                 {

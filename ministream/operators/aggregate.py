@@ -35,8 +35,8 @@ every aggregation in a query with a watermark).
 
 from __future__ import annotations
 
-from ministream.core.aggregates import AggregateFunction, new_accumulators, results, table_folder
-from ministream.core.operator import Operator, watermark_moved
+from ministream.core.aggregates import AggregateFunction, add_rows, identity, new_accumulators, results
+from ministream.core.operator import Operator, rows_by_key, watermark_moved
 from ministream.errors import PipelineError
 from ministream.state.keygroups import key_group_of, subtask_of_key
 from ministream.time.lateness import LateRow
@@ -61,7 +61,7 @@ class RunningAggregate(Operator):
         self.key_columns = key_columns
         self.names = list(aggregates)
         self.functions = list(aggregates.values())
-        self._fold = table_folder(self.functions)  # fold(table, key, row): add_row, made once
+        self.results_are_accumulators = all(function.result is identity for function in self.functions)
 
     @staticmethod
     def check_output_mode(step_name: str, output_mode: str, has_watermark: bool) -> None:
@@ -93,24 +93,32 @@ class RunningAggregate(Operator):
         return self.ctx.output_mode in ("append", "update") and watermark_moved(self.batch, watermark)
 
     def process(self, pairs, input_index):
-        groups, functions, changed = self.groups, self.functions, self.changed
-        continuous = self.ctx.model == "continuous"
-        if not continuous and self.event_time is not None:
-            pairs = self._drop_late(pairs)
-        fold, touched = self._fold, self.touched
-        for key, row in pairs:
-            group = groups.get(key_group_of(key))
-            if group is None:
-                group = groups[key_group_of(key)] = {}
-            if key not in changed:  # the key's first change since the last snapshot, which may hold its list
-                accumulators = group.get(key)
-                group[key] = new_accumulators(functions) if accumulators is None else list(accumulators)
-                changed[key] = None  # from now on, its list is this subtask's own: fold into it in place
-            fold(group, key, row)
-            if continuous:
+        if self.ctx.model == "continuous":  # a changelog: after every record, its key's new value
+            for key, row in pairs:
+                self._fold(key, [row])
                 self._emit([key], "its value changed (the continuous model emits every update)")
-            else:
-                touched[key] = None
+            return
+        if self.event_time is not None:
+            pairs = self._drop_late(pairs)
+        # A batch at a time: the chunk's rows grouped by key first (one dict operation per row), then each key
+        # looked up in state once and its rows folded with one call per aggregate (``add_rows``), instead of a
+        # state lookup and a fold call for every row. The result is the same: each key's rows fold in order.
+        touched = self.touched
+        for key, rows in rows_by_key(pairs).items():
+            self._fold(key, rows)
+            touched[key] = None
+
+    def _fold(self, key, rows: list[dict]) -> None:
+        """Fold a key's rows into its accumulators (made the first time). Copy on write: the first change of a
+        key since the last snapshot folds into a copy of its list, which the snapshot may hold."""
+        group = self.groups.get(key_group_of(key))
+        if group is None:
+            group = self.groups[key_group_of(key)] = {}
+        if key not in self.changed:
+            accumulators = group.get(key)
+            group[key] = new_accumulators(self.functions) if accumulators is None else list(accumulators)
+            self.changed[key] = None  # from now on, its list is this subtask's own: fold into it in place
+        add_rows(group[key], self.functions, rows)
 
     def on_batch_end(self, batch):
         if not self.key_columns and self.ctx.model != "continuous" and self.ctx.output_mode in ("update", "complete"):
@@ -139,12 +147,18 @@ class RunningAggregate(Operator):
         return pairs
 
     def _emit(self, keys: list, why: str) -> None:
+        """One output row per key: its key columns, then each aggregate's result."""
+        groups, names, functions, tracing = self.groups, self.names, self.functions, self.ctx.tracing
         rows = []
         for key in keys:
             row = key_columns_of(self.key_columns, key)
-            row.update(results(self.groups[key_group_of(key)][key], self.names, self.functions))
+            accumulators = groups[key_group_of(key)][key]
+            if self.results_are_accumulators:  # count, sum, min, max: the accumulator is the result
+                row.update(zip(names, accumulators))
+            else:
+                row.update(results(accumulators, names, functions))
             rows.append(row)
-            if self.ctx.tracing:
+            if tracing:
                 self.ctx.explain("emit", f"key {key!r} emitted: {why}", row)
         self.ctx.emit(rows)
 

@@ -98,24 +98,44 @@ class Deduplicate(Operator):
 
     def _keep_first(self, pairs, late_watermark: int | None = None) -> None:
         """Emit each row whose key is not in state, and store its key; drop the duplicates, and the rows at or
-        before ``late_watermark`` (rule 1, whatever their key)."""
-        out = []
-        seen, changed, expires_of, tracing = self.seen, self.changed, self._expires, self.ctx.tracing
+        before ``late_watermark`` (rule 1, whatever their key).
+
+        A chunk at a time, in two passes: first the chunk's own first row of each key (a dict lookup per row),
+        then only those first rows looked up in state (the key's group found once per key, not once per row).
+        The rows emitted are the same, in the same order, as a row-by-row pass would emit."""
+        tracing, event_time = self.ctx.tracing, self.event_time
+        firsts: dict = {}  # {key: its first row in this chunk}, in arrival order
         duplicates = 0  # counted here without a trace, where each one is a line of its own
         for key, row in pairs:
-            if late_watermark is not None and row[self.event_time] <= late_watermark:
+            if late_watermark is not None and row[event_time] <= late_watermark:
                 self._late(row, late_watermark)
-                continue
-            group = seen.get(key_group_of(key))
+            elif key not in firsts:
+                firsts[key] = row
+            elif tracing:
+                self.ctx.drop("duplicate", row, text=f"duplicate of key {key!r}: dropped")
+            else:
+                duplicates += 1
+        out = []
+        seen, changed, within_delay = self.seen, self.changed, self.within_delay
+        # A key that holds its event time is new at almost every row: the cache of key groups would only miss
+        # (and evict another key each time), which costs twice the computation, so it is computed uncached.
+        group_of = key_group_of.__wrapped__ if self.key_has_event_time else key_group_of
+        for key, row in firsts.items():
+            number = group_of(key)
+            group = seen.get(number)
             if group is None:
-                group = seen[key_group_of(key)] = {}
-            elif key in group:
+                group = seen[number] = {}
+            elif key in group:  # seen in an earlier chunk
                 if tracing:
                     self.ctx.drop("duplicate", row, text=f"duplicate of key {key!r}: dropped")
                 else:
                     duplicates += 1
                 continue
-            group[key] = expires_of(row)
+            # when the key may be forgotten: its event time + delay (within), its event time, or never
+            if within_delay is not None:
+                group[key] = row[event_time] + within_delay
+            else:
+                group[key] = row[event_time] if self.key_has_event_time else None
             changed[key] = None
             out.append(row)
             if tracing:
@@ -132,26 +152,19 @@ class Deduplicate(Operator):
         self.late_rows.append(LateRow(self.batch.batch_id, self.ctx.step_name, row, None, late_watermark, rule))
         self.ctx.explain("late", rule, row)
 
-    def _expires(self, row: dict) -> int | None:
-        """When a key may be forgotten: never, its event time, or its event time + delay (within)."""
-        if self.within_delay is not None:
-            return row[self.event_time] + self.within_delay
-        if self.key_has_event_time:
-            return row[self.event_time]
-        return None
-
     def _evict(self, watermark: int) -> None:
         """Forget every key whose ``expires`` the watermark has reached (a scan of the table: the keys a
         batch stores are about the keys the next batches evict, so the scan costs about one step per row)."""
-        for group in list(self.seen):
-            keys = self.seen[group]
+        seen, changed, tracing = self.seen, self.changed, self.ctx.tracing
+        for group in list(seen):
+            keys = seen[group]
             for key in [key for key, expires in keys.items() if expires is not None and expires <= watermark]:
                 del keys[key]
-                self.changed[key] = None
-                if self.ctx.tracing:
+                changed[key] = None
+                if tracing:
                     self.ctx.explain("evict", f"key {key!r} forgotten: watermark {format_ts(watermark)}")
             if not keys:
-                del self.seen[group]
+                del seen[group]
 
     def on_watermark(self, watermark):
         """Continuous model: forget the keys the watermark has passed (rule 3), then pass it on."""

@@ -68,7 +68,7 @@ pass (``core/triggers.py``).
 from __future__ import annotations
 
 import copy
-from functools import partial
+from collections import defaultdict
 from typing import ClassVar
 
 import attrs
@@ -213,7 +213,7 @@ class ProcessOperator(Operator):
     def open(self, ctx):
         super().open(ctx)
         self.timers = TimerService()
-        self.rows_by_key: dict = {}  # {key: [row, ...]}, the running batch's rows
+        self.rows_by_key: defaultdict = defaultdict(list)  # {key: [row, ...]}, the running batch's rows
         self.batch = None
         self.processing_time = None
         self.watermark = None  # continuous model: the step's watermark
@@ -250,23 +250,24 @@ class ProcessOperator(Operator):
                 "processing-time mode needs processing time: give the run batch timestamps "
                 "(run_microbatch(..., batch_timestamps=[...]))"
             )
-        self.rows_by_key = {}
+        self.rows_by_key = defaultdict(list)
         self._start_processor()
 
     def process(self, pairs, input_index):
         if self.ctx.model == "continuous":
             return self._process_continuous(pairs)
         late = self.batch.late_watermark if self.time_mode == EVENT_TIME else None
+        column, rows_by_key = self.column, self.rows_by_key
         for key, row in pairs:
-            if late is not None and row[self.column] <= late:
+            if late is not None and row[column] <= late:
                 rule = (
-                    f"dropped: {self.column} {format_ts(row[self.column])} is at or before {format_ts(late)}, "
+                    f"dropped: {column} {format_ts(row[column])} is at or before {format_ts(late)}, "
                     "the previous batch's watermark"
                 )
                 self.late_rows.append(LateRow(self.batch.batch_id, self.ctx.step_name, row, None, late, rule))
                 self.ctx.explain("late", rule, row)
-                continue
-            self.rows_by_key.setdefault(key, []).append(row)
+            else:
+                rows_by_key[key].append(row)
         return None
 
     def on_batch_end(self, batch):
@@ -275,17 +276,14 @@ class ProcessOperator(Operator):
             self._apply_initial_state(values)
         out = []  # the batch's output rows, emitted together
         handled = 0
+        handle_input_rows, tracing = self.processor.handle_input_rows, self.ctx.tracing
         for key, rows in self.rows_by_key.items():
             handled += len(rows)
-            out += self._call(
-                key,
-                "input",
-                partial(self.processor.handle_input_rows, key, rows, values),
-                lambda rows=rows: f"{len(rows)} row{'s' if len(rows) != 1 else ''} of this batch",
-            )
+            why = f"{len(rows)} row{'s' if len(rows) != 1 else ''} of this batch" if tracing else ""
+            out += self._call(key, "input", why, handle_input_rows, rows, values)
         if handled:
             self.ctx.count("handed to the processor", handled)
-        self.rows_by_key = {}
+        self.rows_by_key = defaultdict(list)
         for expiry, key in self._expired_timers(batch.watermark):
             out += self._fire(key, expiry, values)
         self.ctx.emit(out)
@@ -317,24 +315,22 @@ class ProcessOperator(Operator):
 
     def _fire(self, key, expiry: int, values: TimerValues) -> list[dict]:
         """Call the handler of one expired timer, then delete the timer; return the rows it returned."""
-        now = values.watermark if self.time_mode == EVENT_TIME else values.processing_time
-        clock = "watermark" if self.time_mode == EVENT_TIME else "processing time"
-        rows = self._call(
-            key,
-            "timer",
-            lambda: self.processor.handle_expired_timer(key, values, ExpiredTimerInfo(expiry)),
-            lambda: f"timer at {format_ts(expiry)} fired: it is at or before the {clock}, {format_ts(now)}",
-        )
+        why = ""
+        if self.ctx.tracing:
+            now = values.watermark if self.time_mode == EVENT_TIME else values.processing_time
+            clock = "watermark" if self.time_mode == EVENT_TIME else "processing time"
+            why = f"timer at {format_ts(expiry)} fired: it is at or before the {clock}, {format_ts(now)}"
+        rows = self._call(key, "timer", why, self.processor.handle_expired_timer, values, ExpiredTimerInfo(expiry))
         self.handle.delete_timer(expiry)  # Spark deletes a fired timer after its handler, even if re-registered
         return rows
 
-    def _call(self, key, kind: str, handler, why) -> list[dict]:
-        """Run a handler for ``key`` (its state scoped to the key) and return its rows; ``why()`` says why
-        it runs, in the trace (made only when there is one)."""
+    def _call(self, key, kind: str, why: str, handler, *arguments) -> list[dict]:
+        """Run ``handler(key, *arguments)`` with the state scoped to ``key`` and return its rows; ``why`` says
+        why it runs, in the trace (the callers make it only when there is one)."""
         self.ctx.state.set_current_key(key)
-        rows = _rows(handler())
+        rows = _rows(handler(key, *arguments))
         if self.ctx.tracing:
-            self.ctx.explain(kind, f"key {key!r}: {why()}")
+            self.ctx.explain(kind, f"key {key!r}: {why}")
             for row in rows:
                 self.ctx.explain("emit", f"key {key!r}: returned by the {kind} handler", row)
         return rows
@@ -366,9 +362,7 @@ class ProcessOperator(Operator):
         for key, row in pairs:
             values = self.timer_values(self.watermark)
             self.ctx.count("handed to the processor")
-            rows = self._call(
-                key, "input", partial(self.processor.handle_input_rows, key, [row], values), lambda: "one record"
-            )
+            rows = self._call(key, "input", "one record", self.processor.handle_input_rows, [row], values)
             self.ctx.emit(rows)
 
     def on_watermark(self, watermark):

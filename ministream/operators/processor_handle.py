@@ -213,16 +213,20 @@ class _KeyScoped:
         if not callable(attribute):
             return attribute
         handle, operation = self._handle, f"{type(self._state).__name__}.{name}"
+        if not handle.in_init:
+            # init() is over, and every handler runs with a key: from now on the state's own method, kept as an
+            # attribute, so that __getattr__ (only called for a missing attribute) runs once per method and not
+            # at every call, and no wrapper runs either: a processor calls its state millions of times. (A
+            # processor gets new state variables at every batch's init(), so none of these outlives its batch.)
+            self.__dict__[name] = attribute
+            return attribute
 
         def scoped(*args, **kwargs):
             if handle.in_init:
                 handle.check_key(operation)
             return attribute(*args, **kwargs)
 
-        # Kept as an attribute, so that __getattr__ (only called for a missing attribute) runs once per
-        # method and not at every call: a processor calls its state millions of times.
-        self.__dict__[name] = scoped
-        return scoped
+        return scoped  # not kept: once init() is over, the next use takes the state's own method
 
     def __repr__(self):
         return repr(self._state)

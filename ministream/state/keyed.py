@@ -122,7 +122,8 @@ class KeyedStateBackend:
 
     def get(self, name: str, default=None):
         """The current key's value of state ``name``, or ``default``."""
-        group = self.tables.get(name, {}).get(self._current_group)
+        table = self.tables.get(name)
+        group = table.get(self._current_group) if table is not None else None
         if group is None:
             return default
         return group.get(self.current_key, default)
@@ -180,6 +181,25 @@ class KeyedStateBackend:
         for changes in self.changes.values():
             changes.clear()
         self.tracked = set(self.changes)
+
+    def forget_untracked_changes(self) -> None:
+        """Clear the marks of the tables that no checkpoint counts changes from (those not in ``self.tracked``):
+        a delta writes such a table whole and never reads its marks. Called after every micro-batch, it keeps
+        them from growing with every key ever written until a first checkpoint, which may never come. A
+        copy-on-write table then copies a value again at its first change, as after a snapshot: more copies,
+        never fewer. (Not in changelog mode: its first record after a restore reads the marks since.)
+
+        >>> backend = KeyedStateBackend(); changed = backend.track_changes("seen"); changed["a"] = None
+        >>> backend.forget_untracked_changes(); backend.changes
+        {'seen': {}}
+        >>> changed["b"] = None; backend.tracked = {"seen"}; backend.forget_untracked_changes(); backend.changes
+        {'seen': {'b': None}}
+        """
+        if self.changelog is not None:
+            return
+        for name, changes in self.changes.items():
+            if name not in self.tracked:
+                changes.clear()
 
     def restore(self, snapshot: dict[int, dict[str, dict]], key_groups=None) -> None:
         """Load the key groups of a snapshot that this subtask owns (``key_groups``; all when ``None``).
@@ -245,7 +265,8 @@ class ValueState(_KeyedState):
     def value(self):
         """The current key's value, or the default when it has none."""
         value = self.backend.get(self.name, self.default)
-        self._handing_out(value)
+        if not is_frozen(value):  # a list or a dict the caller may change in place: a change of the key
+            self.backend.mark_changed(self.name)
         return value
 
     def update(self, value) -> None:
