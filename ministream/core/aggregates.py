@@ -279,6 +279,42 @@ def table_folder(functions: list[AggregateFunction]) -> Callable[[dict, Any, dic
     return fold_row if column is None else fold_value
 
 
+def tuple_table_folder(functions: list[AggregateFunction]) -> Callable[[dict, Any, dict], None]:
+    """As :func:`table_folder`, but ``table[key]`` is a tuple of accumulators that each fold replaces
+    (:func:`row_folder`): a table of many keys then holds nothing the garbage collector walks again.
+
+    >>> fold = tuple_table_folder([Count()])
+    >>> table = {}
+    >>> fold(table, "a", {"value": 1}); fold(table, "a", {"value": 2}); fold(table, "b", {"value": 3}); table
+    {'a': (2,), 'b': (1,)}
+    """
+    if len(functions) != 1:
+        fold_tuple = row_folder(functions)
+
+        def fold(table, key, row):
+            accumulators = table.get(key)
+            if accumulators is None:
+                accumulators = tuple(new_accumulators(functions))
+            table[key] = fold_tuple(accumulators, row)
+
+        return fold
+    create, add, column = functions[0].create, functions[0].add, functions[0].column
+
+    def fold_row(table, key, row):  # an aggregate of whole rows (Count())
+        accumulators = table.get(key)
+        table[key] = (add(create() if accumulators is None else accumulators[0], row),)
+
+    def fold_value(table, key, row):  # an aggregate of one column: a null value is skipped
+        accumulators = table.get(key)
+        if accumulators is None:
+            accumulators = table[key] = (create(),)
+        value = row.get(column)
+        if value is not None:
+            table[key] = (add(accumulators[0], value),)
+
+    return fold_row if column is None else fold_value
+
+
 def results(accumulators: list, names: list[str], functions: list[AggregateFunction]) -> dict:
     """The output columns of one group: ``{name: result}``."""
     return {name: function.result(acc) for name, function, acc in zip(names, functions, accumulators)}

@@ -58,8 +58,10 @@ class ChangedKeys:
 
 
 class WindowsByWindow(ChangedKeys):
-    """``self.windows[(start, end)][key] = [accumulator per aggregate]``: windows in the order they opened,
-    the keys of each in the order they came."""
+    """``self.windows[(start, end)][key] = (accumulator per aggregate)``: windows in the order they opened,
+    the keys of each in the order they came. The accumulators are a tuple that each fold replaces
+    (``aggregates.tuple_table_folder``): a tuple of plain values is dropped from the garbage collector's
+    sight after its first pass, so a state of many (key, window) pairs adds nothing to a full collection."""
 
     def __init__(self):
         self.windows: dict[tuple[int, int], dict] = {}
@@ -94,12 +96,12 @@ class WindowsByWindow(ChangedKeys):
 
     def by_key_group(self, keys: list | None = None) -> dict:
         """The checkpoint's layout: ``{key_group: {key: {window: accumulators}}}``, key groups in order; of
-        ``keys`` only, when given (a key without windows is left out)."""
+        ``keys`` only, when given (a key without windows is left out); the accumulators as lists."""
         wanted = None if keys is None else set(keys)
         groups: dict = {}
         for window, by_key in self.windows.items():
             for key in by_key if wanted is None else by_key.keys() & wanted:
-                groups.setdefault(key_group_of(key), {}).setdefault(key, {})[window] = by_key[key]
+                groups.setdefault(key_group_of(key), {}).setdefault(key, {})[window] = list(by_key[key])
         return dict(sorted(groups.items()))
 
     def load(self, groups: dict) -> None:
@@ -107,7 +109,7 @@ class WindowsByWindow(ChangedKeys):
         for by_key in groups.values():
             for key, by_window in by_key.items():
                 for window, accumulators in by_window.items():
-                    self.windows.setdefault(window, {})[key] = accumulators
+                    self.windows.setdefault(tuple(window), {})[key] = tuple(accumulators)
 
 
 class WindowsByKey(ChangedKeys):
