@@ -109,6 +109,13 @@ class SessionWindowAggregate(WindowAggregate):
             )
         super().__init__(key_columns, assigner, aggregates, **settings)
         self._fold_row = row_folder(self.functions)  # fold(accumulators, row) -> a new tuple, made once
+        # the accumulators of a session that has no row yet, as a tuple; one aggregate: its create, called directly
+        functions = self.functions
+        if len(functions) == 1:
+            create = functions[0].create
+            self._new_accumulators = lambda: (create(),)
+        else:
+            self._new_accumulators = lambda: tuple([function.create() for function in functions])
 
     @classmethod
     def check_output_mode(cls, step_name: str, output_mode: str, has_watermark: bool) -> None:
@@ -147,10 +154,6 @@ class SessionWindowAggregate(WindowAggregate):
     def _touching(self, key, window) -> list[tuple[int, int]]:
         """The key's stored sessions that ``window`` overlaps or touches."""
         return self.windows.touching(key, window)
-
-    def _new_accumulators(self) -> tuple:
-        """The accumulators of a session that has no row yet: a tuple (``aggregates.row_folder``)."""
-        return tuple(new_accumulators(self.functions))
 
     def _merge(self, key, window, touching: list, row: dict) -> tuple[tuple[int, int], tuple]:
         """Replace ``touching`` sessions by one that spans them and ``window``, with ``row`` folded in after

@@ -1,12 +1,13 @@
 """Window state: the accumulators of a windowed aggregate, one per (window, key), laid out the way they are read.
 
 A windowed aggregate keeps, for every key and every window of that key that is still open, one accumulator per
-aggregate function. Two ways of reading that state matter, and each layout serves one:
+aggregate function, in a tuple (a fold makes a new one). Two ways of reading that state matter, and each layout
+serves one:
 
 - **by window** (:class:`WindowsByWindow`, tumbling and sliding windows): the watermark closes a window for every
   key at once, so eviction takes whole windows, ``{window: {key: accumulators}}``, and never looks at the others;
 - **by key** (:class:`WindowsByKey`, session windows): a row's session depends on the other sessions *of its key*,
-  which must be found quickly, ``{key: {window: accumulators}}``.
+  which must be found quickly, ``{key: [(start, end, accumulators), ...]}`` sorted by start.
 
 Neither layout is split by key group while the query runs. A checkpoint needs the state by key group (so that
 it can be handed to other subtasks after a rescale, see ``keygroups``), and :meth:`by_key_group` builds that
@@ -19,11 +20,11 @@ that changed since, for an incremental checkpoint (``state/changes.py``) to writ
 the keys of the windows it closes, and the keys its writer marks (the window step marks each row's key).
 
 >>> state = WindowsByWindow()
->>> state.keys_of((0, 10))["a"] = [1]
->>> state.keys_of((0, 10))["b"] = [2]
->>> state.keys_of((10, 20))["a"] = [3]
+>>> state.keys_of((0, 10))["a"] = (1,)
+>>> state.keys_of((0, 10))["b"] = (2,)
+>>> state.keys_of((10, 20))["a"] = (3,)
 >>> state.size(), state.take_final(10)
-(3, [((0, 10), {'a': [1], 'b': [2]})])
+(3, [((0, 10), {'a': (1,), 'b': (2,)})])
 >>> state.by_key_group()
 {122: {'a': {(10, 20): [3]}}}
 """
@@ -33,6 +34,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from heapq import heappop, heappush
 from itertools import count
+from operator import itemgetter
 
 from ministream.state.keygroups import key_group_of
 from ministream.time.windows import touches
@@ -246,9 +248,7 @@ class WindowsByKey(ChangedKeys):
             if first_end.get(key) != end:
                 continue  # an entry pushed again since, or a key whose sessions all went
             sessions = sessions_of[key]
-            n = 0  # its sessions are in end order: the first n are closed
-            while n < len(sessions) and sessions[n][1] <= watermark:
-                n += 1
+            n = bisect_right(sessions, watermark, key=_END)  # they are in end order: the first n are closed
             if n:
                 closed.append((key, sessions[:n]))
                 self._mark(key)
@@ -300,6 +300,9 @@ class WindowsByKey(ChangedKeys):
                 for window, accumulators in by_window.items():
                     self.put(key, tuple(window), tuple(accumulators))
 
+
+_END = itemgetter(1)
+"""The end of a ``(start, end, accumulators)`` session."""
 
 _AFTER_ANY_END = float("inf")
 """Sorts after every end: ``(t, _AFTER_ANY_END)`` comes after every window that starts at ``t``."""
