@@ -177,13 +177,14 @@ class WindowsByKey(ChangedKeys):
         """``{window: accumulators}`` of one key (empty when it has none)."""
         return {(start, end): accumulators for start, end, accumulators in self.sessions.get(key, ())}
 
-    def put_new(self, key, start: int, end: int, accumulators: list) -> bool:
+    def put_new(self, key, start: int, end: int, accumulators: tuple) -> bool:
         """Store ``[start, end)`` as a new session of ``key`` when it touches none of the key's sessions, and
         say so; ``False`` (nothing stored) when it touches one: it must be merged (:meth:`touching`)."""
         sessions = self.sessions.get(key)
-        if sessions is None:  # the key's first session
+        if sessions is None:  # the key's only session: the heap pops the key by its end
             self.sessions[key] = [(start, end, accumulators)]
-            self._schedule(key, end)
+            self.first_end[key] = end
+            heappush(self.by_end, (end, next(self.pushed), key))
         elif sessions[-1][1] < start:  # after the key's last session: the usual case
             sessions.append((start, end, accumulators))
         else:
@@ -248,16 +249,18 @@ class WindowsByKey(ChangedKeys):
             if first_end.get(key) != end:
                 continue  # an entry pushed again since, or a key whose sessions all went
             sessions = sessions_of[key]
-            n = bisect_right(sessions, watermark, key=_END)  # they are in end order: the first n are closed
+            if sessions[-1][1] <= watermark:  # every session of the key closes: the key goes
+                closed.append((key, sessions))
+                del sessions_of[key], first_end[key]
+                self._mark(key)
+                continue
+            n = bisect_right(sessions, watermark, key=_END)  # they are in end order: the first n close
             if n:
                 closed.append((key, sessions[:n]))
-                self._mark(key)
-            if n == len(sessions):
-                del sessions_of[key], first_end[key]
-            else:
                 del sessions[:n]
-                first_end[key] = sessions[0][1]
-                heappush(heap, (sessions[0][1], next(self.pushed), key))
+                self._mark(key)
+            first_end[key] = sessions[0][1]  # the key's new first session: the heap pops the key by its end
+            heappush(heap, (sessions[0][1], next(self.pushed), key))
         return closed
 
     def take_final(self, watermark: int, lateness: int = 0) -> list[tuple]:
