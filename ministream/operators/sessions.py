@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import attrs
 
-from ministream.core.aggregates import add_row, new_accumulators
+from ministream.core.aggregates import identity, new_accumulators, row_folder
 from ministream.errors import PipelineError
 from ministream.operators.window import WindowAggregate
 from ministream.operators.window_state import WindowsByKey
@@ -108,6 +108,14 @@ class SessionWindowAggregate(WindowAggregate):
                 "accumulators are merged, so a session window needs Custom(..., merge=...)"
             )
         super().__init__(key_columns, assigner, aggregates, **settings)
+        self._fold_row = row_folder(self.functions)  # fold(accumulators, row) -> a new tuple, made once
+        # the accumulators of a session that has no row yet, as a tuple; one aggregate: its create, called directly
+        functions = self.functions
+        if len(functions) == 1:
+            create = functions[0].create
+            self._new_accumulators = lambda: (create(),)
+        else:
+            self._new_accumulators = lambda: tuple([function.create() for function in functions])
 
     @classmethod
     def check_output_mode(cls, step_name: str, output_mode: str, has_watermark: bool) -> None:
@@ -147,15 +155,16 @@ class SessionWindowAggregate(WindowAggregate):
         """The key's stored sessions that ``window`` overlaps or touches."""
         return self.windows.touching(key, window)
 
-    def _merge(self, key, window, touching: list) -> tuple[tuple[int, int], list]:
-        """Replace ``touching`` sessions by one that spans them and ``window``; return it and its
-        accumulators (the merged accumulators of the sessions it replaced)."""
+    def _merge(self, key, window, touching: list, row: dict) -> tuple[tuple[int, int], tuple]:
+        """Replace ``touching`` sessions by one that spans them and ``window``, with ``row`` folded in after
+        the accumulators of the sessions it replaced are merged; return it and its accumulators."""
         merged = (min([window[0]] + [s[0] for s in touching]), max([window[1]] + [s[1] for s in touching]))
         accumulators = new_accumulators(self.functions)
         for session in touching:
             for i, (function, other) in enumerate(zip(self.functions, self.windows.pop(key, session))):
                 accumulators[i] = function.merge(accumulators[i], other)
-        self.windows.put(key, merged, accumulators)
+        folded = self._fold_row(tuple(accumulators), row)
+        self.windows.put(key, merged, folded)
         if touching and self.ctx.tracing:
             joined = ", ".join(describe_window(*s) for s in sorted(touching))
             self.ctx.explain(
@@ -163,7 +172,7 @@ class SessionWindowAggregate(WindowAggregate):
                 f"session {describe_window(*window)} of key {key!r} merged with {joined} "
                 f"into {describe_window(*merged)}",
             )
-        return merged, accumulators
+        return merged, folded
 
     def _late_watermark(self) -> int | None:
         """Micro-batch: rows are late against WM_{k-1} in every output mode, complete included (rule 4)."""
@@ -172,32 +181,32 @@ class SessionWindowAggregate(WindowAggregate):
     def _add_batch(self, pairs) -> None:
         """Micro-batch: a row's session depends on the key's other sessions, so rows are merged one at a time.
 
-        A row late for its own session is dropped (rule 1); otherwise its session ``[ts, ts + gap)`` merges
-        with the key's sessions it touches (a binary search in the key's sorted sessions,
-        ``WindowsByKey.touching``), or, touching none, is stored as a new session; then the row is folded in."""
-        column, gap_of, windows, functions = self.column, self.assigner.gap_of, self.windows, self.functions
+        A row late for its own session is dropped (rule 1); otherwise its session ``[ts, ts + gap)`` is stored
+        as a new session when it touches none of the key's sessions (``WindowsByKey.put_new``: mostly an
+        append after the key's last one), or merged with those it touches (a binary search in the key's
+        sorted sessions, ``WindowsByKey.touching``); then the row is folded in."""
+        column, windows, fold, empty = self.column, self.windows, self._fold_row, self._new_accumulators
+        gap_of = self.assigner.gap_of
+        fixed_gap = None if callable(self.assigner.gap) else self.assigner.gap  # no call per row for a fixed gap
         late_watermark = self._late_watermark()
+        if late_watermark is None:
+            late_watermark = float("-inf")  # nothing is late
         aggregated = 0
         for key, row in pairs:
             ts = row.get(column)
             if ts is None:
                 self.ctx.explain("drop", f"row dropped: no event time in column {column!r}", row)
                 continue
-            gap = gap_of(row)
+            gap = fixed_gap or gap_of(row)
             if gap is None or gap <= 0:
                 self._drop_gapless(row, gap)
                 continue
-            window = (ts, ts + gap)
-            if late_watermark is not None and window[1] <= late_watermark:  # rule 1: the row's own session
-                self._late_row(row, window, late_watermark)
+            end = ts + gap
+            if end <= late_watermark:  # rule 1: the row's own session
+                self._late_row(row, (ts, end), late_watermark)
                 continue
-            touching = windows.touching(key, window)
-            if touching:
-                _session, accumulators = self._merge(key, window, touching)
-            else:
-                accumulators = new_accumulators(functions)
-                windows.put(key, window, accumulators)
-            add_row(accumulators, functions, row)
+            if not windows.put_new(key, ts, end, fold(empty(), row)):  # it touches a session of the key: merge
+                self._merge(key, (ts, end), windows.touching(key, (ts, end)), row)
             aggregated += 1
         self.ctx.count("aggregated", aggregated)
 
@@ -211,6 +220,43 @@ class SessionWindowAggregate(WindowAggregate):
         )
         if self.late_output is not None:
             self.ctx.emit_side(self.late_output, [row])
+
+    # -- micro-batch: the end of a batch ---------------------------------------------------------------------
+
+    def on_batch_end(self, batch):
+        """Complete mode emits every session (rule 4); append mode emits the sessions with ``end <= WM_k`` and
+        removes them (rule 3): ``WindowsByKey.take_closed`` takes them off the front of their keys' lists."""
+        if self.ctx.output_mode == "complete":
+            self._emit_sessions(self.windows.sessions_by_key(), "complete mode emits every window at every batch")
+        elif self.column_has_watermark:
+            watermark = batch.watermark
+            self._emit_sessions(
+                self.windows.take_closed(watermark),
+                f"end <= watermark {format_clock(watermark)}: final (append mode emits a window once, then removes it)",
+            )
+        self.evicted_with = batch.watermark
+
+    def _emit_sessions(self, by_key: list, why: str) -> None:
+        """Emit the rows of ``[(key, [(start, end, accumulators), ...])]``: one row per session."""
+        if len(self.key_columns) == 1 and len(self.names) == 1 and not self.ctx.tracing:  # the common case
+            column, name, result = self.key_columns[0], self.names[0], self.functions[0].result
+            self.ctx.emit(
+                [
+                    {
+                        column: key,
+                        "window_start": start,
+                        "window_end": end,
+                        name: accumulators[0] if result is identity else result(accumulators[0]),
+                    }
+                    for key, sessions in by_key
+                    for start, end, accumulators in sessions
+                ]
+            )
+            return
+        windows = [
+            ((start, end), {key: accumulators}) for key, sessions in by_key for start, end, accumulators in sessions
+        ]
+        self._emit(windows, why)  # the window step's rows, and a trace line for each
 
     # -- continuous ------------------------------------------------------------------------------------------
 
@@ -232,8 +278,7 @@ class SessionWindowAggregate(WindowAggregate):
             if self.late_output is not None:
                 self.ctx.emit_side(self.late_output, [row])
             return
-        session, accumulators = self._merge(key, window, touching)
-        add_row(accumulators, self.functions, row)
+        session, accumulators = self._merge(key, window, touching, row)
         self.ctx.count("aggregated")
         if watermark is not None and session[1] - 1 <= watermark:  # it had fired: fire it again
             self._emit(

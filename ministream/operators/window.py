@@ -52,7 +52,7 @@ when the step has one (``stream.side_output("late")``; Spark has no such thing, 
 
 from __future__ import annotations
 
-from ministream.core.aggregates import identity, table_folder
+from ministream.core.aggregates import identity, tuple_table_folder
 from ministream.core.operator import BatchInfo, Operator, watermark_moved
 from ministream.errors import PipelineError
 from ministream.operators.aggregate import key_columns_of
@@ -107,7 +107,7 @@ class WindowAggregate(Operator):
         self.allowed_lateness = allowed_lateness
         self.late_output = late_rows
         self.processing_time = processing_time
-        self._fold = table_folder(self.functions)  # fold(table, key, row): aggregation.add_row, made once
+        self._fold = tuple_table_folder(self.functions)  # fold(table, key, row): table[key] a new tuple, made once
 
     @classmethod
     def check_output_mode(cls, step_name: str, output_mode: str, has_watermark: bool) -> None:

@@ -1,12 +1,13 @@
 """Window state: the accumulators of a windowed aggregate, one per (window, key), laid out the way they are read.
 
 A windowed aggregate keeps, for every key and every window of that key that is still open, one accumulator per
-aggregate function. Two ways of reading that state matter, and each layout serves one:
+aggregate function, in a tuple (a fold makes a new one). Two ways of reading that state matter, and each layout
+serves one:
 
 - **by window** (:class:`WindowsByWindow`, tumbling and sliding windows): the watermark closes a window for every
   key at once, so eviction takes whole windows, ``{window: {key: accumulators}}``, and never looks at the others;
 - **by key** (:class:`WindowsByKey`, session windows): a row's session depends on the other sessions *of its key*,
-  which must be found quickly, ``{key: {window: accumulators}}``.
+  which must be found quickly, ``{key: [(start, end, accumulators), ...]}`` sorted by start.
 
 Neither layout is split by key group while the query runs. A checkpoint needs the state by key group (so that
 it can be handed to other subtasks after a rescale, see ``keygroups``), and :meth:`by_key_group` builds that
@@ -19,21 +20,22 @@ that changed since, for an incremental checkpoint (``state/changes.py``) to writ
 the keys of the windows it closes, and the keys its writer marks (the window step marks each row's key).
 
 >>> state = WindowsByWindow()
->>> state.keys_of((0, 10))["a"] = [1]
->>> state.keys_of((0, 10))["b"] = [2]
->>> state.keys_of((10, 20))["a"] = [3]
+>>> state.keys_of((0, 10))["a"] = (1,)
+>>> state.keys_of((0, 10))["b"] = (2,)
+>>> state.keys_of((10, 20))["a"] = (3,)
 >>> state.size(), state.take_final(10)
-(3, [((0, 10), {'a': [1], 'b': [2]})])
+(3, [((0, 10), {'a': (1,), 'b': (2,)})])
 >>> state.by_key_group()
 {122: {'a': {(10, 20): [3]}}}
 """
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right, insort
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from heapq import heappop, heappush
 from itertools import count
+from operator import itemgetter
 
 from ministream.state.copy_on_write import copy_accumulators
 from ministream.state.keygroups import key_group_of
@@ -60,8 +62,10 @@ class ChangedKeys:
 
 
 class WindowsByWindow(ChangedKeys):
-    """``self.windows[(start, end)][key] = [accumulator per aggregate]``: windows in the order they opened,
-    the keys of each in the order they came."""
+    """``self.windows[(start, end)][key] = (accumulator per aggregate)``: windows in the order they opened,
+    the keys of each in the order they came. The accumulators are a tuple that each fold replaces
+    (``aggregates.tuple_table_folder``): a tuple of plain values is dropped from the garbage collector's
+    sight after its first pass, so a state of many (key, window) pairs adds nothing to a full collection."""
 
     def __init__(self):
         self.windows: dict[tuple[int, int], dict] = {}
@@ -96,24 +100,20 @@ class WindowsByWindow(ChangedKeys):
 
     def by_key_group(self, keys: list | None = None, copy: bool = False) -> dict:
         """The checkpoint's layout: ``{key_group: {key: {window: accumulators}}}``, key groups in order; of
-        ``keys`` only, when given (a key without windows is left out). With ``copy=True`` each accumulator
-        list is a copy (``copy_on_write.copy_accumulators``), which the state goes on without: a checkpoint
-        can keep it as it is.
+        ``keys`` only, when given (a key without windows is left out). The accumulators are the state's own
+        tuples, which a fold replaces and never changes, so a checkpoint written at once can share them; with
+        ``copy=True`` they are copied as lists (``copy_on_write.copy_accumulators``: an accumulator that is not a
+        plain value is copied too), which the state goes on without.
 
         Built key by key first, then split by key group: a key's group is looked up once, not once per window."""
         wanted = None if keys is None else set(keys)
         windows_of: defaultdict = defaultdict(dict)  # {key: {window: accumulators}}
         for window, by_key in self.windows.items():
-            entries = by_key
-            if wanted is not None and not by_key.keys() <= wanted:
-                entries = {key: by_key[key] for key in by_key.keys() & wanted}
-            if copy:
-                entries = copy_accumulators(entries)
-            for key, accumulators in entries.items():
-                windows_of[key][window] = accumulators
+            for key in by_key if wanted is None else by_key.keys() & wanted:
+                windows_of[key][window] = by_key[key]
         groups: dict = {}
         for key, by_window in windows_of.items():
-            groups.setdefault(key_group_of(key), {})[key] = by_window
+            groups.setdefault(key_group_of(key), {})[key] = _copied(by_window) if copy else by_window
         return dict(sorted(groups.items()))
 
     def load(self, groups: dict) -> None:
@@ -121,119 +121,205 @@ class WindowsByWindow(ChangedKeys):
         for by_key in groups.values():
             for key, by_window in by_key.items():
                 for window, accumulators in by_window.items():
-                    self.windows.setdefault(window, {})[key] = accumulators
+                    self.windows.setdefault(tuple(window), {})[key] = tuple(accumulators)
 
 
 class WindowsByKey(ChangedKeys):
-    """The sessions of each key together, sorted by start, and an index of every session by its end.
+    """The sessions of each key in a list sorted by start, and a heap that says which key's first session
+    ends first.
 
-    ``self.keys[key][(start, end)] = [accumulator per aggregate]``: a key's sessions, and
+    ``self.sessions[key] = [(start, end, accumulators), ...]``, ``accumulators`` a tuple, one per aggregate
+    (``aggregates.row_folder``: folding a row makes a new one). A session is a tuple of plain values: the
+    garbage collector stops walking it after its first pass, so the sessions a large batch holds cost no
+    collection. A key's sessions never overlap or touch, so sorted by start they are sorted by end too, and
 
-    - ``self.sorted[key] = [(start, end), ...]``, the same sessions sorted by start. A key's sessions never
-      overlap or touch, so they are sorted by end too, and the sessions a new ``[start, end)`` touches are
-      next to each other: a binary search finds the last one that starts at or before ``end``, and the walk
-      back stops at the first one that ends before ``start``. O(log n + touched) for n sessions of the key.
-    - ``self.by_end``, a heap of ``(end, n, key, start)`` (``n`` counts the sessions stored, so that two
-      entries with the same end never compare their keys): the smallest end on top, so the sessions the
-      watermark closes are popped from the top, O(log N) each, without looking at the others. A session that
-      merged into another stays in the heap until its end comes up, then is skipped (it is no longer in
-      ``keys``): cheaper than removing it from the middle of a heap.
+    - a row after the key's last session (rows mostly come in time order) appends a session: O(1);
+    - the sessions a new ``[start, end)`` touches are next to each other: a binary search finds the last one
+      that starts at or before ``end``, the walk back stops at the first one that ends before ``start``:
+      O(log n + touched) for n sessions of the key;
+    - the sessions the watermark closes are at the front of each list: a slice takes them.
+
+    ``self.by_end``, a heap of ``(end, n, key)``, holds one entry per key: the end of the key's first session
+    when the entry was pushed (``n`` counts the entries pushed, so that two entries with the same end never
+    compare their keys). ``self.first_end[key]`` is the end of that entry. The watermark pops the keys whose
+    entry is at or below it, takes each one's closed sessions off the front of its list, and pushes the key
+    again with the end of its new first session: O(log K) per key it closes sessions of, for K keys, whatever
+    the number of sessions. A key's first session only ends *later* when it merges (its entry is then early,
+    and pushed again when popped), and ends earlier only when a session is put before it (then a new entry is
+    pushed; the old one no longer matches ``first_end`` and is skipped when popped).
+
+    The heap holds keys, not sessions: its size follows the keys, not the rows of a batch (a heap of every
+    session grew with the batch, and each of its pops reached further into memory).
 
     >>> state = WindowsByKey()
-    >>> state.put("a", (0, 10), [1]); state.put("a", (20, 30), [1]); state.put("b", (5, 15), [1])
+    >>> state.put("a", (0, 10), (1,)); state.put("a", (20, 30), (1,)); state.put("b", (5, 15), (1,))
     >>> state.touching("a", (10, 20)), state.touching("a", (11, 19))
     ([(20, 30), (0, 10)], [])
-    >>> state.take_final(15)
-    [((0, 10), {'a': [1]}), ((5, 15), {'b': [1]})]
+    >>> state.put_new("a", 40, 50, (1,)), state.put_new("a", 45, 55, (1,))   # the second touches [40, 50)
+    (True, False)
+    >>> state.take_closed(15)
+    [('a', [(0, 10, (1,))]), ('b', [(5, 15, (1,))])]
+    >>> state.sessions
+    {'a': [(20, 30, (1,)), (40, 50, (1,))]}
     """
 
     def __init__(self):
-        self.keys: dict = {}  # {key: {(start, end): accumulators}}
-        self.sorted: dict = {}  # {key: [(start, end), ...]} by start (and so by end)
-        self.by_end: list = []  # heap of (end, n, key, start)
-        self.stored = count()  # n of the next session stored
+        self.sessions: dict = {}  # {key: [(start, end, accumulators), ...]} by start (and so by end)
+        self.by_end: list = []  # heap of (end, n, key): one entry per key with sessions
+        self.first_end: dict = {}  # {key: the end of its entry in by_end}, at or before its first session's end
+        self.pushed = count()  # n of the next entry pushed
+
+    def _schedule(self, key, end: int) -> None:
+        """Make sure the heap pops ``key`` by ``end``, the end of the key's (new) first session."""
+        first = self.first_end.get(key)
+        if first is None or end < first:
+            heappush(self.by_end, (end, next(self.pushed), key))
+            self.first_end[key] = end
 
     def get(self, key, window):
-        return self.keys[key][window]
+        """The accumulators of ``(key, window)``; ``KeyError`` when there are none."""
+        for start, end, accumulators in self.sessions.get(key, ()):
+            if (start, end) == window:
+                return accumulators
+        raise KeyError((key, window))
 
     def windows_of(self, key) -> dict:
         """``{window: accumulators}`` of one key (empty when it has none)."""
-        return self.keys.get(key, {})
+        return {(start, end): accumulators for start, end, accumulators in self.sessions.get(key, ())}
+
+    def put_new(self, key, start: int, end: int, accumulators: tuple) -> bool:
+        """Store ``[start, end)`` as a new session of ``key`` when it touches none of the key's sessions, and
+        say so; ``False`` (nothing stored) when it touches one: it must be merged (:meth:`touching`)."""
+        sessions = self.sessions.get(key)
+        if sessions is None:  # the key's only session: the heap pops the key by its end
+            self.sessions[key] = [(start, end, accumulators)]
+            self.first_end[key] = end
+            heappush(self.by_end, (end, next(self.pushed), key))
+        elif sessions[-1][1] < start:  # after the key's last session: the usual case
+            sessions.append((start, end, accumulators))
+        else:
+            i = bisect_right(sessions, (end, _AFTER_ANY_END))  # sessions[:i] start at or before `end`
+            if i and sessions[i - 1][1] >= start:
+                return False
+            sessions.insert(i, (start, end, accumulators))
+            if i == 0:
+                self._schedule(key, end)
+        if self.changed is not None:
+            self.changed[key] = None
+        return True
 
     def touching(self, key, window) -> list[tuple[int, int]]:
         """The key's sessions that ``window`` overlaps or touches (``time.windows.touches``), latest first."""
-        windows = self.sorted.get(key)
-        if not windows:
+        sessions = self.sessions.get(key)
+        if not sessions:
             return []
         start, end = window
-        if windows[-1][1] < start:
+        if sessions[-1][1] < start:
             return []  # after the key's last session: rows mostly come in time order
-        i = bisect_right(windows, (end, _AFTER_ANY_END))  # windows[:i] start at or before `end`
+        i = bisect_right(sessions, (end, _AFTER_ANY_END))  # sessions[:i] start at or before `end`
         found = []
-        while i > 0 and windows[i - 1][1] >= start:
+        while i > 0 and sessions[i - 1][1] >= start:
             i -= 1
-            found.append(windows[i])
+            found.append(sessions[i][:2])
         return found
 
-    def items(self) -> list[tuple]:
-        """Every session with its key's accumulators: ``[(window, {key: accumulators})]``, key by key."""
-        return [
-            (window, {key: accumulators})
-            for key, by_window in self.keys.items()
-            for window, accumulators in by_window.items()
-        ]
-
-    def take_final(self, watermark: int, lateness: int = 0) -> list[tuple]:
-        """Remove every session with ``end + lateness <= watermark``, in end order; return them as :meth:`items`."""
-        taken = []
-        heap = self.by_end
-        while heap and heap[0][0] + lateness <= watermark:
-            end, _, key, start = heappop(heap)
-            by_window = self.keys.get(key)
-            if by_window is None or (start, end) not in by_window:
-                continue  # merged into a longer session since
-            taken.append(((start, end), {key: self.pop(key, (start, end))}))
-        return taken
-
     def put(self, key, window, accumulators) -> None:
-        """Store the accumulators of ``(key, window)`` (a session that merged others)."""
-        by_window = self.keys.setdefault(key, {})
-        if window not in by_window:
-            windows = self.sorted.setdefault(key, [])
-            if not windows or windows[-1] < window:
-                windows.append(window)  # the key's latest session: the usual case
-            else:
-                insort(windows, window)
-            heappush(self.by_end, (window[1], next(self.stored), key, window[0]))
-        by_window[window] = accumulators
+        """Store the accumulators of ``(key, window)`` (a session that merged others), in start order."""
+        start, end = window
+        sessions = self.sessions.setdefault(key, [])
+        i = bisect_left(sessions, (start,))  # the first session that starts at or after `start`
+        if i < len(sessions) and sessions[i][0] == start:
+            sessions[i] = (start, end, accumulators)
+        else:
+            sessions.insert(i, (start, end, accumulators))
+        if i == 0:
+            self._schedule(key, end)
         self._mark(key)
 
     def pop(self, key, window):
         """Remove ``(key, window)`` and return its accumulators."""
-        by_window = self.keys[key]
-        accumulators = by_window.pop(window)
-        windows = self.sorted[key]
-        del windows[0 if windows[0] == window else bisect_left(windows, window)]  # the watermark takes the first
-        if not by_window:
-            del self.keys[key], self.sorted[key]
+        sessions = self.sessions[key]
+        i = bisect_left(sessions, (window[0],))
+        start, end, accumulators = sessions[i]
+        if (start, end) != window:
+            raise KeyError((key, window))
+        del sessions[i]
+        if not sessions:  # its heap entry stays, and is skipped when popped
+            del self.sessions[key], self.first_end[key]
         self._mark(key)
         return accumulators
 
+    def take_closed(self, watermark: int) -> list[tuple]:
+        """Remove every session with ``end <= watermark``: ``[(key, [(start, end, accumulators), ...])]``,
+        keys in the order of their first session's end, each key's sessions in order."""
+        closed = []
+        heap, sessions_of, first_end = self.by_end, self.sessions, self.first_end
+        while heap and heap[0][0] <= watermark:
+            end, _, key = heappop(heap)
+            if first_end.get(key) != end:
+                continue  # an entry pushed again since, or a key whose sessions all went
+            sessions = sessions_of[key]
+            if sessions[-1][1] <= watermark:  # every session of the key closes: the key goes
+                closed.append((key, sessions))
+                del sessions_of[key], first_end[key]
+                self._mark(key)
+                continue
+            n = bisect_right(sessions, watermark, key=_END)  # they are in end order: the first n close
+            if n:
+                closed.append((key, sessions[:n]))
+                del sessions[:n]
+                self._mark(key)
+            first_end[key] = sessions[0][1]  # the key's new first session: the heap pops the key by its end
+            heappush(heap, (sessions[0][1], next(self.pushed), key))
+        return closed
+
+    def take_final(self, watermark: int, lateness: int = 0) -> list[tuple]:
+        """Remove every session with ``end + lateness <= watermark``, in end order; return them as :meth:`items`."""
+        taken = [
+            ((start, end), {key: accumulators})
+            for key, sessions in self.take_closed(watermark - lateness)
+            for start, end, accumulators in sessions
+        ]
+        taken.sort(key=lambda item: item[0][1])
+        return taken
+
+    def sessions_by_key(self) -> list[tuple]:
+        """Every session, as :meth:`take_closed` gives them: ``[(key, [(start, end, accumulators), ...])]``."""
+        return [(key, list(sessions)) for key, sessions in self.sessions.items()]
+
+    def items(self) -> list[tuple]:
+        """Every session with its key's accumulators: ``[(window, {key: accumulators})]``, key by key."""
+        return [
+            ((start, end), {key: accumulators})
+            for key, sessions in self.sessions.items()
+            for start, end, accumulators in sessions
+        ]
+
     def size(self) -> int:
-        return sum(map(len, self.keys.values()))
+        return sum(map(len, self.sessions.values()))
 
     def by_key_group(self, keys: list | None = None, copy: bool = False) -> dict:
+        """The checkpoint's layout, ``{key_group: {key: {window: accumulators}}}``, as ``WindowsByWindow`` gives it."""
         groups: dict = {}
-        for key in self.keys if keys is None else [key for key in keys if key in self.keys]:
-            groups.setdefault(key_group_of(key), {})[key] = (copy_accumulators if copy else dict)(self.keys[key])
+        for key in self.sessions if keys is None else [key for key in keys if key in self.sessions]:
+            by_window = {(start, end): accumulators for start, end, accumulators in self.sessions[key]}
+            groups.setdefault(key_group_of(key), {})[key] = _copied(by_window) if copy else by_window
         return dict(sorted(groups.items()))
 
     def load(self, groups: dict) -> None:
         for by_key in groups.values():
             for key, by_window in by_key.items():
                 for window, accumulators in by_window.items():
-                    self.put(key, window, accumulators)
+                    self.put(key, tuple(window), tuple(accumulators))
 
+
+def _copied(by_window: dict) -> dict:
+    """``{window: accumulators}`` with each window's accumulators a list of copies: a checkpoint's own."""
+    return copy_accumulators({window: list(accumulators) for window, accumulators in by_window.items()})
+
+
+_END = itemgetter(1)
+"""The end of a ``(start, end, accumulators)`` session."""
 
 _AFTER_ANY_END = float("inf")
 """Sorts after every end: ``(t, _AFTER_ANY_END)`` comes after every window that starts at ``t``."""
@@ -287,6 +373,13 @@ class WindowsInState:
         """The key's sessions that ``window`` overlaps or touches (a scan of the key's sessions)."""
         return [session for session in self.windows_of(key) if touches(session, window)]
 
+    def put_new(self, key, start: int, end: int, accumulators: list) -> bool:
+        """Store ``[start, end)`` as a new session of ``key`` unless it touches one (as ``WindowsByKey`` does)."""
+        if self.touching(key, (start, end)):
+            return False
+        self.put(key, (start, end), accumulators)
+        return True
+
     def put(self, key, window, accumulators) -> None:
         windows = self._windows_of(key, create=True)
         assert windows is not None
@@ -331,6 +424,14 @@ class WindowsInState:
                         del self.table[group]
         return sorted(taken.items(), key=lambda item: item[0])
 
+    def take_closed(self, watermark: int) -> list[tuple]:
+        """Sessions: remove every one with ``end <= watermark``, by key as ``WindowsByKey.take_closed`` gives them."""
+        return _by_key(self.take_final(watermark))
+
+    def sessions_by_key(self) -> list[tuple]:
+        """Sessions: every one, by key as ``WindowsByKey.sessions_by_key`` gives them."""
+        return _by_key(self.items())
+
     def size(self) -> int:
         return sum(len(by_window) for _, _, by_window in self._entries())
 
@@ -339,6 +440,15 @@ class WindowsInState:
 
     def changed_keys(self) -> list:
         return list(self.changed)
+
+
+def _by_key(windows: list[tuple]) -> list[tuple]:
+    """``[(window, {key: accumulators})]`` as ``[(key, [(start, end, accumulators), ...])]``, sessions by start."""
+    by_key: dict = {}
+    for (start, end), accumulators_of in windows:
+        for key, accumulators in accumulators_of.items():
+            by_key.setdefault(key, []).append((start, end, accumulators))
+    return [(key, sorted(sessions, key=lambda session: session[0])) for key, sessions in by_key.items()]
 
 
 class _KeysOfWindow:

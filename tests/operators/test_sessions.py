@@ -402,13 +402,16 @@ def test_merge_sessions_matches_a_brute_force_union_on_random_windows():
 
 
 def test_the_operator_doctest_shape_is_one_accumulator_list_per_session():
-    """State is {key: {(start, end): [accumulators]}}, one entry per session; a checkpoint splits it by key
-    group."""
+    """State is {key: [(start, end, (accumulators,)), ...]} sorted by start, one entry per session; a
+    checkpoint splits it by key group as {key: {(start, end): (accumulators,)}}, sharing the state's tuples, or
+    with lists of its own when it copies."""
     sessions = SessionWindowAggregate(("key",), Session(10_000), {"count": Count()})
     ctx = StepContext.for_testing(output_mode="append")
     sessions.open(ctx)
     sessions.on_batch_start(BatchInfo(0, watermark=0, late_watermark=0))
     sessions.process([("a", ev(0)), ("a", ev(30)), ("a", ev(5))], 0)
-    assert sessions.windows.keys == {"a": {(0, 15_000): [2], (30_000, 40_000): [1]}}
+    assert sessions.windows.sessions == {"a": [(0, 15_000, (2,)), (30_000, 40_000, (1,))]}
     [(group, by_key)] = sessions.windows.by_key_group().items()
-    assert group == key_group_of("a") and by_key == {"a": {(0, 15_000): [2], (30_000, 40_000): [1]}}
+    assert group == key_group_of("a") and by_key == {"a": {(0, 15_000): (2,), (30_000, 40_000): (1,)}}
+    [copied] = sessions.windows.by_key_group(copy=True).values()
+    assert copied == {"a": {(0, 15_000): [2], (30_000, 40_000): [1]}}

@@ -105,7 +105,7 @@ def sliding_count(script, size: int = WINDOW, slide: int = SLIDE, delay: int = D
 def session_count(script, gap: int = GAP, delay: int = DELAY) -> list[list[dict]]:
     """A keyed count per session window, append mode: a row opens ``[ts, ts + gap)`` and merges with the
     key's sessions it overlaps or touches; a row is late when its own session ends at or before WM_{k-1}."""
-    sessions: dict = {}  # {key: [[start, end, count], ...]} by start: a key's sessions never touch
+    sessions: dict = {}  # {key: [[start, end, count], ...]} by start (and so by end): a key's sessions never touch
     output = []
     for rows, late, watermark in batches_with_watermarks(script, watermarks(script, delay)):
         for event in rows:
@@ -113,31 +113,35 @@ def session_count(script, gap: int = GAP, delay: int = DELAY) -> list[list[dict]
             end = start + gap
             if end <= late:
                 continue
-            mine = sessions.setdefault(key, [])
-            if not mine or mine[-1][1] < start:  # after the key's last session (the usual case): a new one
+            mine = sessions.get(key)
+            if mine is None:
+                sessions[key] = [[start, end, 1]]
+                continue
+            if mine[-1][1] < start:  # after the key's last session (the usual case): a new one
                 mine.append([start, end, 1])
                 continue
-            count, kept = 1, []
-            for session in mine:
-                if session[0] <= end and start <= session[1]:  # touches: merge it in
-                    start, end, count = min(start, session[0]), max(end, session[1]), count + session[2]
-                else:
-                    kept.append(session)
-            kept.append([start, end, count])
-            kept.sort()
-            sessions[key] = kept
+            # walk back from the last session: past those that start after `end`, then merge those that touch
+            i = len(mine)
+            while i and mine[i - 1][0] > end:
+                i -= 1
+            count = 1
+            while i and mine[i - 1][1] >= start:
+                i -= 1
+                first, last, n = mine.pop(i)
+                start, end, count = min(start, first), max(end, last), count + n
+            mine.insert(i, [start, end, count])
         out = []
         for key in list(sessions):
-            kept = []
-            for start, end, count in sessions[key]:
-                if end <= watermark:
-                    out.append({"key": key, "window_start": start, "window_end": end, "count": count})
-                else:
-                    kept.append([start, end, count])
-            if kept:
-                sessions[key] = kept
-            else:
+            mine = sessions[key]
+            n = 0  # the key's sessions are in end order: the first n end at or before the watermark
+            while n < len(mine) and mine[n][1] <= watermark:
+                start, end, count = mine[n]
+                out.append({"key": key, "window_start": start, "window_end": end, "count": count})
+                n += 1
+            if n == len(mine):
                 del sessions[key]
+            elif n:
+                del mine[:n]
         output.append(out)
     return output
 

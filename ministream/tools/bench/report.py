@@ -104,7 +104,10 @@ HOW_MEASURED = """\
 
 - *Sessions sorted per key* (`window_state.WindowsByKey`): a new row's session finds the sessions it touches
   by binary search in its key's sessions (sorted by start, and so by end, since they never touch), not by
-  testing each; a heap of sessions by end gives the watermark the sessions it closes without a scan.
+  testing each, and a row after its key's last session (most rows) appends one; a heap of *keys* by the end
+  of their first session gives the watermark the keys it closes sessions of, and it slices them off the
+  front of each key's list. A heap of every session grew with the batch (the state holds about two
+  batches of sessions, the watermark evicting one batch late), and each of its pops reached further.
 - *Join rows sorted by time per key* (`stream_join.StreamJoin`): a new row finds the other side's rows in
   its time range by binary search; a heap of stored rows by event time gives eviction the keys to clean,
   never the others.
@@ -123,6 +126,11 @@ HOW_MEASURED = """\
 - *No object per row that outlives the row*: keyed channels carry rows, read as `(key, row)` pairs made one
   at a time (`physical.KeyedRows`). A tuple per row held for a whole batch made Python's cyclic garbage
   collector run thousands of times, and walk everything each time: it was a third of the run.
+- *Accumulators in tuples* (`aggregates.tuple_table_folder`, `row_folder`): each (key, window) and each
+  session holds a tuple of plain values that a fold replaces, not a list. The collector stops looking at
+  such a tuple after its first pass; lists made and freed batch after batch set off full collections, each
+  of which walked every row the sink held (the sliding count's cost grew with the run) and every session
+  held (the session count's cost grew with the batch).
 """
 
 
