@@ -121,8 +121,11 @@ def bench_operator(name: str, script: list, repeat: int = 3) -> dict:
 def bench_operators(figures: dict, events: list[dict], say, repeat: int = 3, batches: int = BATCHES) -> None:
     """Every operator of :data:`OPERATORS` against its floor, on ``events`` in ``batches`` micro-batches:
     ``<operator>_events_per_s``, ``<operator>_floor_events_per_s``, ``<operator>_ratio_to_floor`` and the
-    load average while it ran, ``<operator>_load``."""
+    load average while it ran, ``<operator>_load``; the size of the run, ``operator_events`` and
+    ``operator_batches``."""
     script = in_batches(events, batches)
+    figures["operator_events"] = len(events)
+    figures["operator_batches"] = len(script)
     for name in OPERATORS:
         result = bench_operator(name, script, repeat)
         figures[f"{name}_events_per_s"] = result["engine"]
