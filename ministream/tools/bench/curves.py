@@ -32,7 +32,7 @@ import attrs
 
 from ministream.models.microbatch import run_microbatch
 from ministream.tools.bench.engine import OPERATORS
-from ministream.tools.bench.workload import CountingSink, EventBatches, best_cpu_seconds, rate
+from ministream.tools.bench.workload import KEYS, CountingSink, EventBatches, best_cpu_seconds, rate
 from ministream.tools.plots import plot_figure_class
 
 CURVE_MAX = 10_000_000
@@ -67,8 +67,9 @@ def spread(curve: dict) -> float:
     return round(max(curve.values()) / min(curve.values()), 2)
 
 
-def measure(name: str, count: int, batch_size: int) -> dict:
-    """One operator's engine throughput on ``count`` of the bench's events made in batches of ``batch_size``
+def measure(name: str, count: int, batch_size: int, keys: int = KEYS) -> dict:
+    """One operator's engine throughput on ``count`` of the bench's events (over ``keys`` keys) made in
+    batches of ``batch_size``
     (CPU time, the making of the events taken out), the rows it wrote, and the process's peak resident memory
     during the run: ``{"events_per_s", "rows", "peak_rss_mib"}``."""
     benched = OPERATORS[name]
@@ -79,7 +80,7 @@ def measure(name: str, count: int, batch_size: int) -> dict:
         run_microbatch(flow, output_mode=benched.output_mode)
 
     def build():
-        made[:] = [EventBatches(count, batch_size)]
+        made[:] = [EventBatches(count, batch_size, keys)]
         return benched.build(benched.inputs(made[0]), sink=sink)
 
     [seconds] = best_cpu_seconds([(run, build)], repeat=1)
