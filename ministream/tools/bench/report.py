@@ -126,6 +126,21 @@ HOW_MEASURED = """\
   wall-clock, the best of 3 of each; incremental checkpoints write only the keys changed since the previous
   one (timed once: a delta clears the marks it is made of).
 - **Memory**: `tracemalloc` of the state left after a run (per key), and the process's peak RSS.
+- **Operators in Spark** (`spark_<operator>_events_per_s`, `<operator>_ratio_to_spark`): each operator's
+  pipeline compiled to PySpark (`ministream/spark/compiler`; the process function runs as `transformWithState`
+  through `spark/processor_adapter.py`) on the first `--spark-events` of the same events (200,000 by default:
+  Spark takes about a second per micro-batch here), cut into micro-batches of the engine's size: one Parquet
+  file per batch and input, read with `maxFilesPerTrigger=1`. The session is started before (and timed apart,
+  `spark_session_start_s`); each query's first batch (its start, planning, Python workers) is timed apart
+  (`spark_<operator>_first_batch_s`); the rate counts the later batches, by CPU time of every process of the
+  run (the JVM, Spark's Python workers, the driver: `/proc`), and by wall-clock time
+  (`spark_<operator>_wall_events_per_s`). Its rows are counted in `foreachBatch` and checked against the
+  engine's on the same events, batch for batch (`spark_<operator>_same_rows`; a difference is printed and the
+  command exits with 1).
+- **Flat cost** (`bench --curves`, `bench/curves.py`): one run per point, engine CPU time; the events are
+  made batch by batch as the run reads them, the time spent making them taken out, and the output is counted,
+  not kept, so that a run of 10 million events holds one batch and the state the watermark leaves (the
+  process's peak resident memory is sampled at every batch).
 - **Spark**: the same events through PySpark, as a batch query and as a stream of 10 micro-batches
   (wall-clock), and the workshop path: a cold `ministream compare` in a new process, then every lesson's
   comparison in one process. device-sessions is the first lesson whose twin runs Python code inside Spark
