@@ -38,6 +38,9 @@ from ministream.tools.plots import plot_figure_class
 CURVE_MAX = 10_000_000
 """The longest run of the run-length curve; every other size follows from it (:func:`curve_points`)."""
 
+MARKERS = "osD^v<>phX*d"
+"""One marker per operator in the plot."""
+
 SPREAD_TARGET = 1.5
 """A curve is flat enough when its fastest point is at most 1.5 times its slowest."""
 
@@ -142,12 +145,14 @@ def scaling_plot(curves: dict, points: CurvePoints | None = None):
     points = points or curve_points()
     figure = plot_figure_class()(figsize=(10, 4.5), layout="constrained")
     run_axes, batch_axes = figure.subplots(1, 2, sharey=True)
-    for name, by_axis in curves.items():
+    for index, (name, by_axis) in enumerate(curves.items()):
+        # matplotlib's 10 colours come round again from the 11th operator: its marker and line tell it apart
+        style = {"marker": MARKERS[index % len(MARKERS)], "linestyle": "-" if index < 10 else "--"}
         for axes, axis in ((run_axes, "run length"), (batch_axes, "batch size")):
             curve = {int(x): y for x, y in by_axis[axis].items()}
             if curve:
                 xs = sorted(curve)
-                axes.plot(xs, [curve[x] for x in xs], marker="o", label=name)
+                axes.plot(xs, [curve[x] for x in xs], label=name, **style)
     run_axes.set_xlabel(f"events in the run (batches of {points.run_batch:,})")
     batch_axes.set_xlabel(f"events per batch ({points.batch_events:,} events)")
     run_axes.set_ylabel("events per second (CPU time)")

@@ -287,8 +287,14 @@ def bench_spark_operators(
     for name in OPERATORS:
 
         def on_batch(batch_id: int, name: str = name) -> None:
-            if progress is not None:
-                progress(f"spark {name}: batch {batch_id + 1} of {len(script)}")
+            if progress is None:
+                return
+            if batch_id < 0:
+                progress(f"spark {name}: starting the query")
+            elif batch_id < len(script):
+                progress(f"spark {name}: batch {batch_id + 1} of {len(script)} done")
+            else:  # the no-data batch after the last file, when the watermark moved
+                progress(f"spark {name}: no-data batch {batch_id + 1} done")
 
         on_batch(-1)
         with tempfile.TemporaryDirectory(prefix="ministream-bench-") as tmp:
