@@ -1,9 +1,14 @@
 """``ministream bench`` names every figure the benchmark page shows (its timings are never asserted: they are
 not test material; the figures' presence and the page's verdicts are)."""
 
-from ministream.tools.bench.engine import OPERATORS, bench_engine
-from ministream.tools.bench.report import TARGETS, markdown_page
-from ministream.tools.bench.workload import make_events
+import pytest
+
+from ministream.models.microbatch import run_microbatch
+from ministream.tools.bench.curves import CurvePoints, bench_curves, curve_points, measure, scaling_plot, spread
+from ministream.tools.bench.engine import OPERATORS, bench_engine, bench_operators
+from ministream.tools.bench.report import TARGETS, main, markdown_page
+from ministream.tools.bench.workload import EventBatches, make_events
+from ministream.tools.plots import ink, png_bytes
 
 
 def test_the_engine_figures_are_all_measured():
@@ -16,6 +21,8 @@ def test_the_engine_figures_are_all_measured():
         "tumbling_count_p4_events_per_s",
         "tumbling_count_checkpoint_every_10k_events_per_s",
         "tumbling_count_incremental_checkpoint_every_10k_events_per_s",
+        "operator_events",
+        "operator_batches",
     }
     for name in OPERATORS:
         expected |= {
@@ -42,3 +49,123 @@ def test_the_page_says_which_targets_are_met():
     assert "| `checkpoint_snapshot_s_1m_keys` | 2.5 | under 1 s: NOT met |" in page
     assert "| `python_loop_events_per_s` | 9 |  |" in page
     assert "## How the figures are measured" in page and set(TARGETS) >= {"session_count_ratio_to_floor"}
+
+
+def test_a_generated_run_writes_the_rows_of_the_same_events_in_memory():
+    """The curves' runs make their events batch by batch and count their output (so that 10 million events
+    fit in memory): for every operator they write as many rows as the same events, held in memory, give the
+    engine's pipeline with its collecting sink."""
+    for name, benched in OPERATORS.items():
+        made = EventBatches(2_000, 200, keys=20)
+        script = [made.batch(k) for k in range(len(made))]
+        run = run_microbatch(benched.build(benched.inputs(script)), output_mode=benched.output_mode)
+        expected = sum(len(batch.rows) for batch in run.output())
+        assert measure(name, 2_000, 200, keys=20)["rows"] == expected > 0, name
+
+
+def test_generated_batches_are_made_again_the_same():
+    """A batch made twice (a join's two sides read it; a run may read it again) holds the same events, and
+    only the last batch made is kept."""
+    made = EventBatches(1_000, 100, keys=10)
+    first = [dict(row) for row in made.batch(3)]
+    made.batch(4)
+    assert made.batch(3) == first and made.last[0] == 3
+
+
+def test_the_curves_have_every_point_and_a_spread_per_operator():
+    """Each operator gets a rate at each run length and batch size that curve_points names, the spread of both
+    curves (against the 1.5 target on the page), and the peak memory of each run of the run-length curve."""
+    figures = {}
+    curves = bench_curves(figures, lambda text: None, ["tumbling_count", "join_inner"], curve_max=2_000)
+    points = curve_points(2_000)
+    assert points == CurvePoints((20, 200, 2_000), 2, 200, (1, 2, 20))
+    for name in ("tumbling_count", "join_inner"):
+        assert set(curves[name]["run length"]) == set(points.run_lengths) == set(curves[name]["memory"])
+        assert set(curves[name]["batch size"]) == set(points.batch_sizes)
+        assert figures[f"{name}_spread_run_length"] == spread(curves[name]["run length"]) >= 1
+        assert figures[f"{name}_spread_batch_size"] == spread(curves[name]["batch size"]) >= 1
+        assert f"{name}_spread_run_length" in TARGETS
+    assert figures["curve_points"]["run_lengths"] == (20, 200, 2_000)
+
+
+def spark_figures(figures: dict, same: bool = True) -> dict:
+    """Spark's figures for every operator as ``bench_spark_operators`` names them (values made up: the page
+    is checked, not the timings)."""
+    figures = {**figures, "spark_operator_events": 2_000, "spark_operator_batches": 2}
+    for name in OPERATORS:
+        figures |= {
+            f"spark_{name}_events_per_s": 500,
+            f"spark_{name}_wall_events_per_s": 400,
+            f"spark_{name}_first_batch_s": 1.5,
+            f"spark_{name}_rows": 10,
+            f"spark_{name}_same_rows": same,
+            f"{name}_ratio_to_spark": 2.0,
+        }
+    return figures
+
+
+def test_the_page_has_the_operator_table_the_curves_and_the_machine(tmp_path):
+    """The page: the machine and its load; one row per operator with ministream, floor, ratio, Spark and
+    ministream/Spark, and what ran (sizes); the flat-cost section with its plot, each curve's spread against the
+    target and the memory of each run; every figure; how they are measured; a Spark row that is not the
+    engine's is marked."""
+    figures = {}
+    bench_operators(figures, make_events(2_000, keys=20), lambda text: None, repeat=1, batches=2)
+    bench_curves(figures, lambda text: None, ["dedup"], curve_max=2_000)
+    report = {
+        "machine": {"cores": 2, "load_average_at_start": 3.5, "load_average_at_end": 4.25},
+        "figures": spark_figures(figures),
+        "plot": str(tmp_path / "plots" / "scaling.png"),
+    }
+    page = markdown_page(report, ["--operators", "--curves"], str(tmp_path / "tutorials"))
+    assert "Machine: cores 2, load_average_at_start 3.5, load_average_at_end 4.25" in page
+    header = "| operator | ministream ev/s | floor ev/s | ratio | Spark ev/s | ministream/Spark |"
+    assert header in page
+    assert "ministream and its floor: 2,000 events in 2 micro-batches of 1,000" in page
+    assert "Spark: the first 2,000 of the same events, in 2 micro-batches of 1,000" in page
+    for name in OPERATORS:
+        row = next(line for line in page.splitlines() if line.startswith(f"| {name} |"))
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        assert cells[1] == f"{figures[f'{name}_events_per_s']:,}" and cells[4:6] == ["500", "2.0"]
+        assert cells[8] == "10 (= engine)"
+    assert "## Flat cost" in page
+    assert "![events per second against run length and batch size](../plots/scaling.png)" in page
+    assert "| operator | 20 events | 200 events | 2,000 events | spread |" in page
+    dedup = [line for line in page.splitlines() if line.startswith("| dedup | ")][-1]  # the curves' row
+    assert f"{figures['dedup_spread_run_length']} (" in dedup and "met)" in dedup
+    assert "| `dedup_spread_batch_size` |" in page and "## Every figure" in page
+    assert "## How the figures are measured" in page
+    mismatched = markdown_page({**report, "figures": spark_figures(figures, same=False)}, [])
+    assert "10 (**MISMATCH**)" in mismatched
+
+
+@pytest.mark.notebook
+def test_the_scaling_plot_draws_both_curves_of_each_operator():
+    """The plot of the curves renders as a PNG that is not blank: one line per operator on each axis, the
+    sizes in the axis labels (matplotlib comes with the notebooks extra)."""
+    figures = {}
+    curves = bench_curves(figures, lambda text: None, ["tumbling_count", "dedup"], curve_max=2_000)
+    figure = scaling_plot(curves, curve_points(2_000))
+    png = png_bytes(figure)
+    assert png.startswith(b"\x89PNG\r\n\x1a\n") and ink(png) > 0.02
+    run_axes, batch_axes = figure.axes
+    assert [line.get_label() for line in run_axes.get_lines()] == ["tumbling_count", "dedup"]
+    assert [len(line.get_xdata()) for line in batch_axes.get_lines()] == [3, 3]
+    assert run_axes.get_xlabel() == "events in the run (batches of 2)"
+    assert batch_axes.get_xlabel() == "events per batch (200 events)"
+
+
+@pytest.mark.notebook
+def test_bench_operators_with_curves_writes_the_page_and_the_plot(tmp_path):
+    """`ministream bench --operators --no-spark --curves dedup --curve-max N --plot P --markdown M` measures the
+    operators and the curves, draws the plot and writes a page that links it."""
+    import io
+
+    page, plot = tmp_path / "bench.md", tmp_path / "scaling.png"
+    out = io.StringIO()
+    argv = ["--operators", "--no-spark", "--events", "1000", "--curves", "dedup", "--curve-max", "2000"]
+    assert main([*argv, "--plot", str(plot), "--markdown", str(page)], out) == 0
+    text = page.read_text()
+    assert "| dedup | " in text and "![events per second against run length and batch size](scaling.png)" in text
+    assert ink(plot.read_bytes()) > 0.02
+    assert "dedup_spread_run_length" in out.getvalue()

@@ -20,6 +20,8 @@ from ministream.state.keygroups import key_group_of
 from ministream.tools.bench import floors
 from ministream.tools.bench.workload import (
     BATCHES,
+    EVENT_COLUMNS,
+    JOIN_COLUMNS,
     best_cpu_seconds,
     dedup_flow,
     dedup_within_watermark_flow,
@@ -54,12 +56,14 @@ def checkpointed_tumbling_count(flow: Dataflow, incremental: int | None = None) 
 @attrs.frozen
 class Benched:
     """An operator as the bench runs it: its pipeline over the bench's events, the output mode, and its floor
-    (``floors.py``); ``inputs`` makes both one's input from the script (the join's two sides, for a join)."""
+    (``floors.py``); ``inputs`` makes both one's input from the script (the join's two sides, for a join);
+    ``columns`` gives each source's columns and their Spark types (its Spark twin's input, ``spark.py``)."""
 
     build: Callable
     output_mode: str
     floor: Callable
     inputs: Callable = lambda script: script
+    columns: dict = attrs.field(factory=lambda: {"events": EVENT_COLUMNS})
 
 
 OPERATORS = {
@@ -68,7 +72,9 @@ OPERATORS = {
     "sliding_count": Benched(sliding_count_flow, "append", floors.sliding_count),
     "session_count": Benched(session_flow, "append", floors.session_count),
     **{
-        f"join_{how}": Benched(partial(join_flow, how=how), "append", partial(floors.join, how=how), join_inputs)
+        f"join_{how}": Benched(
+            partial(join_flow, how=how), "append", partial(floors.join, how=how), join_inputs, JOIN_COLUMNS
+        )
         for how in JOIN_TYPES
     },
     "dedup": Benched(dedup_flow, "append", floors.dedup),
@@ -115,8 +121,11 @@ def bench_operator(name: str, script: list, repeat: int = 3) -> dict:
 def bench_operators(figures: dict, events: list[dict], say, repeat: int = 3, batches: int = BATCHES) -> None:
     """Every operator of :data:`OPERATORS` against its floor, on ``events`` in ``batches`` micro-batches:
     ``<operator>_events_per_s``, ``<operator>_floor_events_per_s``, ``<operator>_ratio_to_floor`` and the
-    load average while it ran, ``<operator>_load``."""
+    load average while it ran, ``<operator>_load``; the size of the run, ``operator_events`` and
+    ``operator_batches``."""
     script = in_batches(events, batches)
+    figures["operator_events"] = len(events)
+    figures["operator_batches"] = len(script)
     for name in OPERATORS:
         result = bench_operator(name, script, repeat)
         figures[f"{name}_events_per_s"] = result["engine"]

@@ -10,13 +10,21 @@ import sys
 from tqdm import tqdm
 
 from ministream.tools.bench.checkpoints import bench_checkpoints
-from ministream.tools.bench.curves import RUN_LENGTHS, bench_curves, scaling_plot, spread
+from ministream.tools.bench.curves import (
+    CURVE_MAX,
+    SPREAD_TARGET,
+    CurvePoints,
+    bench_curves,
+    curve_points,
+    scaling_plot,
+    spread,
+)
 from ministream.tools.bench.engine import OPERATORS, bench_engine, bench_memory, bench_operators
 from ministream.tools.bench.scale import SECTION
 from ministream.tools.bench.scale import main as scale_main
-from ministream.tools.bench.spark import bench_spark
+from ministream.tools.bench.spark import SPARK_EVENTS, bench_spark, bench_spark_operators
 from ministream.tools.bench.state import bench_state_backends
-from ministream.tools.bench.workload import EVENTS, make_events
+from ministream.tools.bench.workload import BATCHES, EVENTS, make_events
 from ministream.tools.plots import save_png
 
 
@@ -38,9 +46,36 @@ def machine() -> dict:
     }
 
 
-def run_benchmarks(*, events: int = EVENTS, spark: bool = True, say=lambda text: None, stage=None) -> dict:
-    """Every figure, in one run: engine throughput, the loop floor, memory, checkpoints, Spark, the workshop
-    path; ``stage(name, done, total)`` is told as each part begins (``done`` parts finished) and at the end."""
+def spark_operators_part(figures: dict, spark_events: int, events: int, say, progress=None):
+    """The part that runs every operator in Spark (``spark.bench_spark_operators``) on the first
+    ``spark_events`` of the bench's events, in batches of the engine's size (``events`` / 100)."""
+    batch_size = -(-events // BATCHES)
+    return lambda: bench_spark_operators(figures, make_events(spark_events), say, batch_size, progress)
+
+
+def run_parts(parts: list, stage=None) -> None:
+    """Run ``(name, measure)`` parts in order; ``stage(name, done, total)`` is told as each part begins
+    (``done`` parts finished) and at the end."""
+    for done, (name, measure) in enumerate(parts):
+        if stage is not None:
+            stage(name, done, len(parts))
+        measure()
+    if stage is not None:
+        stage("", len(parts), len(parts))
+
+
+def run_benchmarks(
+    *,
+    events: int = EVENTS,
+    spark: bool = True,
+    spark_events: int = SPARK_EVENTS,
+    say=lambda text: None,
+    stage=None,
+    progress=None,
+) -> dict:
+    """Every figure, in one run: engine throughput, the loop floor, memory, checkpoints, Spark (every
+    operator on ``spark_events`` events), the workshop path; ``stage(name, done, total)`` is told as each
+    part begins (``done`` parts finished) and at the end, ``progress(text)`` where a long part is."""
     figures: dict = {}
     described = machine()  # before the run, so that its load average is the machine's, not the benchmark's
     data = make_events(events)
@@ -51,17 +86,18 @@ def run_benchmarks(*, events: int = EVENTS, spark: bool = True, say=lambda text:
     ]
     if spark:
         parts.append(("spark", lambda: bench_spark(figures, data, say)))
-    for done, (name, measure) in enumerate(parts):
-        if stage is not None:
-            stage(name, done, len(parts))
-        measure()
-    if stage is not None:
-        stage("", len(parts), len(parts))
+        parts.append(("spark operators", spark_operators_part(figures, spark_events, events, say, progress)))
+    run_parts(parts, stage)
     return {"machine": described, "figures": figures}
 
 
 TARGETS = {
     **{f"{name}_ratio_to_floor": ("at least 0.5", lambda value: value >= 0.5) for name in OPERATORS},
+    **{
+        f"{name}_spread_{axis}": (f"at most {SPREAD_TARGET}", lambda value: value <= SPREAD_TARGET)
+        for name in OPERATORS
+        for axis in ("run_length", "batch_size")
+    },
     "checkpoint_snapshot_s_1m_keys": ("under 1 s", lambda value: value < 1),
     "compare_cold_s": ("under 30 s", lambda value: value < 30),
     "compare_warm_s_max": ("under 5 s", lambda value: value < 5),
@@ -90,6 +126,21 @@ HOW_MEASURED = """\
   wall-clock, the best of 3 of each; incremental checkpoints write only the keys changed since the previous
   one (timed once: a delta clears the marks it is made of).
 - **Memory**: `tracemalloc` of the state left after a run (per key), and the process's peak RSS.
+- **Operators in Spark** (`spark_<operator>_events_per_s`, `<operator>_ratio_to_spark`): each operator's
+  pipeline compiled to PySpark (`ministream/spark/compiler`; the process function runs as `transformWithState`
+  through `spark/processor_adapter.py`) on the first `--spark-events` of the same events (200,000 by default:
+  Spark takes about a second per micro-batch here), cut into micro-batches of the engine's size: one Parquet
+  file per batch and input, read with `maxFilesPerTrigger=1`. The session is started before (and timed apart,
+  `spark_session_start_s`); each query's first batch (its start, planning, Python workers) is timed apart
+  (`spark_<operator>_first_batch_s`); the rate counts the later batches, by CPU time of every process of the
+  run (the JVM, Spark's Python workers, the driver: `/proc`), and by wall-clock time
+  (`spark_<operator>_wall_events_per_s`). Its rows are counted in `foreachBatch` and checked against the
+  engine's on the same events, batch for batch (`spark_<operator>_same_rows`; a difference is printed and the
+  command exits with 1).
+- **Flat cost** (`bench --curves`, `bench/curves.py`): one run per point, engine CPU time; the events are
+  made batch by batch as the run reads them, the time spent making them taken out, and the output is counted,
+  not kept, so that a run of 10 million events holds one batch and the state the watermark leaves (the
+  process's peak resident memory is sampled at every batch).
 - **Spark**: the same events through PySpark, as a batch query and as a stream of 10 micro-batches
   (wall-clock), and the workshop path: a cold `ministream compare` in a new process, then every lesson's
   comparison in one process. device-sessions is the first lesson whose twin runs Python code inside Spark
@@ -134,77 +185,151 @@ HOW_MEASURED = """\
 """
 
 
+def verdict(name: str, value) -> str:
+    """``"<target>: met"`` or ``"<target>: NOT met"`` for a figure with a target (:data:`TARGETS`), else ``""``."""
+    if name not in TARGETS or not isinstance(value, (int, float)) or isinstance(value, bool):
+        return ""
+    wanted, met = TARGETS[name]
+    return f"{wanted}: {'met' if met(value) else 'NOT met'}"
+
+
+def _number(value) -> str:
+    return "" if value is None else f"{value:,}"
+
+
 def operator_table(figures: dict) -> list[str]:
-    """The operators side by side, as Markdown lines: ministream, its floor, their ratio, Spark, the load."""
+    """The operators side by side, as Markdown lines: ministream, its floor, their ratio, Spark, ministream
+    over Spark; then Spark's wall-clock rate, its first batch, whether its rows were the engine's, and the load
+    while ministream and its floor ran. A sentence before the table says what ran."""
+    engine_events = figures.get("operator_events", EVENTS)
+    engine_batches = figures.get("operator_batches", BATCHES)
     lines = [
-        "| operator | ministream (events/s) | floor (events/s) | ratio | Spark (events/s) | load |",
-        "| --- | --- | --- | --- | --- | --- |",
+        (
+            f"ministream and its floor: {engine_events:,} events in {engine_batches} micro-batches of "
+            f"{-(-engine_events // engine_batches):,}, CPU time, the best of 3 taken in turns."
+        ),
+    ]
+    spark_events = figures.get("spark_operator_events")
+    if spark_events:
+        batches = figures["spark_operator_batches"]
+        lines[0] += (
+            f" Spark: the first {spark_events:,} of the same events, in {batches} micro-batches of "
+            f"{-(-spark_events // batches):,} (one Parquet file per batch, `maxFilesPerTrigger=1`), the operator's "
+            "compiled query on the warm session (`local[2]`, 2 shuffle partitions), its rows counted in "
+            "`foreachBatch` and checked against the engine's on the same events, batch for batch; *Spark ev/s* is "
+            "by CPU time of all of Spark's processes (the JVM, its Python workers, the driver) over the batches "
+            "after the first, *wall* by wall-clock time over the same batches; the first batch (the query's "
+            "start, planning, Python workers) is given apart. *ministream/Spark* is ministream's events/s over "
+            "Spark's (CPU time both)."
+        )
+    lines += [
+        "",
+        (
+            "| operator | ministream ev/s | floor ev/s | ratio | Spark ev/s | ministream/Spark "
+            "| Spark wall ev/s | Spark first batch (s) | Spark rows | load |"
+        ),
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for name in OPERATORS:
-        spark = figures.get(f"spark_{name}_events_per_s")
-        lines.append(
-            f"| {name} | {figures[f'{name}_events_per_s']:,} | {figures[f'{name}_floor_events_per_s']:,} "
-            f"| {figures[f'{name}_ratio_to_floor']} | {'' if spark is None else f'{spark:,}'} "
-            f"| {figures[f'{name}_load']} |"
-        )
+        same = figures.get(f"spark_{name}_same_rows")
+        rows = _number(figures.get(f"spark_{name}_rows"))
+        if same is not None:
+            rows += " (= engine)" if same else " (**MISMATCH**)"
+        cells = [
+            name,
+            _number(figures[f"{name}_events_per_s"]),
+            _number(figures[f"{name}_floor_events_per_s"]),
+            str(figures[f"{name}_ratio_to_floor"]),
+            _number(figures.get(f"spark_{name}_events_per_s")),
+            _number(figures.get(f"{name}_ratio_to_spark")),
+            _number(figures.get(f"spark_{name}_wall_events_per_s")),
+            _number(figures.get(f"spark_{name}_first_batch_s")),
+            rows,
+            str(figures[f"{name}_load"]),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
     return lines
 
 
-def curves_table(curves: dict) -> list[str]:
-    """The flat-cost curves as Markdown lines: events per second at each point, and each curve's spread."""
-    lengths = sorted({int(x) for by_axis in curves.values() for x in by_axis["run length"]})
-    sizes = sorted({int(x) for by_axis in curves.values() for x in by_axis["batch size"]})
+def curves_table(curves: dict, points: CurvePoints) -> list[str]:
+    """The flat-cost curves as Markdown lines: events per second at each point, each curve's spread against
+    the target, and the peak resident memory of each run of the run-length curve."""
+    lengths, sizes = points.run_lengths, points.batch_sizes
     lines = [
         "| operator | "
         + " | ".join(f"{n:,} events" for n in lengths)
         + " | spread | "
         + " | ".join(f"batches of {n:,}" for n in sizes)
-        + " | spread |",
-        "| --- |" + " --- |" * (len(lengths) + len(sizes) + 2),
+        + " | spread | "
+        + " | ".join(f"MiB at {n:,}" for n in lengths)
+        + " |",
+        "| --- |" + " --- |" * (2 * len(lengths) + len(sizes) + 2),
     ]
     for name, by_axis in curves.items():
         cells = [name]
-        for axis, points in (("run length", lengths), ("batch size", sizes)):
+        for axis, xs in (("run length", lengths), ("batch size", sizes)):
             curve = {int(x): y for x, y in by_axis[axis].items()}
-            cells += [f"{curve[x]:,}" if x in curve else "" for x in points]
-            cells.append(str(spread(curve)) if curve else "")
+            cells += [f"{curve[x]:,}" if x in curve else "" for x in xs]
+            value = spread(curve) if curve else None
+            met = value is not None and value <= SPREAD_TARGET
+            cells.append("" if value is None else f"{value} ({'met' if met else 'NOT met'})")
+        memory = {int(x): y for x, y in by_axis.get("memory", {}).items()}
+        cells += [f"{memory[x]:,}" if x in memory else "" for x in lengths]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
 
+def curves_section(report: dict, folder: str | None) -> list[str]:
+    """The flat-cost section: what ran, the plot (when one was drawn), the table."""
+    figures = report["figures"]
+    points = CurvePoints(**figures["curve_points"]) if "curve_points" in figures else curve_points()
+    lengths = ", ".join(f"{n:,}" for n in points.run_lengths)
+    sizes = ", ".join(f"{n:,}" for n in points.batch_sizes)
+    lines = [
+        "## Flat cost",
+        "",
+        (
+            f"Each operator's events per second (engine, CPU time, one run per point) on runs of {lengths} events in "
+            f"batches of {points.run_batch:,}, and on {points.batch_events:,} events in batches of {sizes}; the "
+            f"spread is a curve's fastest point over its slowest (target: at most {SPREAD_TARGET}). The events are "
+            "made batch by batch as the run reads them (the time spent making them taken out) and the output is "
+            "counted, not kept: the *MiB* columns are the process's peak resident memory during each run, which "
+            "stays flat when the state is bounded by the watermark."
+        ),
+        "",
+    ]
+    plot = report.get("plot")
+    if plot is not None:
+        where = os.path.relpath(os.path.abspath(plot), folder or ".")
+        lines += [f"![events per second against run length and batch size]({where})", ""]
+    return lines + curves_table(figures["curves"], points) + [""]
+
+
 def markdown_page(report: dict, argv, folder: str | None = None) -> str:
-    """The figures as a Markdown page: the machine, the command, a table, the targets met or not, and how the
-    figures are measured."""
+    """The figures as a Markdown page: the machine and its load, the command, the operators beside their
+    floors and Spark, the flat-cost curves, every figure with the targets met or not, and how the figures are
+    measured."""
     command = "ministream bench " + " ".join(argv or [])
+    machine_line = "Machine: " + ", ".join(f"{name} {value}" for name, value in report["machine"].items())
     lines = [
         "# Benchmark figures",
         "",
         f"Produced by `{command.strip()}` (ministream/tools/bench/); re-run it to measure your machine.",
         "",
-        "Machine: " + ", ".join(f"{name} {value}" for name, value in report["machine"].items()),
+        machine_line + ". The machine is shared with other jobs: the load average says how busy it was.",
         "",
-        "| figure | value | target |",
-        "| --- | --- | --- |",
     ]
     figures = report["figures"]
     if all(f"{name}_events_per_s" in figures for name in OPERATORS):
-        lines[-2:-2] = operator_table(figures) + [""]
+        lines += ["## Operators against their floors and Spark", ""] + operator_table(figures) + [""]
     if "curves" in figures:
-        plot = report.get("plot")
-        picture = []
-        if plot is not None:
-            where = os.path.relpath(os.path.abspath(plot), folder or ".")
-            picture = [f"![events per second against run length and batch size]({where})", ""]
-        lines[-2:-2] = ["## Flat cost", ""] + picture + curves_table(figures["curves"]) + ["", "## Every figure", ""]
-    for name, value in report["figures"].items():
-        if name == "curves":
+        lines += curves_section(report, folder)
+    lines += ["## Every figure", "", "| figure | value | target |", "| --- | --- | --- |"]
+    for name, value in figures.items():
+        if isinstance(value, dict):
             continue
-        target = ""
-        if name in TARGETS and isinstance(value, (int, float)):
-            wanted, met = TARGETS[name]
-            target = f"{wanted}: {'met' if met(value) else 'NOT met'}"
-        shown = f"{value:,}" if isinstance(value, (int, float)) else str(value)
-        lines.append(f"| `{name}` | {shown} | {target} |")
+        shown = f"{value:,}" if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
+        lines.append(f"| `{name}` | {shown} | {verdict(name, value)} |")
     return "\n".join(lines) + "\n\n" + HOW_MEASURED
 
 
@@ -222,8 +347,8 @@ def scale_section(path) -> str:
 
 
 def main(argv=None, out=None) -> int:
-    """``ministream bench [--json] [--events N] [--no-spark] [--operators] [--state]``, or ``ministream bench
-    --scale ...`` (``bench/scale.py``)."""
+    """``ministream bench [--json] [--events N] [--no-spark] [--spark-events N] [--operators] [--curves [OPS]]
+    [--curve-max N] [--state] [--markdown FILE]``, or ``ministream bench --scale ...`` (``bench/scale.py``)."""
     import argparse
 
     out = out or sys.stdout
@@ -233,9 +358,17 @@ def main(argv=None, out=None) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object of named figures")
     parser.add_argument("--events", type=int, default=EVENTS, help="events in the throughput workloads")
     parser.add_argument("--no-spark", action="store_true", help="skip the Spark figures")
+    parser.add_argument(
+        "--spark-events",
+        type=int,
+        default=SPARK_EVENTS,
+        help="events each operator runs on in Spark, in batches of the engine's size (--events / 100)",
+    )
     parser.add_argument("--markdown", metavar="FILE", help="also write the figures as a Markdown page")
     parser.add_argument(
-        "--operators", action="store_true", help="only the operators against their floors (bench/floors.py)"
+        "--operators",
+        action="store_true",
+        help="only the operators against their floors (bench/floors.py) and, unless --no-spark, in Spark",
     )
     parser.add_argument(
         "--curves",
@@ -245,9 +378,10 @@ def main(argv=None, out=None) -> int:
         help="also the flat-cost curves (bench/curves.py) of these operators (comma-separated; all by default)",
     )
     parser.add_argument(
-        "--run-lengths",
-        default=",".join(map(str, RUN_LENGTHS)),
-        help="the run lengths of the curves, comma-separated",
+        "--curve-max",
+        type=int,
+        default=CURVE_MAX,
+        help="the curves' longest run; the other runs are 1/100 and 1/10 of it, the batch sizes 1/10,000 to 1/100",
     )
     parser.add_argument(
         "--plot", default="diagrams/plots/benchmarks.scaling.png", help="where the curves' plot is written"
@@ -264,6 +398,9 @@ def main(argv=None, out=None) -> int:
             bar.set_description("bench" if done == total else f"bench: {name}")
             bar.update(done - bar.n)
 
+        def progress(text: str) -> None:
+            bar.set_description(f"bench: {text}")
+
         def say(text: str) -> None:
             bar.write(text, file=lines)
 
@@ -272,15 +409,28 @@ def main(argv=None, out=None) -> int:
             bench_state_backends(report["figures"], say)
         elif args.operators:
             report = {"machine": machine(), "figures": {}}
-            bench_operators(report["figures"], make_events(args.events), say)
+            figures = report["figures"]
+            parts = [("operators", lambda: bench_operators(figures, make_events(args.events), say))]
+            if not args.no_spark:
+                parts.append(
+                    ("spark operators", spark_operators_part(figures, args.spark_events, args.events, say, progress))
+                )
+            run_parts(parts, stage)
         else:
-            report = run_benchmarks(events=args.events, spark=not args.no_spark, say=say, stage=stage)
+            report = run_benchmarks(
+                events=args.events,
+                spark=not args.no_spark,
+                spark_events=args.spark_events,
+                say=say,
+                stage=stage,
+                progress=progress,
+            )
         if args.curves:
             names = None if args.curves == "all" else args.curves.split(",")
-            lengths = tuple(int(n) for n in args.run_lengths.split(","))
-            bench_curves(report["figures"], say, names, run_lengths=lengths)
-            save_png(scaling_plot(report["figures"]["curves"]), args.plot)
+            curves = bench_curves(report["figures"], say, names, curve_max=args.curve_max, progress=progress)
+            save_png(scaling_plot(curves, curve_points(args.curve_max)), args.plot)
             report["plot"] = args.plot
+        report["machine"]["load_average_at_end"] = round(os.getloadavg()[0], 2)
     if args.markdown:
         kept = scale_section(args.markdown)
         with open(args.markdown, "w", encoding="utf-8") as page:
@@ -290,8 +440,13 @@ def main(argv=None, out=None) -> int:
     else:
         print("\nfigure".ljust(44) + "value", file=out)
         for name, value in report["figures"].items():
-            if name == "curves":
+            if isinstance(value, dict):
                 continue
-            print(f"{name.ljust(43)} {value:,}" if isinstance(value, (int, float)) else f"{name} {value}", file=out)
+            shown = f"{value:,}" if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
+            print(f"{name.ljust(43)} {shown}", file=out)
         print(f"\nmachine: {report['machine']}", file=out)
+        mismatched = [name for name in OPERATORS if report["figures"].get(f"spark_{name}_same_rows") is False]
+        if mismatched:
+            print(f"\n!!! Spark's rows differ from the engine's for: {', '.join(mismatched)}", file=out)
+            return 1
     return 0

@@ -5,20 +5,40 @@ a streaming query with ``maxFilesPerTrigger=1``, so the stream runs in exactly t
 the keyed tumbling-window count of ``tools/bench/``. (The lessons' scripted source carries its script in the query's
 options, which suits a few hundred rows, not a million.)
 
+**Every operator side by side** (:func:`bench_spark_operators`): each operator of ``engine.OPERATORS`` runs in
+Spark on the same events as in the engine, cut into the same micro-batches: each batch is one Parquet file per
+input (its modification time one second after the previous one's, as Spark takes files in that order), read
+with ``maxFilesPerTrigger=1``. The query is the operator's pipeline compiled by ``ministream.spark.compiler``
+(watermark, windows, join bounds and deduplication keys are the pipeline's own; the process function runs as
+``transformWithState`` through ``spark/processor_adapter.py``). Its rows are counted batch by batch in
+``foreachBatch`` and checked against the engine's rows on the same events: a figure of a query that gave other
+rows would mean nothing. The session is started (and timed) before, the first batch (query start, planning,
+Python workers) is timed apart, and the rate counts the batches after it, by CPU time of every process of the
+run (the JVM, Spark's Python workers, this driver) and by wall time.
+
 The workshop figures time what a learner waits for: a cold ``ministream compare`` in a new process (Spark's
 start included), and each further lesson's comparison in the same process.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from ministream.lessons import all_lessons, compare_lesson
-from ministream.tools.bench.workload import DELAY, WINDOW, timed
+from ministream.models.microbatch import run_microbatch
+from ministream.tools.bench.engine import OPERATORS
+from ministream.tools.bench.workload import DELAY, WINDOW, in_batches, timed
+
+SPARK_EVENTS = 200_000
+"""The events each operator runs on in Spark (``bench --spark-events``): 20 micro-batches of 10,000, one to
+two minutes per operator on two cores shared with other jobs; the engine's 1,000,000 would take five times
+as long."""
 
 
 def write_parquet(events: list[dict], folder: Path, files: int = 10) -> None:
@@ -123,3 +143,185 @@ def bench_workshop(figures: dict, say) -> None:
     figures["compare_warm_s_max"] = max(warm.values())
     figures["compare_warm_s_mean"] = round(sum(warm.values()) / len(warm), 2)
     figures["compare_warm_s_by_lesson"] = warm
+
+
+def arrow_type(kind: str):
+    """The Arrow type a Parquet column of Spark type ``kind`` is written with (event time: ms, UTC)."""
+    import pyarrow as pa
+
+    return {"TIMESTAMP": pa.timestamp("ms", tz="UTC"), "STRING": pa.string(), "DOUBLE": pa.float64()}[kind]
+
+
+def write_batches(batches: list[list[dict]], columns: dict[str, str], folder: Path) -> None:
+    """Each batch as one Parquet file in ``folder``, with ``columns`` (``{name: Spark type}``); the files'
+    modification times are one second apart in batch order (in the past), the order in which Spark's file
+    source takes them, one per micro-batch with ``maxFilesPerTrigger=1``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder.mkdir(parents=True)
+    first = int(time.time()) - len(batches) - 10
+    for k, batch in enumerate(batches):
+        table = pa.table(
+            {name: pa.array([row[name] for row in batch], arrow_type(kind)) for name, kind in columns.items()}
+        )
+        path = folder / f"batch-{k:06d}.parquet"
+        pq.write_table(table, path)
+        os.utime(path, (first + k, first + k))
+
+
+def process_tree_cpu_seconds() -> float:
+    """CPU seconds of this process and of every process under it (Spark's JVM, its Python workers), from
+    ``/proc``: Spark works in other processes and threads, which ``time.process_time`` does not see."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parents, times = {}, {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(entry)] = int(fields[1])
+        times[int(entry)] = sum(int(value) for value in fields[11:15]) / tick  # utime stime cutime cstime
+    me = os.getpid()
+
+    def under_me(pid: int) -> bool:
+        while pid > 1:
+            if pid == me:
+                return True
+            pid = parents.get(pid, 0)
+        return False
+
+    mine = os.times()
+    return mine.user + mine.system + sum(seconds for pid, seconds in times.items() if pid != me and under_me(pid))
+
+
+def engine_rows_by_batch(name: str, script: list) -> dict[int, int]:
+    """The rows the engine's pipeline of operator ``name`` emits in each batch on ``script`` (batches with
+    none left out)."""
+    benched = OPERATORS[name]
+    run = run_microbatch(benched.build(benched.inputs(script)), output_mode=benched.output_mode)
+    return {batch.batch_id: len(batch.rows) for batch in run.output() if batch.rows}
+
+
+def spark_operator_run(spark, name: str, script: list, folder: Path, on_batch: Callable | None = None) -> dict:
+    """Operator ``name`` in Spark on ``script`` (a list of batches of the bench's events): its compiled query
+    over Parquet files, one per batch and input, to ``foreachBatch``. Returns the rows of each batch (batches
+    with none left out), the batches run, the first batch's wall seconds (the query's start included), and
+    the wall and CPU seconds of the batches after it (:func:`process_tree_cpu_seconds`).
+    ``on_batch(batch_id)`` is called as each batch ends."""
+    from ministream.spark import session_conf
+    from ministream.spark.compiler import compile_flow
+    from ministream.spark.compiler.schema import ddl
+
+    benched = OPERATORS[name]
+    data = benched.inputs(script)
+    compiled = compile_flow(benched.build(data), {}, schemas=benched.columns, output_mode=benched.output_mode)
+    sides = data if isinstance(data, dict) else {"events": data}
+    inputs = {}
+    for source, columns in benched.columns.items():
+        write_batches(sides[source], columns, folder / source)
+        inputs[source] = (
+            spark.readStream.schema(ddl(columns)).option("maxFilesPerTrigger", 1).parquet(str(folder / source))
+        )
+    rows: dict[int, int] = {}
+    first: list[tuple[float, float]] = []
+
+    def count(frame, batch_id):
+        rows[batch_id] = frame.count()
+        if batch_id == 0:
+            first.append((time.perf_counter(), process_tree_cpu_seconds()))
+        if on_batch is not None:
+            on_batch(batch_id)
+
+    with session_conf(spark, compiled.conf):
+        started = time.perf_counter()
+        query = (
+            compiled.twin(inputs, {})
+            .writeStream.foreachBatch(count)
+            .outputMode(benched.output_mode)
+            .option("checkpointLocation", str(folder / "checkpoint"))
+            .start()
+        )
+        try:
+            query.processAllAvailable()
+            ended, cpu = time.perf_counter(), process_tree_cpu_seconds()
+            batches = len({progress["batchId"] for progress in query.recentProgress})
+        finally:
+            query.stop()
+    [(first_ended, first_cpu)] = first
+    return {
+        "rows": {batch_id: n for batch_id, n in rows.items() if n},
+        "batches": batches,
+        "first_batch_s": first_ended - started,
+        "wall_s": ended - first_ended,
+        "cpu_s": cpu - first_cpu,
+    }
+
+
+def bench_spark_operators(
+    figures: dict,
+    events: list[dict],
+    say,
+    batch_size: int = 10_000,
+    progress: Callable[[str], None] | None = None,
+) -> None:
+    """Every operator of ``engine.OPERATORS`` in Spark on ``events`` in batches of ``batch_size``, checked
+    against the engine's rows on the same events: ``spark_<operator>_events_per_s`` (CPU time, the batches
+    after the first), ``spark_<operator>_wall_events_per_s``, ``spark_<operator>_first_batch_s``,
+    ``spark_<operator>_rows``, ``spark_<operator>_same_rows``, and, when the engine's figure is in
+    ``figures``, ``<operator>_ratio_to_spark`` (ministream's events/s over Spark's). A query that gives
+    other rows than the engine is said loudly, and its figures are kept with ``same_rows`` false.
+    ``progress(text)`` is told which operator and batch runs."""
+    from ministream.spark import spark_session
+
+    started = time.perf_counter()
+    spark = spark_session()
+    spark.range(1).collect()
+    figures.setdefault("spark_session_start_s", round(time.perf_counter() - started, 2))
+    script = in_batches(events, -(-len(events) // batch_size))
+    figures["spark_operator_events"] = len(events)
+    figures["spark_operator_batches"] = len(script)
+    for name in OPERATORS:
+
+        def on_batch(batch_id: int, name: str = name) -> None:
+            if progress is None:
+                return
+            if batch_id < 0:
+                progress(f"spark {name}: starting the query")
+            elif batch_id < len(script):
+                progress(f"spark {name}: batch {batch_id + 1} of {len(script)} done")
+            else:  # the no-data batch after the last file, when the watermark moved
+                progress(f"spark {name}: no-data batch {batch_id + 1} done")
+
+        on_batch(-1)
+        with tempfile.TemporaryDirectory(prefix="ministream-bench-") as tmp:
+            result = spark_operator_run(spark, name, script, Path(tmp), on_batch)
+        expected = engine_rows_by_batch(name, script)
+        same = result["rows"] == expected
+        after_first = len(events) - len(script[0])
+        rate = round(after_first / result["cpu_s"]) if result["cpu_s"] > 0 else None
+        figures[f"spark_{name}_events_per_s"] = rate
+        figures[f"spark_{name}_wall_events_per_s"] = round(after_first / result["wall_s"])
+        figures[f"spark_{name}_first_batch_s"] = round(result["first_batch_s"], 2)
+        figures[f"spark_{name}_rows"] = sum(result["rows"].values())
+        figures[f"spark_{name}_same_rows"] = same
+        ours = figures.get(f"{name}_events_per_s")
+        if ours and rate:
+            figures[f"{name}_ratio_to_spark"] = round(ours / rate, 2)
+        say(
+            f"spark {name}: {rate:,} events/s (CPU), {figures[f'spark_{name}_wall_events_per_s']:,} events/s (wall), "
+            f"first batch {result['first_batch_s']:.1f} s; {figures[f'spark_{name}_rows']:,} rows in "
+            f"{result['batches']} batches" + (", the engine's rows" if same else "")
+        )
+        if not same:
+            differing = sorted(
+                b for b in set(expected) | set(result["rows"]) if expected.get(b) != result["rows"].get(b)
+            )
+            say(
+                f"!!! MISMATCH {name}: Spark emitted {sum(result['rows'].values()):,} rows, the engine "
+                f"{sum(expected.values()):,}; batches that differ (batch: Spark, engine): "
+                + ", ".join(f"{b}: {result['rows'].get(b, 0)}, {expected.get(b, 0)}" for b in differing[:10])
+            )
