@@ -346,6 +346,35 @@ def _descendants_peak_rss() -> int:
     return total
 
 
+def _descendants_cpu_s() -> float:
+    """The CPU time (user and system, their own and their waited-for children's) of every process this one
+    started and that still runs, summed, in seconds: the JVM of a local Spark and its Python workers (a worker
+    that ended counts in the daemon that forked it)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    children: dict[int, list[int]] = {}
+    stats: dict[int, list[str]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            stats[int(entry.name)] = fields
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+    total, todo = 0, list(children.get(os.getpid(), []))
+    while todo:
+        pid = todo.pop()
+        todo += children.get(pid, [])
+        total += sum(int(value) for value in stats[pid][11:15])  # utime, stime, cutime, cstime
+    return total / tick
+
+
+SPARK_SCALE_CONF = {"spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true"}
+"""Settings of the Spark run on top of the lesson's: each batch's commit writes a changelog of its changes
+instead of a whole RocksDB checkpoint (0.1 s a commit here instead of 0.7 to 2.6 s at 2,000 sessions); Spark's
+documentation recommends it for large state. The rows are the same."""
+
+
 def measure_spark(
     sessions: int,
     *,
@@ -359,7 +388,8 @@ def measure_spark(
     when it starts, so its heartbeats fall where that clock puts them). Then a restart on the same checkpoint
     with one more (empty) batch: its time is what recovery costs (Spark loads the state when the batch needs
     it)."""
-    from ministream.spark import scripted_stream, session_conf, spark_session
+    from ministream.spark import session_conf, spark_session
+    from ministream.spark.source import write_script_files
 
     spark = spark_session()
     count = batches_of(open_seconds, keep_alive_seconds)
@@ -373,23 +403,32 @@ def measure_spark(
 
     conf = {
         **LESSON.spark_conf,
+        **SPARK_SCALE_CONF,
         "spark.sql.streaming.numRecentProgressUpdates": str(count + 10),
     }
     figures: dict = {"sessions": sessions, "backend": "spark (RocksDB state store)", "batches": count}
     with tempfile.TemporaryDirectory(prefix="ministream-scale-spark-") as folder, session_conf(spark, conf):
-        checkpoint = str(Path(folder) / "checkpoint")
+        checkpoint, files = str(Path(folder) / "checkpoint"), Path(folder) / "script"
+        # The events are read by Spark's own Parquet file source, one file per batch, in the JVM (as
+        # ``scripted_stream`` does on a local master; its Python source would pickle the whole script into every
+        # batch's task). The restart reads the same folder, with one more (empty) file.
+        files.mkdir()
+        stream = spark.readStream.schema(LESSON.spark_schema()).option("maxFilesPerTrigger", 1).parquet(str(files))
+        write_script_files(stream.schema, script, str(files))
+        del script  # the events are in the files now
 
-        def start(batches):
-            stream = scripted_stream(spark, LESSON.spark_schema(), batches, source="python")
+        def start():
             frame = LESSON.twin({"events": stream}, params)
             writer = frame.writeStream.foreachBatch(sink).outputMode("update")
             return writer.option("checkpointLocation", checkpoint).start()
 
         bar = tqdm(total=1, desc=f"spark, {sessions:,} sessions", unit="run", file=sys.stderr)
-        started = time.perf_counter()
-        query = start(script)
+        started, cpu = time.perf_counter(), _descendants_cpu_s()
+        query = start()
         query.processAllAvailable()
         figures["run_wall_s"] = round(time.perf_counter() - started, 2)
+        figures["run_cpu_s_jvm_and_workers"] = round(_descendants_cpu_s() - cpu, 2)
+        figures["cpu_us_per_session"] = round(figures["run_cpu_s_jvm_and_workers"] / sessions * 1e6, 1)
         progress = [p for p in query.recentProgress if p["numInputRows"] > 0 or p["batchId"] < count]
         query.stop()
         bar.update(1)
@@ -406,7 +445,10 @@ def measure_spark(
         # numExpiredTimers read 0 in every batch of a ProcessingTime query here (PySpark 4.3), though timers
         # fired: the firings are then not known, only the rows they emitted.
         figures["timer_firings"] = timers or None
+        figures["events_per_s"] = round(events / figures["run_cpu_s_jvm_and_workers"])
         figures["events_per_wall_s"] = round(events / sum(durations))
+        # the rows that timers emit (a firing emits one per session due, or none): what is known of the firings
+        figures["timer_rows"] = kinds.get("heartbeat", 0) + kinds.get("timed_out", 0)
         figures["timer_firings_per_wall_s"] = round(timers / sum(durations)) if timers else None
         figures["batch_wall_p50_s"] = round(percentile(durations, 0.5), 3)
         figures["batch_wall_p99_s"] = round(percentile(durations, 0.99), 3)
@@ -419,7 +461,12 @@ def measure_spark(
         figures["commit_ms_last_batch"] = last.get("commitTimeMs")
         figures["custom_metrics_last_batch"] = metrics
         started = time.perf_counter()
-        query = start([*script, []])
+        with tempfile.TemporaryDirectory() as extra:
+            write_script_files(stream.schema, [[]], extra)
+            last = files / f"batch-{count:06d}.parquet"
+            os.replace(Path(extra) / "batch-000000.parquet", last)
+            os.utime(last)  # now: after every other file, so the file source reads it last
+        query = start()
         query.processAllAvailable()
         figures["recovery_s"] = round(time.perf_counter() - started, 2)
         query.stop()
@@ -469,15 +516,18 @@ def cost_growth(results: dict, engine: str = "memory") -> float | None:
 
 def scale_plot(results: dict):
     """CPU time and memory per session against the number of sessions, per engine (a flat line: the cost grows
-    linearly with the sessions). Returns the figure.
+    linearly with the sessions); with Spark runs, a third panel for the Spark twin's CPU time per session (its
+    JVM's and Python workers'), on a scale of its own. Returns the figure.
 
     >>> figure = scale_plot({"memory 10": {"backend": "memory", "sessions": 10, "cpu_us_per_session": 2.0,
     ...                                    "memory_per_session_bytes": 400}})
     >>> [axes.get_ylabel() for axes in figure.axes]
     ['CPU µs per session', 'bytes per session']
     """
-    figure = plot_figure_class()(figsize=(8, 3.2), layout="constrained")
-    cpu, memory = figure.subplots(1, 2)
+    spark = sorted((f["sessions"], f) for f in results.values() if _label(f) == "spark" and "cpu_us_per_session" in f)
+    figure = plot_figure_class()(figsize=(12 if spark else 8, 3.2), layout="constrained")
+    panels = figure.subplots(1, 3 if spark else 2)
+    cpu, memory = panels[0], panels[1]
     for engine in ("memory", "rocksdb"):
         runs = sorted((f["sessions"], f) for f in results.values() if _label(f) == engine)
         if not runs:
@@ -496,6 +546,18 @@ def scale_plot(results: dict):
         axes.legend(fontsize=8)
     cpu.set_title("whole run (open + 30 s of heartbeats)", fontsize=9)
     memory.set_title("resident set after the sessions opened", fontsize=9)
+    if spark:
+        twin = panels[2]
+        sizes = [size for size, _ in spark]
+        twin.plot(sizes, [f["cpu_us_per_session"] for _, f in spark], marker="o", color="C3", label="Spark twin")
+        twin.set_xscale("log")
+        twin.set_yscale("log")
+        twin.set_xticks(sizes, [f"{size / 1e3:g}k" for size in sizes])
+        twin.minorticks_off()
+        twin.set_xlabel("concurrent sessions")
+        twin.set_ylabel("CPU µs per session (log)")
+        twin.set_title("Spark twin, JVM + Python workers", fontsize=9)
+        twin.legend(fontsize=8)
     return figure
 
 
