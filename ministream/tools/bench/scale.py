@@ -572,7 +572,16 @@ def scale_table(results: dict) -> str:
         ("sessions", lambda f: f"{f['sessions']:,}"),
         ("engine, state", lambda f: "Spark, RocksDB" if _label(f) == "spark" else f"ministream, {f['backend']}"),
         ("events", lambda f: f"{f['events']:,}"),
-        ("timer firings", lambda f: f"{f['timer_firings']:,}" if f.get("timer_firings") else "not reported"),
+        (
+            "timer firings",
+            lambda f: (
+                f"{f['timer_firings']:,}"
+                if f.get("timer_firings")
+                else f"not reported ({f['timer_rows']:,} rows from timers)"
+                if "timer_rows" in f
+                else "not reported"
+            ),
+        ),
         (
             "rows (heartbeat / ended / timed out)",
             lambda f: " / ".join(f"{f['rows'].get(kind, 0):,}" for kind in ("heartbeat", "ended", "timed_out")),
