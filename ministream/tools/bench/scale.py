@@ -383,19 +383,24 @@ def measure_spark(
     keep_alive_seconds: int = KEEP_ALIVE_SECONDS,
     end_every: int = END_EVERY,
     silent_every: int = SILENT_EVERY,
+    slower_clock: int = 1,
 ) -> dict:
     """The same workload through the lesson's Spark twin (``transformWithState`` in ``ProcessingTime`` mode, a
     local master): its batches, the same events, on Spark's own clock (the wall clock: each batch's timestamp is
     when it starts, so its heartbeats fall where that clock puts them). Then a restart on the same checkpoint
     with one more (empty) batch: its time is what recovery costs (Spark loads the state when the batch needs
-    it)."""
+    it).
+
+    ``slower_clock`` multiplies the heartbeat and the timeout: Spark's batches take seconds, not one, so with the
+    workload's 30 s and 45 s a session times out between two of its plays (30 batches apart); with them 20 times
+    longer, the sessions stay open as in ministream's run, and each sends about one heartbeat."""
     from ministream.spark import session_conf, spark_session
     from ministream.spark.source import write_script_files
 
     spark = spark_session()
     count = batches_of(open_seconds, keep_alive_seconds)
     script = [scale_batch(k, sessions, open_seconds, end_every, silent_every) for k in range(count)]
-    params = {"heartbeat": HEARTBEAT, "timeout": TIMEOUT}
+    params = {"heartbeat": HEARTBEAT * slower_clock, "timeout": TIMEOUT * slower_clock}
     kinds: dict[str, int] = {}
 
     def sink(frame, batch_id):
@@ -407,7 +412,7 @@ def measure_spark(
         **SPARK_SCALE_CONF,
         "spark.sql.streaming.numRecentProgressUpdates": str(count + 10),
     }
-    figures: dict = {"sessions": sessions, "backend": "spark (RocksDB state store)", "batches": count}
+    figures: dict = {"sessions": sessions, "backend": "spark (RocksDB state store)", "batches": count, **params}
     with tempfile.TemporaryDirectory(prefix="ministream-scale-spark-") as folder, session_conf(spark, conf):
         checkpoint, files = str(Path(folder) / "checkpoint"), Path(folder) / "script"
         # The events are read by Spark's own Parquet file source, one file per batch, in the JVM (as
@@ -499,7 +504,15 @@ def _one_run_in_a_new_process(sessions: int, backend: str, checkpoints: bool = T
 
 
 def _label(figures: dict) -> str:
-    return "spark" if figures["backend"].startswith("spark") else figures["backend"]
+    """``memory``, ``rocksdb``, ``spark``, or ``spark, clock x20`` for a Spark run with a slower clock.
+
+    >>> _label({"backend": "spark (RocksDB state store)", "heartbeat": 600_000}), _label({"backend": "memory"})
+    ('spark, clock x20', 'memory')
+    """
+    if not figures["backend"].startswith("spark"):
+        return figures["backend"]
+    slower = figures.get("heartbeat", HEARTBEAT) // HEARTBEAT
+    return "spark" if slower == 1 else f"spark, clock x{slower}"
 
 
 def load_results(path: Path = RESULTS) -> dict:
@@ -543,7 +556,7 @@ def scale_plot(results: dict):
         sizes = [size for size, _ in runs]
         cpu.plot(sizes, [f["cpu_us_per_session"] for _, f in runs], marker="o", label=f"ministream, {engine}")
         memory.plot(sizes, [f["memory_per_session_bytes"] for _, f in runs], marker="o", label=f"ministream, {engine}")
-    sizes = sorted({f["sessions"] for f in results.values() if _label(f) != "spark"})
+    sizes = sorted({f["sessions"] for f in results.values() if not _label(f).startswith("spark")})
     for axes, label in ((cpu, "CPU µs per session"), (memory, "bytes per session")):
         axes.set_xscale("log")
         axes.set_xticks(sizes, [f"{size / 1e6:g}M" for size in sizes])
@@ -575,10 +588,13 @@ def _mib(value) -> str:
 
 def scale_table(results: dict) -> str:
     """The figures of every run as a Markdown table, one column per engine and size."""
-    runs = sorted(results.values(), key=lambda f: (_label(f) == "spark", _label(f), f["sessions"]))
+    runs = sorted(results.values(), key=lambda f: (_label(f).startswith("spark"), _label(f), f["sessions"]))
     rows = [
         ("sessions", lambda f: f"{f['sessions']:,}"),
-        ("engine, state", lambda f: "Spark, RocksDB" if _label(f) == "spark" else f"ministream, {f['backend']}"),
+        (
+            "engine, state",
+            lambda f: "Spark, RocksDB" if _label(f).startswith("spark") else f"ministream, {f['backend']}",
+        ),
         ("events", lambda f: f"{f['events']:,}"),
         (
             "timer firings",
@@ -603,6 +619,16 @@ def scale_table(results: dict) -> str:
             lambda f: f"{f['batch_p50_s']} / {f['batch_p99_s']}" if "batch_p50_s" in f else "-",
         ),
         ("micro-batch p50 / p99, wall s", lambda f: f"{f['batch_wall_p50_s']} / {f['batch_wall_p99_s']}"),
+        (
+            "state after the opening batches",
+            lambda f: (
+                f"{f['state_rows_after_open']:,} rows (map entries and timers)"
+                if "state_rows_after_open" in f
+                else f"{f['open_sessions']:,} devices"
+                if "open_sessions" in f
+                else "-"
+            ),
+        ),
         ("memory per session (Spark: its state store's)", lambda f: f"{f['memory_per_session_bytes']:,} B"),
         ("peak RSS (run)", lambda f: _mib(f.get("peak_rss_bytes", f.get("peak_rss_bytes_jvm_and_workers")))),
         ("peak RSS (with recovery)", lambda f: _mib(f.get("peak_rss_bytes_with_recovery"))),
@@ -800,6 +826,13 @@ def main(argv=None, out=None) -> int:
     )
     parser.add_argument("--backend", nargs="+", default=["memory", "rocksdb"], choices=["memory", "rocksdb"])
     parser.add_argument("--spark", type=int, metavar="N", help="also run the Spark twin with N sessions")
+    parser.add_argument(
+        "--spark-slower-clock",
+        type=int,
+        default=1,
+        metavar="F",
+        help="multiply the Spark run's heartbeat and timeout by F (its batches take seconds, not one)",
+    )
     parser.add_argument("--results", default=str(RESULTS), help="the JSON file that keeps every run's figures")
     parser.add_argument("--markdown", metavar="FILE", help="write the scale section of this page, and the plot")
     parser.add_argument("--no-checkpoints", action="store_true", help="skip the checkpoints and the recovery")
@@ -819,9 +852,11 @@ def main(argv=None, out=None) -> int:
             path.write_text(json.dumps(results, indent=1) + "\n")
             print(f"{backend} {sessions:,} sessions: {json.dumps(figures)}", file=out)
     if args.spark:
-        figures = measure_spark(args.spark)
+        figures = measure_spark(args.spark, slower_clock=args.spark_slower_clock)
         results = load_results(path)
-        results[f"spark {args.spark}"] = figures
+        results[f"spark {args.spark}" + (f" x{args.spark_slower_clock}" if args.spark_slower_clock > 1 else "")] = (
+            figures
+        )
         path.write_text(json.dumps(results, indent=1) + "\n")
         print(f"spark {args.spark:,} sessions: {json.dumps(figures)}", file=out)
     growth = cost_growth(results)
