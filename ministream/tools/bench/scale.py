@@ -413,7 +413,10 @@ def measure_spark(
         "spark.sql.streaming.numRecentProgressUpdates": str(count + 10),
     }
     figures: dict = {"sessions": sessions, "backend": "spark (RocksDB state store)", "batches": count, **params}
-    with tempfile.TemporaryDirectory(prefix="ministream-scale-spark-") as folder, session_conf(spark, conf):
+    # Spark's state store maintenance may still write into the checkpoint after the query stopped: the folder
+    # is then removed as far as it can be.
+    scratch = tempfile.TemporaryDirectory(prefix="ministream-scale-spark-", ignore_cleanup_errors=True)
+    with scratch as folder, session_conf(spark, conf):
         checkpoint, files = str(Path(folder) / "checkpoint"), Path(folder) / "script"
         # The events are read by Spark's own Parquet file source, one file per batch, in the JVM (as
         # ``scripted_stream`` does on a local master; its Python source would pickle the whole script into every
