@@ -572,8 +572,18 @@ def scale_plot(results: dict):
     memory.set_title("resident set after the sessions opened", fontsize=9)
     if spark:
         twin = panels[2]
-        sizes = [size for size, _ in spark]
-        twin.plot(sizes, [f["cpu_us_per_session"] for _, f in spark], marker="o", color="C3", label="Spark twin")
+        sizes = sorted({f["sessions"] for f in results.values() if _label(f).startswith("spark")})
+        for style, label in (("o-", "spark"), ("s--", None)):
+            runs = sorted(
+                (f["sessions"], f)
+                for f in results.values()
+                if "cpu_us_per_session" in f and (_label(f) == label if label else _label(f).startswith("spark, clock"))
+            )
+            if runs:
+                name = "Spark twin, wall clock" if label else f"Spark twin, {_label(runs[0][1])[7:]}"
+                twin.plot(
+                    [n for n, _ in runs], [f["cpu_us_per_session"] for _, f in runs], style, color="C3", label=name
+                )
         twin.set_xscale("log")
         twin.set_ylim(bottom=0)
         twin.set_xticks(sizes, [f"{size / 1e3:g}k" for size in sizes])
