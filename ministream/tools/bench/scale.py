@@ -796,14 +796,16 @@ def spark_verdict(results: dict, budget_s: float = 20 * 60) -> str:
         f"{results.get('spark 2000', {}).get('batch_wall_p50_s')} / "
         f"{results.get('spark 2000', {}).get('batch_wall_p99_s')} s now."
     )
-    for f in results.values():  # the runs on a slower clock: do the sessions stay open?
+    for f in sorted(results.values(), key=lambda f: f["sessions"]):  # on a slower clock: do the sessions stay open?
         label = _label(f)
         if label.startswith("spark, clock"):
+            budget = "within" if f["run_wall_s"] <= budget_s else "over"
             text += (
                 f"\n- *{label}* (`--spark-slower-clock`: heartbeat {f['heartbeat'] // 1000} s, timeout "
                 f"{f['timeout'] // 1000} s, so that Spark's slow batches do not time the sessions out between two "
-                f"plays), {f['sessions']:,} sessions: {f['run_wall_s'] / 60:.0f} min of wall time, "
-                f"{f['run_cpu_s_jvm_and_workers']:.0f} s of CPU, batch p50/p99 {f['batch_wall_p50_s']} / "
+                f"plays), {f['sessions']:,} sessions: {f['run_wall_s'] / 60:.0f} min of wall time ({budget} the "
+                f"{budget_s / 60:.0f} min a run may take), {f['run_cpu_s_jvm_and_workers']:.0f} s of CPU "
+                f"({f['events_per_s']:,} events/s, {f['cpu_us_per_session']:,} µs per session), batch p50/p99 {f['batch_wall_p50_s']} / "
                 f"{f['batch_wall_p99_s']} s; its state held {f['state_rows_after_open']:,} rows after the opening "
                 f"batches ({f['state_memory_bytes_after_open'] / 2**20:.0f} MiB, "
                 f"{f['memory_per_session_bytes']:,} B per session); rows: "
