@@ -756,7 +756,7 @@ def spark_verdict(results: dict, budget_s: float = 20 * 60) -> str:
     ...                        "run_wall_s": 2 * c, "batch_wall_p50_s": 1.0, "batch_wall_p99_s": 2.0,
     ...                        "peak_rss_bytes_jvm_and_workers": 2**30} for n, c in ((10, 20.0), (100, 200.0))}
     >>> text = spark_verdict(runs)
-    >>> "largest size here: 100 sessions" in text, "about 1000.0 ms of CPU" in text
+    >>> "45 s timeout: 100 sessions" in text, "about 1000.0 ms of CPU" in text
     (True, True)
     """
     runs = sorted(
@@ -773,7 +773,8 @@ def spark_verdict(results: dict, budget_s: float = 20 * 60) -> str:
     engine = [f for f in results.values() if _label(f) == "memory"]
     engine_us = min(f["run_cpu_s"] / f["events"] * 1e6 for f in engine) if engine else float("nan")
     text = (
-        f"- **The Spark twin's largest size here: {size:,} sessions** ({wall / 60:.0f} min of wall time for the 60 "
+        f"- **The Spark twin's largest size here, with the workload's 30 s heartbeat and 45 s timeout: {size:,} "
+        f"sessions** ({wall / 60:.0f} min of wall time for the 60 "
         f"batches, {cpu:.0f} s of CPU, batch p50/p99 {largest['batch_wall_p50_s']} / "
         f"{largest['batch_wall_p99_s']} s). It stops on time, not on memory: its peak resident set stayed about "
         f"{_mib(largest['peak_rss_bytes_jvm_and_workers'])} (the state is in RocksDB, outside the JVM's heap), "
@@ -805,6 +806,15 @@ def spark_verdict(results: dict, budget_s: float = 20 * 60) -> str:
             f"{f['state_updates_p50_ms']:,} ms (summed over its two partitions, which run side by side), the "
             f"commit {f['state_commit_p50_ms']:,} ms: the stage (the Python calls and the JVM's state server "
             "answering them) is nearly the whole batch."
+        )
+    slower = [f for f in results.values() if _label(f).startswith("spark, clock")]
+    if slower:
+        held = max(slower, key=lambda f: f["state_rows_after_open"])
+        text += (
+            f"\n- **The most sessions Spark's state held at once here: {held['state_rows_after_open']:,}**, "
+            f"in the run of {held['sessions']:,} sessions on a clock {held['heartbeat'] // HEARTBEAT} times slower "
+            f"({held['run_wall_s'] / 60:.0f} min of wall time, peak RSS "
+            f"{_mib(held['peak_rss_bytes_jvm_and_workers'])}): memory was never the limit, time was."
         )
     for f in sorted(results.values(), key=lambda f: f["sessions"]):  # on a slower clock: do the sessions stay open?
         label = _label(f)
