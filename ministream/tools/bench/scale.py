@@ -573,17 +573,14 @@ def scale_plot(results: dict):
     if spark:
         twin = panels[2]
         sizes = sorted({f["sessions"] for f in results.values() if _label(f).startswith("spark")})
-        for style, label in (("o-", "spark"), ("s--", None)):
+        labels = sorted({_label(f) for f in results.values() if _label(f).startswith("spark")})
+        for style, label in zip(("o-", "s--", "^:", "d-."), labels):
             runs = sorted(
-                (f["sessions"], f)
-                for f in results.values()
-                if "cpu_us_per_session" in f and (_label(f) == label if label else _label(f).startswith("spark, clock"))
+                (f for f in results.values() if _label(f) == label and "cpu_us_per_session" in f),
+                key=lambda f: f["sessions"],
             )
-            if runs:
-                name = "Spark twin, wall clock" if label else f"Spark twin, {_label(runs[0][1])[7:]}"
-                twin.plot(
-                    [n for n, _ in runs], [f["cpu_us_per_session"] for _, f in runs], style, color="C3", label=name
-                )
+            name = "Spark twin, wall clock" if label == "spark" else f"Spark twin, {label[7:]}"
+            twin.plot([f["sessions"] for f in runs], [f["cpu_us_per_session"] for f in runs], style, label=name)
         twin.set_xscale("log")
         twin.set_ylim(bottom=0)
         twin.set_xticks(sizes, [f"{size / 1e3:g}k" for size in sizes])
