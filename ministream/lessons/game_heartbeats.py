@@ -268,8 +268,8 @@ def twin(inputs, params):
         def read(self):
             return {key[0]: tuple(value) for key, value in self.sessions.iterator()}
 
-        def set_timers(self, now):
-            wanted = {wake_up(figures, timeout) for figures in self.read().values()}
+        def set_timers(self, now, sessions):
+            wanted = {wake_up(figures, timeout) for figures in sessions.values()}
             register, delete = timers_to_change(wanted, list(self.handle.listTimers()), now)
             for expiry in delete:
                 self.handle.deleteTimer(expiry)
@@ -283,25 +283,30 @@ def twin(inputs, params):
                 row = {"kind": frame.kind, "value": frame.value}
                 by_session.setdefault(frame.session, []).append(row)
             out = []
+            sessions = self.read()  # the device's map, read once: each call to the state server is a round trip
             for session, its_rows in by_session.items():
-                old = self.sessions.getValue((session,))
-                figures = opened_or_played(tuple(old) if old is not None else None, its_rows, now, heartbeat)
+                figures = opened_or_played(sessions.get(session), its_rows, now, heartbeat)
                 if any(row["kind"] == "end" for row in its_rows):
                     out.append(to_row(summary(key[0], session, "ended", now, figures)))
                     self.sessions.removeKey((session,))
+                    sessions.pop(session, None)
                 else:
                     self.sessions.updateValue((session,), figures)
-            self.set_timers(now)
+                    sessions[session] = figures
+            self.set_timers(now, sessions)
             return iter(out)
 
         def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
             now = timerValues.getCurrentProcessingTimeInMs()
-            rows, changed, closed = due_rows(key[0], self.read(), now, heartbeat, timeout)
+            sessions = self.read()
+            rows, changed, closed = due_rows(key[0], sessions, now, heartbeat, timeout)
             for session, figures in changed.items():
                 self.sessions.updateValue((session,), figures)
+                sessions[session] = figures
             for session in closed:
                 self.sessions.removeKey((session,))
-            self.set_timers(now)
+                del sessions[session]
+            self.set_timers(now, sessions)
             return iter([to_row(row) for row in rows])
 
         def close(self):
