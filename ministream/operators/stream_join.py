@@ -69,6 +69,8 @@ from ministream.time.lateness import LateRow
 from ministream.time.ranges import TimeRange
 from ministream.time.units import format_ts
 
+_EMPTY: dict = {}  # a key group with no rows (never written to)
+
 
 @attrs.frozen
 class JoinSide:
@@ -173,6 +175,7 @@ class StreamJoin(Operator):
         self.stored = count()  # n of the next row stored
         # per side: how to read a stored entry's time (the column its rows are sorted by), or None
         self.time_of = tuple(self._entry_time(self._time_column(side)) for side in (0, 1))
+        self.reach = tuple(self._reach(side) for side in (0, 1))  # per side: see _reach
         self.evicted_by = tuple(self._eviction_column(side) for side in (0, 1))  # per side, or None
 
     def process(self, pairs, input_index):
@@ -183,10 +186,11 @@ class StreamJoin(Operator):
         left_rows, right_rows = (self._drop_late(side, rows, batch) for side, rows in enumerate(arrived))
         self.arrived = ([], [])
         out = []
+        join_new_row = self._join_new_row
         for key, row in left_rows:  # rule 2: left rows meet the right state first
-            out += self._join_new_row(0, key, row)
+            out += join_new_row(0, key, row)
         for key, row in right_rows:  # rule 3: then right rows meet the left state
-            out += self._join_new_row(1, key, row)
+            out += join_new_row(1, key, row)
         if batch.watermark is not None:  # rule 4: eviction, and the outer rows it releases
             for side in (0, 1):
                 out += self._evict(side, batch.watermark)
@@ -260,11 +264,36 @@ class StreamJoin(Operator):
             padded = self._pad(side, row)
             self._explain_emit([padded], f"{self.sides[side].name} row fails its side's join condition: padded now")
             return [padded]
-        matchable = self.null_safe or not _has_null(key)  # with '=', a null key matches nothing
-        other = self.state[1 - side].get(key_group_of(key), {}).get(key) if matchable else None
-        semi = self.how == "left_semi"
+        group = key_group_of(key)
+        other = None
+        if self.null_safe or not _has_null(key):  # with '=', a null key matches nothing
+            other = self.state[1 - side].get(group, _EMPTY).get(key)
+        out = self._matches(side, key, row, self._in_range(side, row, other)) if other else []
+        if out and self.how == "left_semi" and side == 0:
+            self.ctx.count("matched once, not stored (left semi)")
+            self._explain_emit(out, "left semi: the left row matched, emitted once and not stored")
+            return out
+        self._store(side, group, key, [row, bool(out)])
+        self.ctx.count("stored in state")
+        if out and self.ctx.tracing:
+            self._explain_emit(
+                out, f"a new {self.sides[side].name} row matched a stored {self.sides[1 - side].name} row"
+            )
+        return out
+
+    def _matches(self, side: int, key, row: dict, candidates: list) -> list[dict]:
+        """The output rows of a new ``row`` of ``side`` with the other side's stored rows of its key that are
+        in its time range (``candidates``); each stored row that matches is marked as matched."""
         out = []
-        for entry in self._in_range(side, row, other) if other else ():
+        if self.how != "left_semi" and self.where is None:  # the usual join: every candidate matches
+            for entry in candidates:
+                out.append(self._joined(row, entry[0]) if side == 0 else self._joined(entry[0], row))
+                if not entry[1]:
+                    entry[1] = True
+                    self.changed[1 - side][key] = None  # the stored row changed in place: it matched
+            return out
+        semi = self.how == "left_semi"
+        for entry in candidates:
             left, right = (row, entry[0]) if side == 0 else (entry[0], row)
             if semi and side == 1 and entry[1]:
                 continue  # left semi: a left row is emitted at its first match only
@@ -279,16 +308,6 @@ class StreamJoin(Operator):
                     break  # one output row per left row, however many right rows match
             else:
                 out.append(self._joined(left, right))
-        if semi and side == 0 and out:
-            self.ctx.count("matched once, not stored (left semi)")
-            self._explain_emit(out, "left semi: the left row matched, emitted once and not stored")
-            return out
-        self._store(side, key, [row, bool(out)])
-        self.ctx.count("stored in state")
-        if out:
-            self._explain_emit(
-                out, f"a new {self.sides[side].name} row matched a stored {self.sides[1 - side].name} row"
-            )
         return out
 
     def _time_column(self, side: int) -> str | None:
@@ -297,35 +316,52 @@ class StreamJoin(Operator):
             return None
         return (self.time_range.left, self.time_range.right)[side]
 
-    def _in_range(self, side: int, row: dict, entries: list) -> list:
-        """The other side's ``entries`` of the key whose time is in range of ``row`` (a row of ``side``): a
-        binary search in the time-sorted entries. Times are whole ms, so a strict bound is 1 ms closer."""
+    def _reach(self, side: int) -> tuple | None:
+        """How far a new row of ``side`` reaches into the other side's times: ``(its time column, low, high)``
+        such that it matches the other side's rows timed from ``time + low`` to ``time + high`` (``None``:
+        unbounded that way), from the range ``left + lower <= right <= left + upper`` solved for the other
+        side's time; ``None`` without a time range. Times are whole ms, so a strict bound is 1 ms closer.
+
+        >>> join = StreamJoin("inner", TimeRange("t", "u", lower=0, upper=10, upper_inclusive=False),
+        ...                   JoinSide("a", "t"), JoinSide("b", "u"))
+        >>> join._reach(0), join._reach(1)
+        (('t', 0, 9), ('u', -9, 0))
+        """
         time_range = self.time_range
         if time_range is None:
-            return entries  # nothing but the key to match on
+            return None
         lower, upper = time_range.lower, time_range.upper
         if lower is not None and not time_range.lower_inclusive:
             lower += 1
         if upper is not None and not time_range.upper_inclusive:
             upper -= 1
-        # left + lower <= right <= left + upper, solved for the other side's time
         if side == 0:
-            t = row[time_range.left]
-            low, high = (None if lower is None else t + lower), (None if upper is None else t + upper)
-        else:
-            t = row[time_range.right]
-            low, high = (None if upper is None else t - upper), (None if lower is None else t - lower)
-        time_of = self.time_of[1 - side]
-        first = 0 if low is None else bisect_left(entries, low, key=time_of)
-        last = len(entries) if high is None else bisect_right(entries, high, key=time_of)
+            return time_range.left, lower, upper
+        return time_range.right, (None if upper is None else -upper), (None if lower is None else -lower)
+
+    def _in_range(self, side: int, row: dict, entries: list) -> list:
+        """The other side's ``entries`` of the key whose time is in range of ``row`` (a row of ``side``): two
+        binary searches in the time-sorted entries, O(log n), then a slice of the matches."""
+        reach = self.reach[side]
+        if reach is None:
+            return entries  # nothing but the key to match on
+        column, low, high = reach
+        time, time_of = row[column], self.time_of[1 - side]
+        first = 0 if low is None else bisect_left(entries, time + low, key=time_of)
+        last = len(entries) if high is None else bisect_right(entries, time + high, lo=first, key=time_of)
         return entries[first:last]
 
-    def _store(self, side: int, key, entry: list) -> None:
+    def _store(self, side: int, group: int, key, entry: list) -> None:
         """Keep a row in its side's state (sorted by time, when there is a time range) and in the eviction
         index."""
-        entries = self.state[side].setdefault(key_group_of(key), {}).setdefault(key, [])
+        keys = self.state[side].get(group)
+        if keys is None:
+            keys = self.state[side][group] = {}
+        entries = keys.get(key)
         time_of = self.time_of[side]
-        if time_of is None or not entries or time_of(entries[-1]) <= time_of(entry):
+        if entries is None:
+            keys[key] = [entry]
+        elif time_of is None or time_of(entries[-1]) <= time_of(entry):
             entries.append(entry)  # rows mostly come in time order: the new one goes last
         else:
             insort(entries, entry, key=time_of)
@@ -390,12 +426,13 @@ class StreamJoin(Operator):
                 if pads and not matched and row[column] <= limit:
                     padded = self._pad(side, row)
                     out.append(padded)
-                    self._explain_emit(
-                        [padded],
-                        f"{self.sides[side].name} row evicted unmatched "
-                        f"({column} {format_ts(row[column])} <= {format_ts(limit)}): "
-                        "padded with nulls",
-                    )
+                    if self.ctx.tracing:
+                        self._explain_emit(
+                            [padded],
+                            f"{self.sides[side].name} row evicted unmatched "
+                            f"({column} {format_ts(row[column])} <= {format_ts(limit)}): "
+                            "padded with nulls",
+                        )
             if kept:
                 table[group][key] = kept
             else:
