@@ -55,7 +55,7 @@ what Spark refuses), the planner picks this operator for it in the micro-batch m
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right, insort
+from bisect import bisect_left, bisect_right
 from heapq import heapify, heappop, heappush
 from itertools import count
 
@@ -95,11 +95,14 @@ class StreamJoin(Operator):
     outer join pads only the rows that never did). With a time range, each key's rows are kept **sorted by
     their time** (the range's column of that side), so that a new row finds the other side's rows in its
     range by binary search, O(log n + matches), instead of testing every row of its key. Beside the tables,
-    ``self.by_time``, per side, is the index eviction reads: a heap of ``(time, n, key)``, one entry per
-    stored row (``time`` in the column the side is evicted by, ``n`` the count of rows stored, so that keys
-    are never compared), smallest time on top; eviction pops the entries at or below the side's state
-    watermark and cleans just those keys, never looking at the others. An entry whose row is gone already
-    is skipped. During a batch the new rows wait in ``self.arrived``
+    ``self.by_time``, per side, is the index eviction reads: a heap of ``(time, n, key)`` (``time`` in the
+    column the side is evicted by, ``n`` a counter, so that keys are never compared), smallest time on top,
+    with an entry for each key at or before its earliest row: one pushed when a row becomes its key's
+    earliest, O(log k) for k entries. Eviction pops the entries at or below the side's state watermark and
+    cleans just those keys, never looking at the others: a key's rows sorted by the evicting time leave as a
+    prefix, and the key goes back on the heap with its earliest row left. An entry whose key has no rows
+    there is skipped. (When the rows are sorted by another column than the one evicting them, every row
+    gets an entry.) During a batch the new rows wait in ``self.arrived``
     (``[left rows, right rows]`` of ``(key, row)``), because Spark joins all left rows before any right row.
     ``self.changed``, ``{key: None}`` per side: the keys stored, matched or evicted since the last checkpoint.
 
@@ -172,11 +175,18 @@ class StreamJoin(Operator):
         # marked for incremental checkpoints; not copy on write: a snapshot copies the lists
         self.changed = (ctx.state.track_changes("left"), ctx.state.track_changes("right"))
         self.by_time: tuple[list, list] = ([], [])  # per side, heap of (time, n, key): see the class
-        self.stored = count()  # n of the next row stored
-        # per side: how to read a stored entry's time (the column its rows are sorted by), or None
-        self.time_of = tuple(self._entry_time(self._time_column(side)) for side in (0, 1))
+        self.stored = count()  # n of the next heap entry
+        # per side: the column its rows are sorted by (its column of the time range), or None; how to read
+        # a stored entry's time in it (for the binary searches)
+        self.sort_column = tuple(self._time_column(side) for side in (0, 1))
+        self.time_of = tuple(self._entry_time(column) for column in self.sort_column)
         self.reach = tuple(self._reach(side) for side in (0, 1))  # per side: see _reach
         self.evicted_by = tuple(self._eviction_column(side) for side in (0, 1))  # per side, or None
+        # per side: whether a key's rows leave in the order they are kept, first ones first (they are sorted
+        # by the column that evicts them, or that column is in the key, the same for all its rows)
+        self.in_eviction_order = tuple(
+            self.key_time is not None or self.evicted_by[side] == self.sort_column[side] for side in (0, 1)
+        )
 
     def process(self, pairs, input_index):
         self.arrived[input_index].extend(pairs)
@@ -352,21 +362,24 @@ class StreamJoin(Operator):
         return entries[first:last]
 
     def _store(self, side: int, group: int, key, entry: list) -> None:
-        """Keep a row in its side's state (sorted by time, when there is a time range) and in the eviction
-        index."""
+        """Keep a row in its side's state (sorted by time, when there is a time range) and, when it is the
+        earliest row of its key (or the key's rows are not in eviction order), in the eviction index."""
         keys = self.state[side].get(group)
         if keys is None:
             keys = self.state[side][group] = {}
         entries = keys.get(key)
-        time_of = self.time_of[side]
+        column = self.sort_column[side]
         if entries is None:
-            keys[key] = [entry]
-        elif time_of is None or time_of(entries[-1]) <= time_of(entry):
+            keys[key] = entries = [entry]
+            position = 0
+        elif column is None or entries[-1][0][column] <= entry[0][column]:
             entries.append(entry)  # rows mostly come in time order: the new one goes last
+            position = len(entries) - 1
         else:
-            insort(entries, entry, key=time_of)
+            position = bisect_right(entries, entry[0][column], key=self.time_of[side])
+            entries.insert(position, entry)
         evicted_by = self.evicted_by[side]
-        if evicted_by is not None:
+        if evicted_by is not None and (position == 0 or not self.in_eviction_order[side]):
             heappush(self.by_time[side], (entry[0][evicted_by], next(self.stored), key))
         self.changed[side][key] = None
 
@@ -402,12 +415,15 @@ class StreamJoin(Operator):
         return min([limit for limit in limits if limit is not None] + [input_watermark])
 
     def _evict(self, side: int, watermark: int) -> list[dict]:
-        """Rule 4: remove the rows that can no longer match; an outer side pads its unmatched ones."""
+        """Rule 4: remove the rows that can no longer match; an outer side pads its unmatched ones.
+
+        The heap gives the keys with a row at or below the limit, earliest first (each key once); a key whose
+        rows are in eviction order loses a prefix of them and goes back on the heap with its new earliest row."""
         limit = self._state_watermark(side, watermark)
         if limit is None:
             return []
-        column = self.evicted_by[side]
-        pads = self.how == "full_outer" or self.how == ("left_outer", "right_outer")[side]
+        column, in_order = self.evicted_by[side], self.in_eviction_order[side]
+        pads = self._preserved(side)
         out = []
         table, changed, heap = self.state[side], self.changed[side], self.by_time[side]
         due = {}  # {key: None}: the keys with rows at or below the limit, each once
@@ -415,26 +431,36 @@ class StreamJoin(Operator):
             due[heappop(heap)[2]] = None
         for key in due:
             group = key_group_of(key)
-            entries = table.get(group, {}).get(key)
+            entries = table.get(group, _EMPTY).get(key)
             if not entries:
                 continue  # the key's rows are gone already (an entry of the index stays until its time comes)
-            kept = [entry for entry in entries if entry[0][column] > limit]
-            if len(kept) == len(entries):
+            if in_order:  # the rows that leave are the first ones: O(rows evicted)
+                cut = 0
+                while cut < len(entries) and entries[cut][0][column] <= limit:
+                    cut += 1
+                gone, kept = entries[:cut], entries[cut:]
+            else:
+                gone = [entry for entry in entries if entry[0][column] <= limit]
+                kept = [entry for entry in entries if entry[0][column] > limit]
+            if not gone:
                 continue  # nothing evicted: the key is unchanged
             changed[key] = None  # shrunk or removed
-            for row, matched in entries:
-                if pads and not matched and row[column] <= limit:
-                    padded = self._pad(side, row)
-                    out.append(padded)
-                    if self.ctx.tracing:
-                        self._explain_emit(
-                            [padded],
-                            f"{self.sides[side].name} row evicted unmatched "
-                            f"({column} {format_ts(row[column])} <= {format_ts(limit)}): "
-                            "padded with nulls",
-                        )
+            if pads:
+                for row, matched in gone:
+                    if not matched:
+                        padded = self._pad(side, row)
+                        out.append(padded)
+                        if self.ctx.tracing:
+                            self._explain_emit(
+                                [padded],
+                                f"{self.sides[side].name} row evicted unmatched "
+                                f"({column} {format_ts(row[column])} <= {format_ts(limit)}): "
+                                "padded with nulls",
+                            )
             if kept:
                 table[group][key] = kept
+                if in_order:  # back on the heap, by its earliest row left
+                    heappush(heap, (kept[0][0][column], next(self.stored), key))
             else:
                 del table[group][key]
                 if not table[group]:
