@@ -180,6 +180,9 @@ class StreamJoin(Operator):
         # a stored entry's time in it (for the binary searches)
         self.sort_column = tuple(self._time_column(side) for side in (0, 1))
         self.time_of = tuple(self._entry_time(column) for column in self.sort_column)
+        # per side, {key: [time, ...]}: the times of each key's rows in the sort column, in their order, so that
+        # a binary search compares plain numbers; not part of a checkpoint: made from the tables
+        self.times: tuple[dict, dict] = ({}, {})
         self.reach = tuple(self._reach(side) for side in (0, 1))  # per side: see _reach
         self.evicted_by = tuple(self._eviction_column(side) for side in (0, 1))  # per side, or None
         # per side: whether a key's rows leave in the order they are kept, first ones first (they are sorted
@@ -195,12 +198,8 @@ class StreamJoin(Operator):
         arrived = [self._pushed_down(side, rows) for side, rows in enumerate(self.arrived)]
         left_rows, right_rows = (self._drop_late(side, rows, batch) for side, rows in enumerate(arrived))
         self.arrived = ([], [])
-        out = []
-        join_new_row = self._join_new_row
-        for key, row in left_rows:  # rule 2: left rows meet the right state first
-            out += join_new_row(0, key, row)
-        for key, row in right_rows:  # rule 3: then right rows meet the left state
-            out += join_new_row(1, key, row)
+        out = self._join_side(0, left_rows)  # rule 2: left rows meet the right state first
+        out += self._join_side(1, right_rows)  # rule 3: then right rows meet the left state
         if batch.watermark is not None:  # rule 4: eviction, and the outer rows it releases
             for side in (0, 1):
                 out += self._evict(side, batch.watermark)
@@ -264,31 +263,47 @@ class StreamJoin(Operator):
                 kept.append((key, row))
         return kept
 
-    def _join_new_row(self, side: int, key, row: dict) -> list[dict]:
-        """A new row meets the other side's stored rows of its key; then it is stored (rules 2 and 3). A row
-        that fails its side's condition (kept in the join because the side is preserved) can never match: its
+    def _join_side(self, side: int, pairs: list) -> list[dict]:
+        """Rules 2 and 3 for the batch's new rows of one side, in their order: each meets the other side's
+        stored rows of its key that are in its time range (:meth:`_in_range`, :meth:`_matches`), then is
+        stored (:meth:`_store`); a left-semi row that matched is emitted once and not stored. A row that fails
+        its side's condition (kept in the join because the side is preserved) can never match: its
         null-padded row comes out at once and it is not stored."""
         condition = self.pre_join[side]
-        if condition is not None and not condition.fn(row):
-            self.ctx.count("emitted padded with nulls at once (fails its side's condition)")
-            padded = self._pad(side, row)
-            self._explain_emit([padded], f"{self.sides[side].name} row fails its side's join condition: padded now")
-            return [padded]
-        group = key_group_of(key)
-        other = None
-        if self.null_safe or not _has_null(key):  # with '=', a null key matches nothing
-            other = self.state[1 - side].get(group, _EMPTY).get(key)
-        out = self._matches(side, key, row, self._in_range(side, row, other)) if other else []
-        if out and self.how == "left_semi" and side == 0:
-            self.ctx.count("matched once, not stored (left semi)")
-            self._explain_emit(out, "left semi: the left row matched, emitted once and not stored")
-            return out
-        self._store(side, group, key, [row, bool(out)])
-        self.ctx.count("stored in state")
-        if out and self.ctx.tracing:
-            self._explain_emit(
-                out, f"a new {self.sides[side].name} row matched a stored {self.sides[1 - side].name} row"
-            )
+        other_table = self.state[1 - side]
+        nulls_match = self.null_safe  # with '=', a null key matches nothing
+        semi_left = self.how == "left_semi" and side == 0
+        tracing, name, other_name = self.ctx.tracing, self.sides[side].name, self.sides[1 - side].name
+        out: list[dict] = []
+        stored = semi_matched = padded = 0
+        for key, row in pairs:
+            if condition is not None and not condition.fn(row):
+                padded += 1
+                out.append(self._pad(side, row))
+                self._explain_emit(out[-1:], f"{name} row fails its side's join condition: padded now")
+                continue
+            group = key_group_of(key)
+            entries = other_table.get(group, _EMPTY).get(key) if nulls_match or not _has_null(key) else None
+            candidates = self._in_range(side, key, row, entries) if entries else None
+            matches = self._matches(side, key, row, candidates) if candidates else []
+            if matches and semi_left:
+                semi_matched += 1
+                out += matches
+                self._explain_emit(matches, "left semi: the left row matched, emitted once and not stored")
+                continue
+            self._store(side, group, key, [row, bool(matches)])
+            stored += 1
+            if matches:
+                out += matches
+                if tracing:
+                    self._explain_emit(matches, f"a new {name} row matched a stored {other_name} row")
+        for outcome, rows in (
+            ("stored in state", stored),
+            ("matched once, not stored (left semi)", semi_matched),
+            ("emitted padded with nulls at once (fails its side's condition)", padded),
+        ):
+            if rows:
+                self.ctx.count(outcome, rows)
         return out
 
     def _matches(self, side: int, key, row: dict, candidates: list) -> list[dict]:
@@ -297,14 +312,14 @@ class StreamJoin(Operator):
         out = []
         if self.how != "left_semi" and self.where is None:  # the usual join: every candidate matches
             for entry in candidates:
-                out.append(self._joined(row, entry[0]) if side == 0 else self._joined(entry[0], row))
+                out.append(self._joined(*_sides(side, row, entry[0])))
                 if not entry[1]:
                     entry[1] = True
                     self.changed[1 - side][key] = None  # the stored row changed in place: it matched
             return out
         semi = self.how == "left_semi"
         for entry in candidates:
-            left, right = (row, entry[0]) if side == 0 else (entry[0], row)
+            left, right = _sides(side, row, entry[0])
             if semi and side == 1 and entry[1]:
                 continue  # left semi: a left row is emitted at its first match only
             if self.where is not None and not self.where(left, right):
@@ -349,34 +364,43 @@ class StreamJoin(Operator):
             return time_range.left, lower, upper
         return time_range.right, (None if upper is None else -upper), (None if lower is None else -lower)
 
-    def _in_range(self, side: int, row: dict, entries: list) -> list:
+    def _in_range(self, side: int, key, row: dict, entries: list) -> list:
         """The other side's ``entries`` of the key whose time is in range of ``row`` (a row of ``side``): two
-        binary searches in the time-sorted entries, O(log n), then a slice of the matches."""
+        binary searches in the key's sorted times (``self.times``: plain numbers, compared in C), O(log n),
+        then a slice of the matches."""
         reach = self.reach[side]
         if reach is None:
             return entries  # nothing but the key to match on
         column, low, high = reach
-        time, time_of = row[column], self.time_of[1 - side]
-        first = 0 if low is None else bisect_left(entries, time + low, key=time_of)
-        last = len(entries) if high is None else bisect_right(entries, time + high, lo=first, key=time_of)
+        time, times = row[column], self.times[1 - side][key]
+        first = 0 if low is None else bisect_left(times, time + low)
+        last = len(times) if high is None else bisect_right(times, time + high, first)
         return entries[first:last]
 
     def _store(self, side: int, group: int, key, entry: list) -> None:
-        """Keep a row in its side's state (sorted by time, when there is a time range) and, when it is the
-        earliest row of its key (or the key's rows are not in eviction order), in the eviction index."""
+        """Keep a row in its side's state (sorted by time, its time in ``self.times`` at the same place, when
+        there is a time range) and, when it is its key's earliest row (or the key's rows are not in eviction
+        order), in the eviction index."""
         keys = self.state[side].get(group)
         if keys is None:
             keys = self.state[side][group] = {}
         entries = keys.get(key)
         column = self.sort_column[side]
         if entries is None:
-            keys[key] = entries = [entry]
+            keys[key] = [entry]
+            if column is not None:
+                self.times[side][key] = [entry[0][column]]
             position = 0
-        elif column is None or entries[-1][0][column] <= entry[0][column]:
-            entries.append(entry)  # rows mostly come in time order: the new one goes last
+        elif column is None:
+            entries.append(entry)
             position = len(entries) - 1
         else:
-            position = bisect_right(entries, entry[0][column], key=self.time_of[side])
+            time, times = entry[0][column], self.times[side][key]
+            if times[-1] <= time:  # rows mostly come in time order: the new one goes last
+                position = len(times)
+            else:
+                position = bisect_right(times, time)
+            times.insert(position, time)
             entries.insert(position, entry)
         evicted_by = self.evicted_by[side]
         if evicted_by is not None and (position == 0 or not self.in_eviction_order[side]):
@@ -434,14 +458,19 @@ class StreamJoin(Operator):
             entries = table.get(group, _EMPTY).get(key)
             if not entries:
                 continue  # the key's rows are gone already (an entry of the index stays until its time comes)
+            times = self.times[side].get(key)  # the key's sorted times, with a time range
             if in_order:  # the rows that leave are the first ones: O(rows evicted)
                 cut = 0
                 while cut < len(entries) and entries[cut][0][column] <= limit:
                     cut += 1
                 gone, kept = entries[:cut], entries[cut:]
+                if times is not None and cut:
+                    del times[:cut]
             else:
                 gone = [entry for entry in entries if entry[0][column] <= limit]
                 kept = [entry for entry in entries if entry[0][column] > limit]
+                if times is not None and gone:
+                    times[:] = [time for time, entry in zip(times, entries) if entry[0][column] > limit]
             if not gone:
                 continue  # nothing evicted: the key is unchanged
             changed[key] = None  # shrunk or removed
@@ -463,21 +492,23 @@ class StreamJoin(Operator):
                     heappush(heap, (kept[0][0][column], next(self.stored), key))
             else:
                 del table[group][key]
+                self.times[side].pop(key, None)
                 if not table[group]:
                     del table[group]
         return out
 
     def restore(self, snapshot, key_groups=None):
-        """Load the rows of the subtask's key groups, then sort each key's rows by time and index them for
-        eviction (the index is not part of a checkpoint: it is made from the tables)."""
+        """Load the rows of the subtask's key groups, then sort each key's rows by time, list their times and
+        index them for eviction (times and index are not part of a checkpoint: they are made from the tables)."""
         super().restore(snapshot, key_groups)
-        self.by_time = ([], [])
+        self.by_time, self.times = ([], []), ({}, {})
         for side in (0, 1):
             time_of, evicted_by = self.time_of[side], self.evicted_by[side]
             for keys in self.state[side].values():
                 for key, entries in keys.items():
                     if time_of is not None:
                         entries.sort(key=time_of)
+                        self.times[side][key] = [time_of(entry) for entry in entries]
                     if evicted_by is not None:
                         self.by_time[side].extend((entry[0][evicted_by], next(self.stored), key) for entry in entries)
             heapify(self.by_time[side])
@@ -521,6 +552,11 @@ class StreamJoin(Operator):
         return sum(self.state_sizes().values())
 
 
+def _sides(side: int, row: dict, stored: dict) -> tuple[dict, dict]:
+    """``(left row, right row)`` of a new ``row`` of ``side`` and a ``stored`` row of the other side."""
+    return (row, stored) if side == 0 else (stored, row)
+
+
 def _has_null(key) -> bool:
     """Whether a join key is null or has a null part."""
     return key is None or (isinstance(key, tuple) and None in key)
@@ -529,13 +565,13 @@ def _has_null(key) -> bool:
 def joined_row(left: dict, right: dict) -> dict:
     """A joined row: the left columns, then the right ones. Spark keeps both when names clash, and then a
     column name means nothing: rename one side first."""
-    clash = left.keys() & right.keys()
-    if clash:
+    joined = {**left, **right}
+    if len(joined) < len(left) + len(right):  # a column of both sides
         raise PipelineError(
-            f"both sides of the join have columns {sorted(clash)}: rename them on one side "
+            f"both sides of the join have columns {sorted(left.keys() & right.keys())}: rename them on one side "
             "first (stream.select(...)), as Spark needs too"
         )
-    return {**left, **right}
+    return joined
 
 
 def state_sizes_by_side(trace, step: str) -> dict[str, list[int]]:
