@@ -101,8 +101,8 @@ class StreamJoin(Operator):
     earliest, O(log k) for k entries. Eviction pops the entries at or below the side's state watermark and
     cleans just those keys, never looking at the others: a key's rows sorted by the evicting time leave as a
     prefix, and the key goes back on the heap with its earliest row left. An entry whose key has no rows
-    there is skipped. (When the rows are sorted by another column than the one evicting them, every row
-    gets an entry.) During a batch the new rows wait in ``self.arrived``
+    there is skipped. (When a key's rows are not sorted by the column evicting them, a time in the key, every
+    row gets an entry.) During a batch the new rows wait in ``self.arrived``
     (``[left rows, right rows]`` of ``(key, row)``), because Spark joins all left rows before any right row.
     ``self.changed``, ``{key: None}`` per side: the keys stored, matched or evicted since the last checkpoint.
 
@@ -186,9 +186,9 @@ class StreamJoin(Operator):
         self.reach = tuple(self._reach(side) for side in (0, 1))  # per side: see _reach
         self.evicted_by = tuple(self._eviction_column(side) for side in (0, 1))  # per side, or None
         # per side: whether a key's rows leave in the order they are kept, first ones first (they are sorted
-        # by the column that evicts them, or that column is in the key, the same for all its rows)
+        # by the column that evicts them)
         self.in_eviction_order = tuple(
-            self.key_time is not None or self.evicted_by[side] == self.sort_column[side] for side in (0, 1)
+            self.evicted_by[side] is not None and self.evicted_by[side] == self.sort_column[side] for side in (0, 1)
         )
 
     def process(self, pairs, input_index):
@@ -232,11 +232,10 @@ class StreamJoin(Operator):
         nulls_out = not self.null_safe and not self._preserved(side)
         if condition is None and not nulls_out:
             return pairs
-        kept = [
-            (key, row)
-            for key, row in pairs
-            if (condition is None or condition.fn(row)) and not (nulls_out and _has_null(key))
-        ]
+        if condition is None:
+            kept = [pair for pair in pairs if not _has_null(pair[0])]
+        else:
+            kept = [(key, row) for key, row in pairs if condition.fn(row) and not (nulls_out and _has_null(key))]
         if len(kept) < len(pairs):
             self.ctx.drop("filtered by the join condition", rows=len(pairs) - len(kept))
         return kept
@@ -248,19 +247,17 @@ class StreamJoin(Operator):
         column = self.sides[side].watermark_column
         if column is None or batch.late_watermark is None:
             return pairs
-        kept = []
-        for key, row in pairs:
-            if row[column] <= batch.late_watermark:
-                rule = (
-                    f"{self.sides[side].name} row dropped: {column} {format_ts(row[column])} <= watermark "
-                    f"{format_ts(batch.late_watermark)} of the previous batch"
-                )
-                self.late_rows.append(
-                    LateRow(batch.batch_id, self.ctx.step_name, row, None, batch.late_watermark, rule)
-                )
-                self.ctx.explain("late", rule, row)
-            else:
-                kept.append((key, row))
+        late = batch.late_watermark
+        kept = [pair for pair in pairs if pair[1][column] > late]
+        if len(kept) < len(pairs):  # the late ones, each reported with its rule
+            for _, row in pairs:
+                if row[column] <= late:
+                    rule = (
+                        f"{self.sides[side].name} row dropped: {column} {format_ts(row[column])} <= watermark "
+                        f"{format_ts(late)} of the previous batch"
+                    )
+                    self.late_rows.append(LateRow(batch.batch_id, self.ctx.step_name, row, None, late, rule))
+                    self.ctx.explain("late", rule, row)
         return kept
 
     def _join_side(self, side: int, pairs: list) -> list[dict]:
@@ -271,7 +268,8 @@ class StreamJoin(Operator):
         null-padded row comes out at once and it is not stored."""
         condition = self.pre_join[side]
         other_table = self.state[1 - side]
-        nulls_match = self.null_safe  # with '=', a null key matches nothing
+        # with '=', a null key matches nothing (on a side not preserved, such rows were dropped before)
+        check_nulls = not self.null_safe and self._preserved(side)
         semi_left = self.how == "left_semi" and side == 0
         tracing, name, other_name = self.ctx.tracing, self.sides[side].name, self.sides[1 - side].name
         out: list[dict] = []
@@ -283,7 +281,7 @@ class StreamJoin(Operator):
                 self._explain_emit(out[-1:], f"{name} row fails its side's join condition: padded now")
                 continue
             group = key_group_of(key)
-            entries = other_table.get(group, _EMPTY).get(key) if nulls_match or not _has_null(key) else None
+            entries = None if check_nulls and _has_null(key) else other_table.get(group, _EMPTY).get(key)
             candidates = self._in_range(side, key, row, entries) if entries else None
             matches = self._matches(side, key, row, candidates) if candidates else []
             if matches and semi_left:
@@ -396,10 +394,8 @@ class StreamJoin(Operator):
             position = len(entries) - 1
         else:
             time, times = entry[0][column], self.times[side][key]
-            if times[-1] <= time:  # rows mostly come in time order: the new one goes last
-                position = len(times)
-            else:
-                position = bisect_right(times, time)
+            # rows mostly come in time order: the new one goes last, else where a binary search puts it
+            position = len(times) if times[-1] <= time else bisect_right(times, time)
             times.insert(position, time)
             entries.insert(position, entry)
         evicted_by = self.evicted_by[side]
@@ -459,13 +455,10 @@ class StreamJoin(Operator):
             if not entries:
                 continue  # the key's rows are gone already (an entry of the index stays until its time comes)
             times = self.times[side].get(key)  # the key's sorted times, with a time range
-            if in_order:  # the rows that leave are the first ones: O(rows evicted)
-                cut = 0
-                while cut < len(entries) and entries[cut][0][column] <= limit:
-                    cut += 1
+            if in_order:  # the rows that leave are the first ones: a binary search in their times finds them
+                cut = bisect_right(times, limit)
                 gone, kept = entries[:cut], entries[cut:]
-                if times is not None and cut:
-                    del times[:cut]
+                del times[:cut]
             else:
                 gone = [entry for entry in entries if entry[0][column] <= limit]
                 kept = [entry for entry in entries if entry[0][column] > limit]
