@@ -262,12 +262,17 @@ class StreamJoin(Operator):
 
     def _join_side(self, side: int, pairs: list) -> list[dict]:
         """Rules 2 and 3 for the batch's new rows of one side, in their order: each meets the other side's
-        stored rows of its key that are in its time range (:meth:`_in_range`, :meth:`_matches`), then is
-        stored (:meth:`_store`); a left-semi row that matched is emitted once and not stored. A row that fails
-        its side's condition (kept in the join because the side is preserved) can never match: its
-        null-padded row comes out at once and it is not stored."""
+        stored rows of its key that are in its time range (a binary search in the key's times, then
+        :meth:`_matches`), then is stored (in time order, and in the eviction index when it is its key's
+        earliest row); a left-semi row that matched is emitted once and not stored. A row that fails its
+        side's condition (kept in the join because the side is preserved) can never match: its null-padded
+        row comes out at once and it is not stored. The loop runs once per row: what it reads of the operator
+        is taken into local names first."""
         condition = self.pre_join[side]
-        other_table = self.state[1 - side]
+        table, times, changed, heap = self.state[side], self.times[side], self.changed[side], self.by_time[side]
+        other_table, other_times = self.state[1 - side], self.times[1 - side]
+        column, reach = self.sort_column[side], self.reach[side]
+        evicted_by, every_row_indexed = self.evicted_by[side], not self.in_eviction_order[side]
         # with '=', a null key matches nothing (on a side not preserved, such rows were dropped before)
         check_nulls = not self.null_safe and self._preserved(side)
         semi_left = self.how == "left_semi" and side == 0
@@ -281,15 +286,45 @@ class StreamJoin(Operator):
                 self._explain_emit(out[-1:], f"{name} row fails its side's join condition: padded now")
                 continue
             group = key_group_of(key)
-            entries = None if check_nulls and _has_null(key) else other_table.get(group, _EMPTY).get(key)
-            candidates = self._in_range(side, key, row, entries) if entries else None
-            matches = self._matches(side, key, row, candidates) if candidates else []
+            # the probe: the other side's rows of the key, those in range of the row's time (see _reach)
+            matches = []
+            candidates = None if check_nulls and _has_null(key) else other_table.get(group, _EMPTY).get(key)
+            if candidates:
+                if reach is not None:  # two binary searches in the key's times, O(log n), then a slice
+                    own_column, low, high = reach
+                    time, key_times = row[own_column], other_times[key]
+                    first = 0 if low is None else bisect_left(key_times, time + low)
+                    last = len(key_times) if high is None else bisect_right(key_times, time + high, first)
+                    candidates = candidates[first:last]
+                if candidates:
+                    matches = self._matches(side, key, row, candidates)
             if matches and semi_left:
                 semi_matched += 1
                 out += matches
                 self._explain_emit(matches, "left semi: the left row matched, emitted once and not stored")
                 continue
-            self._store(side, group, key, [row, bool(matches)])
+            # the store: the row goes at its place in time order (mostly last), its time at the same place
+            entry = [row, bool(matches)]
+            keys = table.get(group)
+            if keys is None:
+                keys = table[group] = {}
+            entries = keys.get(key)
+            if entries is None:
+                keys[key] = [entry]
+                if column is not None:
+                    times[key] = [row[column]]
+                position = 0
+            elif column is None:
+                entries.append(entry)
+                position = len(entries) - 1
+            else:
+                time, key_times = row[column], times[key]
+                position = len(key_times) if key_times[-1] <= time else bisect_right(key_times, time)
+                key_times.insert(position, time)
+                entries.insert(position, entry)
+            if evicted_by is not None and (position == 0 or every_row_indexed):  # the key's new earliest row
+                heappush(heap, (row[evicted_by], next(self.stored), key))
+            changed[key] = None
             stored += 1
             if matches:
                 out += matches
@@ -361,47 +396,6 @@ class StreamJoin(Operator):
         if side == 0:
             return time_range.left, lower, upper
         return time_range.right, (None if upper is None else -upper), (None if lower is None else -lower)
-
-    def _in_range(self, side: int, key, row: dict, entries: list) -> list:
-        """The other side's ``entries`` of the key whose time is in range of ``row`` (a row of ``side``): two
-        binary searches in the key's sorted times (``self.times``: plain numbers, compared in C), O(log n),
-        then a slice of the matches."""
-        reach = self.reach[side]
-        if reach is None:
-            return entries  # nothing but the key to match on
-        column, low, high = reach
-        time, times = row[column], self.times[1 - side][key]
-        first = 0 if low is None else bisect_left(times, time + low)
-        last = len(times) if high is None else bisect_right(times, time + high, first)
-        return entries[first:last]
-
-    def _store(self, side: int, group: int, key, entry: list) -> None:
-        """Keep a row in its side's state (sorted by time, its time in ``self.times`` at the same place, when
-        there is a time range) and, when it is its key's earliest row (or the key's rows are not in eviction
-        order), in the eviction index."""
-        keys = self.state[side].get(group)
-        if keys is None:
-            keys = self.state[side][group] = {}
-        entries = keys.get(key)
-        column = self.sort_column[side]
-        if entries is None:
-            keys[key] = [entry]
-            if column is not None:
-                self.times[side][key] = [entry[0][column]]
-            position = 0
-        elif column is None:
-            entries.append(entry)
-            position = len(entries) - 1
-        else:
-            time, times = entry[0][column], self.times[side][key]
-            # rows mostly come in time order: the new one goes last, else where a binary search puts it
-            position = len(times) if times[-1] <= time else bisect_right(times, time)
-            times.insert(position, time)
-            entries.insert(position, entry)
-        evicted_by = self.evicted_by[side]
-        if evicted_by is not None and (position == 0 or not self.in_eviction_order[side]):
-            heappush(self.by_time[side], (entry[0][evicted_by], next(self.stored), key))
-        self.changed[side][key] = None
 
     @staticmethod
     def _entry_time(column: str | None):
