@@ -184,6 +184,8 @@ class StreamJoin(Operator):
         # a binary search compares plain numbers; not part of a checkpoint: made from the tables
         self.times: tuple[dict, dict] = ({}, {})
         self.reach = tuple(self._reach(side) for side in (0, 1))  # per side: see _reach
+        # per side, its columns all null (what pads the other side's rows), when the plan knows them
+        self.nulls = tuple(None if side.columns is None else dict.fromkeys(side.columns) for side in self.sides)
         self.evicted_by = tuple(self._eviction_column(side) for side in (0, 1))  # per side, or None
         # per side: whether a key's rows leave in the order they are kept, first ones first (they are sorted
         # by the column that evicts them)
@@ -437,7 +439,7 @@ class StreamJoin(Operator):
         if limit is None:
             return []
         column, in_order = self.evicted_by[side], self.in_eviction_order[side]
-        pads = self._preserved(side)
+        pads, pad, tracing = self._preserved(side), self._pad, self.ctx.tracing
         out = []
         table, changed, heap = self.state[side], self.changed[side], self.by_time[side]
         due = {}  # {key: None}: the keys with rows at or below the limit, each once
@@ -464,9 +466,9 @@ class StreamJoin(Operator):
             if pads:
                 for row, matched in gone:
                     if not matched:
-                        padded = self._pad(side, row)
+                        padded = pad(side, row)
                         out.append(padded)
-                        if self.ctx.tracing:
+                        if tracing:
                             self._explain_emit(
                                 [padded],
                                 f"{self.sides[side].name} row evicted unmatched "
@@ -509,7 +511,9 @@ class StreamJoin(Operator):
                 f"{self.sides[1 - side].name} columns, so it must know them: select them "
                 "before the join (stream.select(...)), as Spark knows them from the schema"
             )
-        nulls = dict.fromkeys(columns)
+        nulls = self.nulls[1 - side]
+        if not self.using:
+            return joined_row(row, nulls) if side == 0 else joined_row(nulls, row)
         return self._joined(row, nulls) if side == 0 else self._joined(nulls, row)
 
     def _joined(self, left: dict, right: dict) -> dict:
