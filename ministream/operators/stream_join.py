@@ -440,8 +440,9 @@ class StreamJoin(Operator):
             return []
         column, in_order = self.evicted_by[side], self.in_eviction_order[side]
         pads, pad, tracing = self._preserved(side), self._pad, self.ctx.tracing
+        time_of = self.time_of[side]
         out = []
-        table, changed, heap = self.state[side], self.changed[side], self.by_time[side]
+        table, times_table, changed, heap = self.state[side], self.times[side], self.changed[side], self.by_time[side]
         due = {}  # {key: None}: the keys with rows at or below the limit, each once
         while heap and heap[0][0] <= limit:
             due[heappop(heap)[2]] = None
@@ -450,40 +451,37 @@ class StreamJoin(Operator):
             entries = table.get(group, _EMPTY).get(key)
             if not entries:
                 continue  # the key's rows are gone already (an entry of the index stays until its time comes)
-            times = self.times[side].get(key)  # the key's sorted times, with a time range
+            times = times_table.get(key)  # the key's sorted times, with a time range
             if in_order:  # the rows that leave are the first ones: a binary search in their times finds them
                 cut = bisect_right(times, limit)
-                gone, kept = entries[:cut], entries[cut:]
-                del times[:cut]
+                gone = entries[:cut]
+                del entries[:cut], times[:cut]
             else:
                 gone = [entry for entry in entries if entry[0][column] <= limit]
-                kept = [entry for entry in entries if entry[0][column] > limit]
+                entries[:] = [entry for entry in entries if entry[0][column] > limit]
                 if times is not None and gone:
-                    times[:] = [time for time, entry in zip(times, entries) if entry[0][column] > limit]
+                    times[:] = [time_of(entry) for entry in entries]
             if not gone:
                 continue  # nothing evicted: the key is unchanged
             changed[key] = None  # shrunk or removed
             if pads:
                 for row, matched in gone:
                     if not matched:
-                        padded = pad(side, row)
-                        out.append(padded)
+                        out.append(pad(side, row))
                         if tracing:
                             self._explain_emit(
-                                [padded],
+                                out[-1:],
                                 f"{self.sides[side].name} row evicted unmatched "
                                 f"({column} {format_ts(row[column])} <= {format_ts(limit)}): "
                                 "padded with nulls",
                             )
-            if kept:
-                table[group][key] = kept
-                if in_order:  # back on the heap, by its earliest row left
-                    heappush(heap, (kept[0][0][column], next(self.stored), key))
-            else:
+            if not entries:
                 del table[group][key]
-                self.times[side].pop(key, None)
+                times_table.pop(key, None)
                 if not table[group]:
                     del table[group]
+            elif in_order:  # back on the heap, by its earliest row left
+                heappush(heap, (entries[0][0][column], next(self.stored), key))
         return out
 
     def restore(self, snapshot, key_groups=None):
