@@ -232,9 +232,32 @@ def _pushed_by_join(spec: JoinSpec, side: int, event_time: str, rename: dict | N
         pushed.append(_renamed(condition.fn, rename))
     keys = (spec.left_keys, spec.right_keys)[side]
     if not spec.null_safe and all(here(column) != event_time for column in keys):
-        not_null = lambda row, keys=keys: all(row[column] is not None for column in keys if column in row)  # noqa: E731
-        pushed.append(_renamed(not_null, rename))
+        pushed.append(_renamed(_keys_not_null(keys), rename))
     return pushed
+
+
+def _keys_not_null(keys: tuple[str, ...]):
+    """``key IS NOT NULL`` for a row: none of ``keys`` is null (a key column the row lacks is not tested).
+
+    >>> not_null = _keys_not_null(("ad",))
+    >>> not_null({"ad": "a"}), not_null({"ad": None}), not_null({"other": 1})
+    (True, False, True)
+    """
+
+    # a missing column reads as its own name, never null; one key column (the usual join) is tested alone,
+    # without a generator for each row
+    if len(keys) == 1:
+        [column] = keys
+
+        def one_not_null(row: dict) -> bool:
+            return row.get(column, column) is not None
+
+        return one_not_null
+
+    def not_null(row: dict) -> bool:
+        return all(row.get(column, column) is not None for column in keys)
+
+    return not_null
 
 
 def select_columns(columns: tuple[tuple[str, str], ...]):

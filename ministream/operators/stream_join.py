@@ -55,7 +55,7 @@ what Spark refuses), the planner picks this operator for it in the micro-batch m
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right, insort
+from bisect import bisect_left, bisect_right
 from heapq import heapify, heappop, heappush
 from itertools import count
 
@@ -68,6 +68,8 @@ from ministream.state.keygroups import key_group_of
 from ministream.time.lateness import LateRow
 from ministream.time.ranges import TimeRange
 from ministream.time.units import format_ts
+
+_EMPTY: dict = {}  # a key group with no rows (never written to)
 
 
 @attrs.frozen
@@ -93,11 +95,14 @@ class StreamJoin(Operator):
     outer join pads only the rows that never did). With a time range, each key's rows are kept **sorted by
     their time** (the range's column of that side), so that a new row finds the other side's rows in its
     range by binary search, O(log n + matches), instead of testing every row of its key. Beside the tables,
-    ``self.by_time``, per side, is the index eviction reads: a heap of ``(time, n, key)``, one entry per
-    stored row (``time`` in the column the side is evicted by, ``n`` the count of rows stored, so that keys
-    are never compared), smallest time on top; eviction pops the entries at or below the side's state
-    watermark and cleans just those keys, never looking at the others. An entry whose row is gone already
-    is skipped. During a batch the new rows wait in ``self.arrived``
+    ``self.by_time``, per side, is the index eviction reads: a heap of ``(time, n, key)`` (``time`` in the
+    column the side is evicted by, ``n`` a counter, so that keys are never compared), smallest time on top,
+    with an entry for each key at or before its earliest row: one pushed when a row becomes its key's
+    earliest, O(log k) for k entries. Eviction pops the entries at or below the side's state watermark and
+    cleans just those keys, never looking at the others: a key's rows sorted by the evicting time leave as a
+    prefix, and the key goes back on the heap with its earliest row left. An entry whose key has no rows
+    there is skipped. (When a key's rows are not sorted by the column evicting them, a time in the key, every
+    row gets an entry.) During a batch the new rows wait in ``self.arrived``
     (``[left rows, right rows]`` of ``(key, row)``), because Spark joins all left rows before any right row.
     ``self.changed``, ``{key: None}`` per side: the keys stored, matched or evicted since the last checkpoint.
 
@@ -170,10 +175,23 @@ class StreamJoin(Operator):
         # marked for incremental checkpoints; not copy on write: a snapshot copies the lists
         self.changed = (ctx.state.track_changes("left"), ctx.state.track_changes("right"))
         self.by_time: tuple[list, list] = ([], [])  # per side, heap of (time, n, key): see the class
-        self.stored = count()  # n of the next row stored
-        # per side: how to read a stored entry's time (the column its rows are sorted by), or None
-        self.time_of = tuple(self._entry_time(self._time_column(side)) for side in (0, 1))
+        self.stored = count()  # n of the next heap entry
+        # per side: the column its rows are sorted by (its column of the time range), or None; how to read
+        # a stored entry's time in it (for the binary searches)
+        self.sort_column = tuple(self._time_column(side) for side in (0, 1))
+        self.time_of = tuple(self._entry_time(column) for column in self.sort_column)
+        # per side, {key: [time, ...]}: the times of each key's rows in the sort column, in their order, so that
+        # a binary search compares plain numbers; not part of a checkpoint: made from the tables
+        self.times: tuple[dict, dict] = ({}, {})
+        self.reach = tuple(self._reach(side) for side in (0, 1))  # per side: see _reach
+        # per side, its columns all null (what pads the other side's rows), when the plan knows them
+        self.nulls = tuple(None if side.columns is None else dict.fromkeys(side.columns) for side in self.sides)
         self.evicted_by = tuple(self._eviction_column(side) for side in (0, 1))  # per side, or None
+        # per side: whether a key's rows leave in the order they are kept, first ones first (they are sorted
+        # by the column that evicts them)
+        self.in_eviction_order = tuple(
+            self.evicted_by[side] is not None and self.evicted_by[side] == self.sort_column[side] for side in (0, 1)
+        )
 
     def process(self, pairs, input_index):
         self.arrived[input_index].extend(pairs)
@@ -182,11 +200,8 @@ class StreamJoin(Operator):
         arrived = [self._pushed_down(side, rows) for side, rows in enumerate(self.arrived)]
         left_rows, right_rows = (self._drop_late(side, rows, batch) for side, rows in enumerate(arrived))
         self.arrived = ([], [])
-        out = []
-        for key, row in left_rows:  # rule 2: left rows meet the right state first
-            out += self._join_new_row(0, key, row)
-        for key, row in right_rows:  # rule 3: then right rows meet the left state
-            out += self._join_new_row(1, key, row)
+        out = self._join_side(0, left_rows)  # rule 2: left rows meet the right state first
+        out += self._join_side(1, right_rows)  # rule 3: then right rows meet the left state
         if batch.watermark is not None:  # rule 4: eviction, and the outer rows it releases
             for side in (0, 1):
                 out += self._evict(side, batch.watermark)
@@ -219,11 +234,10 @@ class StreamJoin(Operator):
         nulls_out = not self.null_safe and not self._preserved(side)
         if condition is None and not nulls_out:
             return pairs
-        kept = [
-            (key, row)
-            for key, row in pairs
-            if (condition is None or condition.fn(row)) and not (nulls_out and _has_null(key))
-        ]
+        if condition is None:
+            kept = [pair for pair in pairs if not _has_null(pair[0])]
+        else:
+            kept = [(key, row) for key, row in pairs if condition.fn(row) and not (nulls_out and _has_null(key))]
         if len(kept) < len(pairs):
             self.ctx.drop("filtered by the join condition", rows=len(pairs) - len(kept))
         return kept
@@ -235,37 +249,112 @@ class StreamJoin(Operator):
         column = self.sides[side].watermark_column
         if column is None or batch.late_watermark is None:
             return pairs
-        kept = []
-        for key, row in pairs:
-            if row[column] <= batch.late_watermark:
-                rule = (
-                    f"{self.sides[side].name} row dropped: {column} {format_ts(row[column])} <= watermark "
-                    f"{format_ts(batch.late_watermark)} of the previous batch"
-                )
-                self.late_rows.append(
-                    LateRow(batch.batch_id, self.ctx.step_name, row, None, batch.late_watermark, rule)
-                )
-                self.ctx.explain("late", rule, row)
-            else:
-                kept.append((key, row))
+        late = batch.late_watermark
+        kept = [pair for pair in pairs if pair[1][column] > late]
+        if len(kept) < len(pairs):  # the late ones, each reported with its rule
+            for _, row in pairs:
+                if row[column] <= late:
+                    rule = (
+                        f"{self.sides[side].name} row dropped: {column} {format_ts(row[column])} <= watermark "
+                        f"{format_ts(late)} of the previous batch"
+                    )
+                    self.late_rows.append(LateRow(batch.batch_id, self.ctx.step_name, row, None, late, rule))
+                    self.ctx.explain("late", rule, row)
         return kept
 
-    def _join_new_row(self, side: int, key, row: dict) -> list[dict]:
-        """A new row meets the other side's stored rows of its key; then it is stored (rules 2 and 3). A row
-        that fails its side's condition (kept in the join because the side is preserved) can never match: its
-        null-padded row comes out at once and it is not stored."""
+    def _join_side(self, side: int, pairs: list) -> list[dict]:
+        """Rules 2 and 3 for the batch's new rows of one side, in their order: each meets the other side's
+        stored rows of its key that are in its time range (a binary search in the key's times, then
+        :meth:`_matches`), then is stored (in time order, and in the eviction index when it is its key's
+        earliest row); a left-semi row that matched is emitted once and not stored. A row that fails its
+        side's condition (kept in the join because the side is preserved) can never match: its null-padded
+        row comes out at once and it is not stored. The loop runs once per row: what it reads of the operator
+        is taken into local names first."""
         condition = self.pre_join[side]
-        if condition is not None and not condition.fn(row):
-            self.ctx.count("emitted padded with nulls at once (fails its side's condition)")
-            padded = self._pad(side, row)
-            self._explain_emit([padded], f"{self.sides[side].name} row fails its side's join condition: padded now")
-            return [padded]
-        matchable = self.null_safe or not _has_null(key)  # with '=', a null key matches nothing
-        other = self.state[1 - side].get(key_group_of(key), {}).get(key) if matchable else None
-        semi = self.how == "left_semi"
+        table, times, changed, heap = self.state[side], self.times[side], self.changed[side], self.by_time[side]
+        other_table, other_times = self.state[1 - side], self.times[1 - side]
+        column, reach = self.sort_column[side], self.reach[side]
+        evicted_by, every_row_indexed = self.evicted_by[side], not self.in_eviction_order[side]
+        # with '=', a null key matches nothing (on a side not preserved, such rows were dropped before)
+        check_nulls = not self.null_safe and self._preserved(side)
+        semi_left = self.how == "left_semi" and side == 0
+        tracing, name, other_name = self.ctx.tracing, self.sides[side].name, self.sides[1 - side].name
+        out: list[dict] = []
+        stored = semi_matched = padded = 0
+        for key, row in pairs:
+            if condition is not None and not condition.fn(row):
+                padded += 1
+                out.append(self._pad(side, row))
+                self._explain_emit(out[-1:], f"{name} row fails its side's join condition: padded now")
+                continue
+            group = key_group_of(key)
+            # the probe: the other side's rows of the key, those in range of the row's time (see _reach)
+            matches = []
+            candidates = None if check_nulls and _has_null(key) else other_table.get(group, _EMPTY).get(key)
+            if candidates:
+                if reach is not None:  # two binary searches in the key's times, O(log n), then a slice
+                    own_column, low, high = reach
+                    time, key_times = row[own_column], other_times[key]
+                    first = 0 if low is None else bisect_left(key_times, time + low)
+                    last = len(key_times) if high is None else bisect_right(key_times, time + high, first)
+                    candidates = candidates[first:last]
+                if candidates:
+                    matches = self._matches(side, key, row, candidates)
+            if matches and semi_left:
+                semi_matched += 1
+                out += matches
+                self._explain_emit(matches, "left semi: the left row matched, emitted once and not stored")
+                continue
+            # the store: the row goes at its place in time order (mostly last), its time at the same place
+            entry = [row, bool(matches)]
+            keys = table.get(group)
+            if keys is None:
+                keys = table[group] = {}
+            entries = keys.get(key)
+            if entries is None:
+                keys[key] = [entry]
+                if column is not None:
+                    times[key] = [row[column]]
+                position = 0
+            elif column is None:
+                entries.append(entry)
+                position = len(entries) - 1
+            else:
+                time, key_times = row[column], times[key]
+                position = len(key_times) if key_times[-1] <= time else bisect_right(key_times, time)
+                key_times.insert(position, time)
+                entries.insert(position, entry)
+            if evicted_by is not None and (position == 0 or every_row_indexed):  # the key's new earliest row
+                heappush(heap, (row[evicted_by], next(self.stored), key))
+            changed[key] = None
+            stored += 1
+            if matches:
+                out += matches
+                if tracing:
+                    self._explain_emit(matches, f"a new {name} row matched a stored {other_name} row")
+        for outcome, rows in (
+            ("stored in state", stored),
+            ("matched once, not stored (left semi)", semi_matched),
+            ("emitted padded with nulls at once (fails its side's condition)", padded),
+        ):
+            if rows:
+                self.ctx.count(outcome, rows)
+        return out
+
+    def _matches(self, side: int, key, row: dict, candidates: list) -> list[dict]:
+        """The output rows of a new ``row`` of ``side`` with the other side's stored rows of its key that are
+        in its time range (``candidates``); each stored row that matches is marked as matched."""
         out = []
-        for entry in self._in_range(side, row, other) if other else ():
-            left, right = (row, entry[0]) if side == 0 else (entry[0], row)
+        if self.how != "left_semi" and self.where is None:  # the usual join: every candidate matches
+            for entry in candidates:
+                out.append(self._joined(*_sides(side, row, entry[0])))
+                if not entry[1]:
+                    entry[1] = True
+                    self.changed[1 - side][key] = None  # the stored row changed in place: it matched
+            return out
+        semi = self.how == "left_semi"
+        for entry in candidates:
+            left, right = _sides(side, row, entry[0])
             if semi and side == 1 and entry[1]:
                 continue  # left semi: a left row is emitted at its first match only
             if self.where is not None and not self.where(left, right):
@@ -279,16 +368,6 @@ class StreamJoin(Operator):
                     break  # one output row per left row, however many right rows match
             else:
                 out.append(self._joined(left, right))
-        if semi and side == 0 and out:
-            self.ctx.count("matched once, not stored (left semi)")
-            self._explain_emit(out, "left semi: the left row matched, emitted once and not stored")
-            return out
-        self._store(side, key, [row, bool(out)])
-        self.ctx.count("stored in state")
-        if out:
-            self._explain_emit(
-                out, f"a new {self.sides[side].name} row matched a stored {self.sides[1 - side].name} row"
-            )
         return out
 
     def _time_column(self, side: int) -> str | None:
@@ -297,42 +376,28 @@ class StreamJoin(Operator):
             return None
         return (self.time_range.left, self.time_range.right)[side]
 
-    def _in_range(self, side: int, row: dict, entries: list) -> list:
-        """The other side's ``entries`` of the key whose time is in range of ``row`` (a row of ``side``): a
-        binary search in the time-sorted entries. Times are whole ms, so a strict bound is 1 ms closer."""
+    def _reach(self, side: int) -> tuple | None:
+        """How far a new row of ``side`` reaches into the other side's times: ``(its time column, low, high)``
+        such that it matches the other side's rows timed from ``time + low`` to ``time + high`` (``None``:
+        unbounded that way), from the range ``left + lower <= right <= left + upper`` solved for the other
+        side's time; ``None`` without a time range. Times are whole ms, so a strict bound is 1 ms closer.
+
+        >>> join = StreamJoin("inner", TimeRange("t", "u", lower=0, upper=10, upper_inclusive=False),
+        ...                   JoinSide("a", "t"), JoinSide("b", "u"))
+        >>> join._reach(0), join._reach(1)
+        (('t', 0, 9), ('u', -9, 0))
+        """
         time_range = self.time_range
         if time_range is None:
-            return entries  # nothing but the key to match on
+            return None
         lower, upper = time_range.lower, time_range.upper
         if lower is not None and not time_range.lower_inclusive:
             lower += 1
         if upper is not None and not time_range.upper_inclusive:
             upper -= 1
-        # left + lower <= right <= left + upper, solved for the other side's time
         if side == 0:
-            t = row[time_range.left]
-            low, high = (None if lower is None else t + lower), (None if upper is None else t + upper)
-        else:
-            t = row[time_range.right]
-            low, high = (None if upper is None else t - upper), (None if lower is None else t - lower)
-        time_of = self.time_of[1 - side]
-        first = 0 if low is None else bisect_left(entries, low, key=time_of)
-        last = len(entries) if high is None else bisect_right(entries, high, key=time_of)
-        return entries[first:last]
-
-    def _store(self, side: int, key, entry: list) -> None:
-        """Keep a row in its side's state (sorted by time, when there is a time range) and in the eviction
-        index."""
-        entries = self.state[side].setdefault(key_group_of(key), {}).setdefault(key, [])
-        time_of = self.time_of[side]
-        if time_of is None or not entries or time_of(entries[-1]) <= time_of(entry):
-            entries.append(entry)  # rows mostly come in time order: the new one goes last
-        else:
-            insort(entries, entry, key=time_of)
-        evicted_by = self.evicted_by[side]
-        if evicted_by is not None:
-            heappush(self.by_time[side], (entry[0][evicted_by], next(self.stored), key))
-        self.changed[side][key] = None
+            return time_range.left, lower, upper
+        return time_range.right, (None if upper is None else -upper), (None if lower is None else -lower)
 
     @staticmethod
     def _entry_time(column: str | None):
@@ -366,55 +431,71 @@ class StreamJoin(Operator):
         return min([limit for limit in limits if limit is not None] + [input_watermark])
 
     def _evict(self, side: int, watermark: int) -> list[dict]:
-        """Rule 4: remove the rows that can no longer match; an outer side pads its unmatched ones."""
+        """Rule 4: remove the rows that can no longer match; an outer side pads its unmatched ones.
+
+        The heap gives the keys with a row at or below the limit, earliest first (each key once); a key whose
+        rows are in eviction order loses a prefix of them and goes back on the heap with its new earliest row."""
         limit = self._state_watermark(side, watermark)
         if limit is None:
             return []
-        column = self.evicted_by[side]
-        pads = self.how == "full_outer" or self.how == ("left_outer", "right_outer")[side]
+        column, in_order = self.evicted_by[side], self.in_eviction_order[side]
+        pads, pad, tracing = self._preserved(side), self._pad, self.ctx.tracing
+        time_of = self.time_of[side]
         out = []
-        table, changed, heap = self.state[side], self.changed[side], self.by_time[side]
+        table, times_table, changed, heap = self.state[side], self.times[side], self.changed[side], self.by_time[side]
         due = {}  # {key: None}: the keys with rows at or below the limit, each once
         while heap and heap[0][0] <= limit:
             due[heappop(heap)[2]] = None
         for key in due:
             group = key_group_of(key)
-            entries = table.get(group, {}).get(key)
+            entries = table.get(group, _EMPTY).get(key)
             if not entries:
                 continue  # the key's rows are gone already (an entry of the index stays until its time comes)
-            kept = [entry for entry in entries if entry[0][column] > limit]
-            if len(kept) == len(entries):
+            times = times_table.get(key)  # the key's sorted times, with a time range
+            if in_order:  # the rows that leave are the first ones: a binary search in their times finds them
+                cut = bisect_right(times, limit)
+                gone = entries[:cut]
+                del entries[:cut], times[:cut]
+            else:
+                gone = [entry for entry in entries if entry[0][column] <= limit]
+                entries[:] = [entry for entry in entries if entry[0][column] > limit]
+                if times is not None and gone:
+                    times[:] = [time_of(entry) for entry in entries]
+            if not gone:
                 continue  # nothing evicted: the key is unchanged
             changed[key] = None  # shrunk or removed
-            for row, matched in entries:
-                if pads and not matched and row[column] <= limit:
-                    padded = self._pad(side, row)
-                    out.append(padded)
-                    self._explain_emit(
-                        [padded],
-                        f"{self.sides[side].name} row evicted unmatched "
-                        f"({column} {format_ts(row[column])} <= {format_ts(limit)}): "
-                        "padded with nulls",
-                    )
-            if kept:
-                table[group][key] = kept
-            else:
+            if pads:
+                for row, matched in gone:
+                    if not matched:
+                        out.append(pad(side, row))
+                        if tracing:
+                            self._explain_emit(
+                                out[-1:],
+                                f"{self.sides[side].name} row evicted unmatched "
+                                f"({column} {format_ts(row[column])} <= {format_ts(limit)}): "
+                                "padded with nulls",
+                            )
+            if not entries:
                 del table[group][key]
+                times_table.pop(key, None)
                 if not table[group]:
                     del table[group]
+            elif in_order:  # back on the heap, by its earliest row left
+                heappush(heap, (entries[0][0][column], next(self.stored), key))
         return out
 
     def restore(self, snapshot, key_groups=None):
-        """Load the rows of the subtask's key groups, then sort each key's rows by time and index them for
-        eviction (the index is not part of a checkpoint: it is made from the tables)."""
+        """Load the rows of the subtask's key groups, then sort each key's rows by time, list their times and
+        index them for eviction (times and index are not part of a checkpoint: they are made from the tables)."""
         super().restore(snapshot, key_groups)
-        self.by_time = ([], [])
+        self.by_time, self.times = ([], []), ({}, {})
         for side in (0, 1):
             time_of, evicted_by = self.time_of[side], self.evicted_by[side]
             for keys in self.state[side].values():
                 for key, entries in keys.items():
                     if time_of is not None:
                         entries.sort(key=time_of)
+                        self.times[side][key] = [time_of(entry) for entry in entries]
                     if evicted_by is not None:
                         self.by_time[side].extend((entry[0][evicted_by], next(self.stored), key) for entry in entries)
             heapify(self.by_time[side])
@@ -428,7 +509,9 @@ class StreamJoin(Operator):
                 f"{self.sides[1 - side].name} columns, so it must know them: select them "
                 "before the join (stream.select(...)), as Spark knows them from the schema"
             )
-        nulls = dict.fromkeys(columns)
+        nulls = self.nulls[1 - side]
+        if not self.using:
+            return joined_row(row, nulls) if side == 0 else joined_row(nulls, row)
         return self._joined(row, nulls) if side == 0 else self._joined(nulls, row)
 
     def _joined(self, left: dict, right: dict) -> dict:
@@ -458,6 +541,11 @@ class StreamJoin(Operator):
         return sum(self.state_sizes().values())
 
 
+def _sides(side: int, row: dict, stored: dict) -> tuple[dict, dict]:
+    """``(left row, right row)`` of a new ``row`` of ``side`` and a ``stored`` row of the other side."""
+    return (row, stored) if side == 0 else (stored, row)
+
+
 def _has_null(key) -> bool:
     """Whether a join key is null or has a null part."""
     return key is None or (isinstance(key, tuple) and None in key)
@@ -466,13 +554,13 @@ def _has_null(key) -> bool:
 def joined_row(left: dict, right: dict) -> dict:
     """A joined row: the left columns, then the right ones. Spark keeps both when names clash, and then a
     column name means nothing: rename one side first."""
-    clash = left.keys() & right.keys()
-    if clash:
+    joined = {**left, **right}
+    if len(joined) < len(left) + len(right):  # a column of both sides
         raise PipelineError(
-            f"both sides of the join have columns {sorted(clash)}: rename them on one side "
+            f"both sides of the join have columns {sorted(left.keys() & right.keys())}: rename them on one side "
             "first (stream.select(...)), as Spark needs too"
         )
-    return {**left, **right}
+    return joined
 
 
 def state_sizes_by_side(trace, step: str) -> dict[str, list[int]]:

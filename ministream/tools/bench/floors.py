@@ -20,6 +20,8 @@ watermark moved, to evict with it. :func:`watermarks` computes them once for a s
 
 from __future__ import annotations
 
+from bisect import bisect_left
+
 from ministream.tools.bench.workload import DELAY, GAP, SLIDE, WINDOW
 
 
@@ -153,57 +155,75 @@ def join(sides: dict, how: str, lower: int = 0, upper: int = 100, delay: int = D
     """Impressions ``{key, ts}`` joined with clicks ``{click_key, click_time}`` on the key, with
     ``ts + lower <= click_time <= ts + upper``: Spark's symmetric hash join. Left rows meet the right state,
     then are stored; then right rows meet the left state; then each side evicts the rows that can no longer
-    match, and an outer side pads those that never matched. A left-semi row is emitted at its first match."""
+    match, and an outer side pads those that never matched. A left-semi row is emitted at its first match.
+
+    Each side keeps, per key, its rows sorted by time as ``[time, row, matched]``: a new row finds the other
+    side's rows in its range by binary search (``bisect`` on ``[time]``: a one-item list sorts before any
+    entry of the same time, so only times are compared; times are whole ms, so ``[t + 1]`` is "after every
+    entry at t"), and eviction cuts a prefix. A key holds the rows of about two batches (WM_k, which evicts,
+    comes from the batches before k), so a scan of them would cost more the larger the batches."""
     impressions, clicks = sides["impressions"], sides["clicks"]
     marks = watermarks([impressions, clicks], delay, ("ts", "click_time"), inputs=2)
-    stored: tuple[dict, dict] = ({}, {})  # per side {key: [[row, matched], ...]}
+    stored: tuple[dict, dict] = ({}, {})  # per side {key: [[time, row, matched], ...]}, sorted by time
     pads = (how in ("left_outer", "full_outer"), how in ("right_outer", "full_outer"))
     semi = how == "left_semi"
+
+    def store(table: dict, key, time: int, row: dict, matched: bool) -> None:
+        entries = table.setdefault(key, [])
+        if not entries or entries[-1][0] <= time:  # rows mostly come in time order
+            entries.append([time, row, matched])
+        else:
+            entries.insert(bisect_left(entries, [time + 1]), [time, row, matched])
+
     output = []
     for left_rows, late, watermark in batches_with_watermarks(impressions, marks):
         k = len(output)
         right_rows = clicks[k] if k < len(clicks) else []
         out = []
         for row in left_rows:
-            if row["ts"] <= late:
+            ts = row["ts"]
+            if ts <= late:
                 continue
-            key, ts, matched = row["key"], row["ts"], False
-            for entry in stored[1].get(key, ()):
-                if ts + lower <= entry[0]["click_time"] <= ts + upper:
-                    entry[1] = matched = True
-                    out.append(dict(row) if semi else {**row, **entry[0]})
+            key, matched = row["key"], False
+            entries = stored[1].get(key)
+            if entries:  # the clicks timed from ts + lower to ts + upper
+                for entry in entries[bisect_left(entries, [ts + lower]) : bisect_left(entries, [ts + upper + 1])]:
+                    entry[2] = matched = True
+                    out.append(dict(row) if semi else {**row, **entry[1]})
                     if semi:
                         break
             if not (semi and matched):
-                stored[0].setdefault(key, []).append([row, matched])
+                store(stored[0], key, ts, row, matched)
         for row in right_rows:
-            if row["click_time"] <= late:
+            time = row["click_time"]
+            if time <= late:
                 continue
-            key, time, matched = row["click_key"], row["click_time"], False
-            for entry in stored[0].get(key, ()):
-                if semi and entry[1]:
-                    continue
-                if entry[0]["ts"] + lower <= time <= entry[0]["ts"] + upper:
-                    entry[1] = matched = True
-                    out.append(dict(entry[0]) if semi else {**entry[0], **row})
-            stored[1].setdefault(key, []).append([row, matched])
+            key, matched = row["click_key"], False
+            entries = stored[0].get(key)
+            if entries:  # the impressions timed from time - upper to time - lower
+                for entry in entries[bisect_left(entries, [time - upper]) : bisect_left(entries, [time - lower + 1])]:
+                    if semi and entry[2]:
+                        continue
+                    entry[2] = matched = True
+                    out.append(dict(entry[1]) if semi else {**entry[1], **row})
+            store(stored[1], key, time, row, matched)
         # state watermarks of an inclusive range: left rows go at ts <= WM - upper - 1, right at time <= WM + lower - 1
-        for side, column, limit, padding in (
-            (0, "ts", watermark - upper - 1, {"click_key": None, "click_time": None}),
-            (1, "click_time", watermark + lower - 1, {"key": None, "ts": None}),
+        for side, limit, padding in (
+            (0, watermark - upper - 1, {"click_key": None, "click_time": None}),
+            (1, watermark + lower - 1, {"key": None, "ts": None}),
         ):
             table = stored[side]
             for key in list(table):
-                kept = []
-                for entry in table[key]:
-                    if entry[0][column] > limit:
-                        kept.append(entry)
-                    elif pads[side] and not entry[1]:
-                        out.append({**entry[0], **padding} if side == 0 else {**padding, **entry[0]})
-                if kept:
-                    table[key] = kept
-                else:
+                entries = table[key]
+                cut = bisect_left(entries, [limit + 1])  # the entries timed at or before the limit
+                if pads[side]:
+                    for _, row, matched in entries[:cut]:
+                        if not matched:
+                            out.append({**row, **padding} if side == 0 else {**padding, **row})
+                if cut == len(entries):
                     del table[key]
+                else:
+                    del entries[:cut]
         output.append(out)
     return output
 

@@ -160,8 +160,10 @@ HOW_MEASURED = """\
   front of each key's list. A heap of every session grew with the batch (the state holds about two
   batches of sessions, the watermark evicting one batch late), and each of its pops reached further.
 - *Join rows sorted by time per key* (`stream_join.StreamJoin`): a new row finds the other side's rows in
-  its time range by binary search; a heap of stored rows by event time gives eviction the keys to clean,
-  never the others.
+  its time range by binary search in the key's times (plain numbers kept beside its rows); a heap with an
+  entry per key, at its earliest row, gives eviction the keys to clean, never the others, and their due
+  rows leave as a prefix. The join floor keeps its rows sorted the same way: a key holds about two batches
+  of rows, and the scan it did before cost more the larger the batches.
 - *Timers in a heap* (`time/timers.TimerQueue`): a sorted set per key cost more to make than the timers it
   held.
 - *No text made for a trace that is off*: deduplication and the process step built an explanation string
