@@ -26,7 +26,7 @@ the keys of the windows it closes, and the keys its writer marks (the window ste
 >>> state.size(), state.take_final(10)
 (3, [((0, 10), {'a': (1,), 'b': (2,)})])
 >>> state.by_key_group()
-{122: {'a': {(10, 20): [3]}}}
+{122: {'a': {(10, 20): (3,)}}}
 """
 
 from __future__ import annotations
