@@ -26,6 +26,7 @@ reported, never asserted: the tests check only that the workload gives the heart
 
 from __future__ import annotations
 
+import datetime
 import gc
 import json
 import os
@@ -502,8 +503,16 @@ def _one_run_in_a_new_process(sessions: int, backend: str, checkpoints: bool = T
     """Run one size in a process of its own, so that its peak resident set is its own; its bar shows here."""
     command = [sys.executable, "-m", "ministream.tools.cli", "bench", "--scale", "--one", str(sessions), backend]
     command += [] if checkpoints else ["--no-checkpoints"]
+    started = _when_and_load()
     done = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=True)
-    return json.loads(done.stdout)
+    return {**json.loads(done.stdout), "measured": {**started, "load_after": _when_and_load()["load_before"]}}
+
+
+def _when_and_load() -> dict:
+    """When a run starts (UTC, to the minute) and the machine's 1-minute load average: a column of the table
+    measured on a busy machine says so."""
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return {"at": now, "load_before": round(os.getloadavg()[0], 1)}
 
 
 def _label(figures: dict) -> str:
@@ -604,6 +613,14 @@ def scale_table(results: dict) -> str:
         (
             "engine, state",
             lambda f: "Spark, RocksDB" if _label(f).startswith("spark") else f"ministream, {f['backend']}",
+        ),
+        (
+            "measured (UTC; load average before / after)",
+            lambda f: (
+                f"{f['measured']['at']}; {f['measured']['load_before']} / {f['measured']['load_after']}"
+                if "measured" in f
+                else "before 2026-11-27 12:00 (earlier code; load 9 to 20)"
+            ),
         ),
         ("events", lambda f: f"{f['events']:,}"),
         (
@@ -904,7 +921,9 @@ def main(argv=None, out=None) -> int:
             path.write_text(json.dumps(results, indent=1) + "\n")
             print(f"{backend} {sessions:,} sessions: {json.dumps(figures)}", file=out)
     if args.spark:
+        started = _when_and_load()
         figures = measure_spark(args.spark, slower_clock=args.spark_slower_clock)
+        figures["measured"] = {**started, "load_after": _when_and_load()["load_before"]}
         results = load_results(path)
         results[f"spark {args.spark}" + (f" x{args.spark_slower_clock}" if args.spark_slower_clock > 1 else "")] = (
             figures
