@@ -57,11 +57,12 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from heapq import heapify, heappop, heappush
-from itertools import count
+from itertools import compress, count
 
 import attrs
 
 from ministream.core.operator import Operator, watermark_moved
+from ministream.core.physical import KeyedRows
 from ministream.core.steps import RowCondition
 from ministream.errors import PipelineError
 from ministream.state.keygroups import key_group_of
@@ -102,8 +103,12 @@ class StreamJoin(Operator):
     cleans just those keys, never looking at the others: a key's rows sorted by the evicting time leave as a
     prefix, and the key goes back on the heap with its earliest row left. An entry whose key has no rows
     there is skipped. (When a key's rows are not sorted by the column evicting them, a time in the key, every
-    row gets an entry.) During a batch the new rows wait in ``self.arrived``
-    (``[left rows, right rows]`` of ``(key, row)``), because Spark joins all left rows before any right row.
+    row gets an entry.) During a batch the new rows wait in ``self.arrived``, because Spark joins all left rows
+    before any right row: per side, ``(keys, rows)``, two parallel lists (the n-th key is the n-th row's), not
+    a ``(key, row)`` tuple per row: two list objects for a batch of any size. Python's garbage collector
+    walks every container object that lives long enough at each of its full collections: a tuple holding a
+    row is one (a dict of plain values is not, until it holds a container), so a tuple per row made that
+    walk grow with the batch. (The stored ``[row, matched]`` entries are still one list per row.)
     ``self.changed``, ``{key: None}`` per side: the keys stored, matched or evicted since the last checkpoint.
 
     >>> from ministream.core.operator import StepContext, BatchInfo
@@ -169,7 +174,7 @@ class StreamJoin(Operator):
         super().open(ctx)
         # {key_group: {key: [[row, matched], ...]}}, one per side
         self.state = (ctx.state.table("left"), ctx.state.table("right"))
-        self.arrived = ([], [])
+        self.arrived = (([], []), ([], []))  # per side, (keys, rows): parallel lists, see the class
         self.batch = None  # the batch running, then the last one this run ran
         self.late_rows = []  # every LateRow (time/lateness.py): what Run.late_rows() reports
         # marked for incremental checkpoints; not copy on write: a snapshot copies the lists
@@ -194,14 +199,24 @@ class StreamJoin(Operator):
         )
 
     def process(self, pairs, input_index):
-        self.arrived[input_index].extend(pairs)
+        """Keep a message's keys and rows until the batch ends, each in its side's list: a chunk of
+        :class:`~ministream.core.physical.KeyedRows` (what the engine sends) is copied list to list, O(n)
+        references and no new object per row; any other iterable of ``(key, row)`` pairs is split into them."""
+        keys, rows = self.arrived[input_index]
+        if isinstance(pairs, KeyedRows):
+            keys += pairs.keys
+            rows += pairs.rows
+        else:
+            for key, row in pairs:
+                keys.append(key)
+                rows.append(row)
 
     def on_batch_end(self, batch):
-        arrived = [self._pushed_down(side, rows) for side, rows in enumerate(self.arrived)]
-        left_rows, right_rows = (self._drop_late(side, rows, batch) for side, rows in enumerate(arrived))
-        self.arrived = ([], [])
-        out = self._join_side(0, left_rows)  # rule 2: left rows meet the right state first
-        out += self._join_side(1, right_rows)  # rule 3: then right rows meet the left state
+        arrived = [self._pushed_down(side, keys, rows) for side, (keys, rows) in enumerate(self.arrived)]
+        left, right = (self._drop_late(side, keys, rows, batch) for side, (keys, rows) in enumerate(arrived))
+        self.arrived = (([], []), ([], []))
+        out = self._join_side(0, *left)  # rule 2: left rows meet the right state first
+        out += self._join_side(1, *right)  # rule 3: then right rows meet the left state
         if batch.watermark is not None:  # rule 4: eviction, and the outer rows it releases
             for side in (0, 1):
                 out += self._evict(side, batch.watermark)
@@ -226,43 +241,53 @@ class StreamJoin(Operator):
 
     # -- the rules ----------------------------------------------------------------------------------------
 
-    def _pushed_down(self, side: int, pairs: list) -> list:
+    def _pushed_down(self, side: int, keys: list, rows: list) -> tuple[list, list]:
         """The conditions Spark's optimizer moves below the join (a one-sided condition of a side that is not
         preserved; ``key IS NOT NULL`` on such a side when keys are compared with ``=``): rows that fail them
-        never reach the join, so they are neither late nor stored."""
+        never reach the join, so they are neither late nor stored. Takes and gives ``(keys, rows)``, parallel
+        lists; when every row passes, the same lists come back (no copy)."""
         condition = self.pushed[side]
         nulls_out = not self.null_safe and not self._preserved(side)
         if condition is None and not nulls_out:
-            return pairs
+            return keys, rows
         if condition is None:
-            kept = [pair for pair in pairs if not _has_null(pair[0])]
+            passes = [not _has_null(key) for key in keys]
         else:
-            kept = [(key, row) for key, row in pairs if condition.fn(row) and not (nulls_out and _has_null(key))]
-        if len(kept) < len(pairs):
-            self.ctx.drop("filtered by the join condition", rows=len(pairs) - len(kept))
-        return kept
+            passes = [condition.fn(row) and not (nulls_out and _has_null(key)) for key, row in zip(keys, rows)]
+        return self._kept(keys, rows, passes, "filtered by the join condition")
 
-    def _drop_late(self, side: int, pairs: list, batch) -> list:
+    def _kept(self, keys: list, rows: list, passes: list[bool], why: str) -> tuple[list, list]:
+        """The keys and rows whose flag in ``passes`` is true (``(keys, rows)`` themselves when all are), the
+        others counted as dropped for ``why``. The flags are ``True``/``False``, shared objects: no new object
+        per row."""
+        dropped = passes.count(False)
+        if not dropped:
+            return keys, rows
+        self.ctx.drop(why, rows=dropped)
+        return list(compress(keys, passes)), list(compress(rows, passes))
+
+    def _drop_late(self, side: int, keys: list, rows: list, batch) -> tuple[list, list]:
         """Rule 1: rows at or before the previous batch's watermark are late: not joined, not stored. The
         column tested is the side's own event time (its watermarked column, or its window's end); a side
         without a watermark has no late rows, even when the other side's watermark evicts its state."""
         column = self.sides[side].watermark_column
         if column is None or batch.late_watermark is None:
-            return pairs
+            return keys, rows
         late = batch.late_watermark
-        kept = [pair for pair in pairs if pair[1][column] > late]
-        if len(kept) < len(pairs):  # the late ones, each reported with its rule
-            for _, row in pairs:
-                if row[column] <= late:
-                    rule = (
-                        f"{self.sides[side].name} row dropped: {column} {format_ts(row[column])} <= watermark "
-                        f"{format_ts(late)} of the previous batch"
-                    )
-                    self.late_rows.append(LateRow(batch.batch_id, self.ctx.step_name, row, None, late, rule))
-                    self.ctx.explain("late", rule, row)
-        return kept
+        on_time = [row[column] > late for row in rows]  # a flag per row (shared True/False objects)
+        if False not in on_time:
+            return keys, rows
+        for row in rows:  # the late ones, each reported with its rule
+            if row[column] <= late:
+                rule = (
+                    f"{self.sides[side].name} row dropped: {column} {format_ts(row[column])} <= watermark "
+                    f"{format_ts(late)} of the previous batch"
+                )
+                self.late_rows.append(LateRow(batch.batch_id, self.ctx.step_name, row, None, late, rule))
+                self.ctx.explain("late", rule, row)
+        return list(compress(keys, on_time)), list(compress(rows, on_time))
 
-    def _join_side(self, side: int, pairs: list) -> list[dict]:
+    def _join_side(self, side: int, keys: list, rows: list) -> list[dict]:
         """Rules 2 and 3 for the batch's new rows of one side, in their order: each meets the other side's
         stored rows of its key that are in its time range (a binary search in the key's times, then
         :meth:`_matches`), then is stored (in time order, and in the eviction index when it is its key's
@@ -281,7 +306,7 @@ class StreamJoin(Operator):
         tracing, name, other_name = self.ctx.tracing, self.sides[side].name, self.sides[1 - side].name
         out: list[dict] = []
         stored = semi_matched = padded = 0
-        for key, row in pairs:
+        for key, row in zip(keys, rows):  # zip reuses its pair tuple: no object per row
             if condition is not None and not condition.fn(row):
                 padded += 1
                 out.append(self._pad(side, row))
@@ -332,13 +357,13 @@ class StreamJoin(Operator):
                 out += matches
                 if tracing:
                     self._explain_emit(matches, f"a new {name} row matched a stored {other_name} row")
-        for outcome, rows in (
+        for outcome, how_many in (
             ("stored in state", stored),
             ("matched once, not stored (left semi)", semi_matched),
             ("emitted padded with nulls at once (fails its side's condition)", padded),
         ):
-            if rows:
-                self.ctx.count(outcome, rows)
+            if how_many:
+                self.ctx.count(outcome, how_many)
         return out
 
     def _matches(self, side: int, key, row: dict, candidates: list) -> list[dict]:
