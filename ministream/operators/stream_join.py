@@ -92,8 +92,13 @@ class StreamJoin(Operator):
     """A stream-stream join of two keyed inputs (input 0 is the left side, input 1 the right).
 
     State, one table per side, laid out by key group so that checkpoints can split it:
-    ``{key_group: {key: [[row, matched], ...]}}`` where ``matched`` says whether the row has joined yet (an
-    outer join pads only the rows that never did). With a time range, each key's rows are kept **sorted by
+    ``{key_group: {key: [rows, matched]}}``: per key, its rows and, at the same positions, a flag per row
+    saying whether it has joined yet (an outer join pads only the rows that never did). Two parallel lists per
+    key rather than a ``[row, matched]`` list per row, because Python's garbage collector walks every
+    container object that lives long enough at each of its full collections: rows of plain values are not
+    containers it tracks, a list per row is, and the state holds at least a batch of rows (they leave only
+    when the watermark, which moves between batches, lets them), so a list per row made the cost of each row
+    grow with the batch size. With a time range, each key's rows are kept **sorted by
     their time** (the range's column of that side), so that a new row finds the other side's rows in its
     range by binary search, O(log n + matches), instead of testing every row of its key. Beside the tables,
     ``self.by_time``, per side, is the index eviction reads: a heap of ``(time, n, key)`` (``time`` in the
@@ -105,10 +110,7 @@ class StreamJoin(Operator):
     there is skipped. (When a key's rows are not sorted by the column evicting them, a time in the key, every
     row gets an entry.) During a batch the new rows wait in ``self.arrived``, because Spark joins all left rows
     before any right row: per side, ``(keys, rows)``, two parallel lists (the n-th key is the n-th row's), not
-    a ``(key, row)`` tuple per row: two list objects for a batch of any size. Python's garbage collector
-    walks every container object that lives long enough at each of its full collections: a tuple holding a
-    row is one (a dict of plain values is not, until it holds a container), so a tuple per row made that
-    walk grow with the batch. (The stored ``[row, matched]`` entries are still one list per row.)
+    a ``(key, row)`` tuple per row, for the same reason.
     ``self.changed``, ``{key: None}`` per side: the keys stored, matched or evicted since the last checkpoint.
 
     >>> from ministream.core.operator import StepContext, BatchInfo
@@ -172,7 +174,7 @@ class StreamJoin(Operator):
 
     def open(self, ctx):
         super().open(ctx)
-        # {key_group: {key: [[row, matched], ...]}}, one per side
+        # {key_group: {key: [rows, matched]}}, one per side: parallel lists, see the class
         self.state = (ctx.state.table("left"), ctx.state.table("right"))
         self.arrived = (([], []), ([], []))  # per side, (keys, rows): parallel lists, see the class
         self.batch = None  # the batch running, then the last one this run ran
@@ -315,40 +317,41 @@ class StreamJoin(Operator):
             group = key_group_of(key)
             # the probe: the other side's rows of the key, those in range of the row's time (see _reach)
             matches = []
-            candidates = None if check_nulls and _has_null(key) else other_table.get(group, _EMPTY).get(key)
-            if candidates:
-                if reach is not None:  # two binary searches in the key's times, O(log n), then a slice
+            others = None if check_nulls and _has_null(key) else other_table.get(group, _EMPTY).get(key)
+            if others:
+                first, last = 0, len(others[0])  # the candidates: the stored rows first to last - 1
+                if reach is not None:  # two binary searches in the key's times, O(log n)
                     own_column, low, high = reach
                     time, key_times = row[own_column], other_times[key]
                     first = 0 if low is None else bisect_left(key_times, time + low)
                     last = len(key_times) if high is None else bisect_right(key_times, time + high, first)
-                    candidates = candidates[first:last]
-                if candidates:
-                    matches = self._matches(side, key, row, candidates)
+                if first < last:
+                    matches = self._matches(side, key, row, others, first, last)
             if matches and semi_left:
                 semi_matched += 1
                 out += matches
                 self._explain_emit(matches, "left semi: the left row matched, emitted once and not stored")
                 continue
             # the store: the row goes at its place in time order (mostly last), its time at the same place
-            entry = [row, bool(matches)]
             keys = table.get(group)
             if keys is None:
                 keys = table[group] = {}
-            entries = keys.get(key)
-            if entries is None:
-                keys[key] = [entry]
+            kept = keys.get(key)
+            if kept is None:
+                keys[key] = [[row], [bool(matches)]]
                 if column is not None:
                     times[key] = [row[column]]
                 position = 0
             elif column is None:
-                entries.append(entry)
-                position = len(entries) - 1
+                kept[0].append(row)
+                kept[1].append(bool(matches))
+                position = len(kept[0]) - 1
             else:
                 time, key_times = row[column], times[key]
                 position = len(key_times) if key_times[-1] <= time else bisect_right(key_times, time)
                 key_times.insert(position, time)
-                entries.insert(position, entry)
+                kept[0].insert(position, row)
+                kept[1].insert(position, bool(matches))
             if evicted_by is not None and (position == 0 or every_row_indexed):  # the key's new earliest row
                 heappush(heap, (row[evicted_by], next(self.stored), key))
             changed[key] = None
@@ -366,26 +369,28 @@ class StreamJoin(Operator):
                 self.ctx.count(outcome, how_many)
         return out
 
-    def _matches(self, side: int, key, row: dict, candidates: list) -> list[dict]:
+    def _matches(self, side: int, key, row: dict, stored: list, first: int, last: int) -> list[dict]:
         """The output rows of a new ``row`` of ``side`` with the other side's stored rows of its key that are
-        in its time range (``candidates``); each stored row that matches is marked as matched."""
+        in its time range: ``stored`` is the key's ``[rows, matched]``, the candidates are its rows ``first``
+        to ``last - 1``; each one that matches gets its ``matched`` flag set."""
         out = []
+        rows, matched = stored
         if self.how != "left_semi" and self.where is None:  # the usual join: every candidate matches
-            for entry in candidates:
-                out.append(self._joined(*_sides(side, row, entry[0])))
-                if not entry[1]:
-                    entry[1] = True
+            for position in range(first, last):
+                out.append(self._joined(*_sides(side, row, rows[position])))
+                if not matched[position]:
+                    matched[position] = True
                     self.changed[1 - side][key] = None  # the stored row changed in place: it matched
             return out
         semi = self.how == "left_semi"
-        for entry in candidates:
-            left, right = _sides(side, row, entry[0])
-            if semi and side == 1 and entry[1]:
+        for position in range(first, last):
+            left, right = _sides(side, row, rows[position])
+            if semi and side == 1 and matched[position]:
                 continue  # left semi: a left row is emitted at its first match only
             if self.where is not None and not self.where(left, right):
                 continue
-            if not entry[1]:
-                entry[1] = True
+            if not matched[position]:
+                matched[position] = True
                 self.changed[1 - side][key] = None  # the stored row changed in place: it matched
             if semi:
                 out.append(dict(left))
@@ -426,8 +431,8 @@ class StreamJoin(Operator):
 
     @staticmethod
     def _entry_time(column: str | None):
-        """A function that reads a stored entry's time in ``column`` (``None`` for no column)."""
-        return None if column is None else lambda entry: entry[0][column]
+        """A function that reads a stored row's time in ``column`` (``None`` for no column)."""
+        return None if column is None else lambda row: row[column]
 
     def _eviction_column(self, side: int) -> str | None:
         """The column whose time evicts a side's rows (``None``: they are never evicted)."""
@@ -473,19 +478,21 @@ class StreamJoin(Operator):
             due[heappop(heap)[2]] = None
         for key in due:
             group = key_group_of(key)
-            entries = table.get(group, _EMPTY).get(key)
-            if not entries:
+            kept = table.get(group, _EMPTY).get(key)
+            if not kept:
                 continue  # the key's rows are gone already (an entry of the index stays until its time comes)
+            rows, flags = kept
             times = times_table.get(key)  # the key's sorted times, with a time range
             if in_order:  # the rows that leave are the first ones: a binary search in their times finds them
                 cut = bisect_right(times, limit)
-                gone = entries[:cut]
-                del entries[:cut], times[:cut]
+                gone = list(zip(rows[:cut], flags[:cut]))
+                del rows[:cut], flags[:cut], times[:cut]
             else:
-                gone = [entry for entry in entries if entry[0][column] <= limit]
-                entries[:] = [entry for entry in entries if entry[0][column] > limit]
+                stays = [row[column] > limit for row in rows]
+                gone = [(row, flag) for row, flag, stay in zip(rows, flags, stays) if not stay]
+                rows[:], flags[:] = compress(rows, stays), compress(flags, stays)
                 if times is not None and gone:
-                    times[:] = [time_of(entry) for entry in entries]
+                    times[:] = [time_of(row) for row in rows]
             if not gone:
                 continue  # nothing evicted: the key is unchanged
             changed[key] = None  # shrunk or removed
@@ -500,13 +507,13 @@ class StreamJoin(Operator):
                                 f"({column} {format_ts(row[column])} <= {format_ts(limit)}): "
                                 "padded with nulls",
                             )
-            if not entries:
+            if not rows:
                 del table[group][key]
                 times_table.pop(key, None)
                 if not table[group]:
                     del table[group]
             elif in_order:  # back on the heap, by its earliest row left
-                heappush(heap, (entries[0][0][column], next(self.stored), key))
+                heappush(heap, (rows[0][column], next(self.stored), key))
         return out
 
     def restore(self, snapshot, key_groups=None):
@@ -517,12 +524,13 @@ class StreamJoin(Operator):
         for side in (0, 1):
             time_of, evicted_by = self.time_of[side], self.evicted_by[side]
             for keys in self.state[side].values():
-                for key, entries in keys.items():
-                    if time_of is not None:
-                        entries.sort(key=time_of)
-                        self.times[side][key] = [time_of(entry) for entry in entries]
+                for key, (rows, flags) in keys.items():
+                    if time_of is not None:  # sorted by time, rows and flags together (a stable sort)
+                        order = sorted(range(len(rows)), key=lambda n, rows=rows: time_of(rows[n]))
+                        rows[:], flags[:] = [rows[n] for n in order], [flags[n] for n in order]
+                        self.times[side][key] = [time_of(row) for row in rows]
                     if evicted_by is not None:
-                        self.by_time[side].extend((entry[0][evicted_by], next(self.stored), key) for entry in entries)
+                        self.by_time[side].extend((row[evicted_by], next(self.stored), key) for row in rows)
             heapify(self.by_time[side])
 
     def _pad(self, side: int, row: dict) -> dict:
@@ -558,7 +566,7 @@ class StreamJoin(Operator):
     def state_sizes(self) -> dict[str, int]:
         """How many rows each side keeps in state: ``{side name: rows}``."""
         return {
-            side.name: sum(len(rows) for group in table.values() for rows in group.values())
+            side.name: sum(len(kept[0]) for group in table.values() for kept in group.values())
             for side, table in zip(self.sides, self.state)
         }
 
