@@ -485,12 +485,13 @@ class StreamJoin(Operator):
             times = times_table.get(key)  # the key's sorted times, with a time range
             if in_order:  # the rows that leave are the first ones: a binary search in their times finds them
                 cut = bisect_right(times, limit)
-                gone = list(zip(rows[:cut], flags[:cut]))
+                gone = list(zip(rows[:cut], flags[:cut]))  # (row, matched) of the rows that leave
                 del rows[:cut], flags[:cut], times[:cut]
             else:
                 stays = [row[column] > limit for row in rows]
                 gone = [(row, flag) for row, flag, stay in zip(rows, flags, stays) if not stay]
-                rows[:], flags[:] = compress(rows, stays), compress(flags, stays)
+                rows[:] = list(compress(rows, stays))
+                flags[:] = list(compress(flags, stays))
                 if times is not None and gone:
                     times[:] = [time_of(row) for row in rows]
             if not gone:
