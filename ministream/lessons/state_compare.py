@@ -17,7 +17,7 @@ times in ms):
   grouping columns and the ``session_window`` struct in the value too: ``value = (key..., start, end, buffer...)``;
 - deduplication (``DedupSpec``): ministream ``{key: None}`` (or the key's expiry, within the watermark); Spark
   a row per key with a ``__dummy__`` null value (or ``expiresAtMicros``);
-- a stream-stream join (``JoinSpec``): ministream keeps, per side, ``{key: [[row, matched], ...]}``; Spark four
+- a stream-stream join (``JoinSpec``): ministream keeps, per side, ``{key: [rows, matched]}`` (parallel lists); Spark four
   stores, per side ``<side>-keyToNumValues`` (``key`` -> how many rows) and ``<side>-keyWithIndexToValue``
   (``(key, index)`` -> the row and its ``matched`` flag). The diff maps ministream's lists onto both: the count is
   the list's length, and each row of the list is a ``keyWithIndexToValue`` row. The index is left out: Spark
@@ -124,9 +124,9 @@ def state_rows(spec, tables: dict) -> list[dict]:
             rows.append({"store": "default", "key": _flat(key), "value": (expiry,)})
     elif isinstance(spec, JoinSpec):
         for side in ("left", "right"):
-            for key, kept in tables.get(side, {}).items():
+            for key, (kept, flags) in tables.get(side, {}).items():
                 rows.append({"store": f"{side}-keyToNumValues", "key": _flat(key), "value": (len(kept),)})
-                for row, matched in kept:
+                for row, matched in zip(kept, flags):
                     value = (*_flat(row), matched)
                     rows.append({"store": f"{side}-keyWithIndexToValue", "key": _flat(key), "value": value})
     elif isinstance(spec, ProcessSpec):

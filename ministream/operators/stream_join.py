@@ -57,11 +57,12 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from heapq import heapify, heappop, heappush
-from itertools import count
+from itertools import compress, count
 
 import attrs
 
 from ministream.core.operator import Operator, watermark_moved
+from ministream.core.physical import KeyedRows
 from ministream.core.steps import RowCondition
 from ministream.errors import PipelineError
 from ministream.state.keygroups import key_group_of
@@ -91,8 +92,13 @@ class StreamJoin(Operator):
     """A stream-stream join of two keyed inputs (input 0 is the left side, input 1 the right).
 
     State, one table per side, laid out by key group so that checkpoints can split it:
-    ``{key_group: {key: [[row, matched], ...]}}`` where ``matched`` says whether the row has joined yet (an
-    outer join pads only the rows that never did). With a time range, each key's rows are kept **sorted by
+    ``{key_group: {key: [rows, matched]}}``: per key, its rows and, at the same positions, a flag per row
+    saying whether it has joined yet (an outer join pads only the rows that never did). Two parallel lists per
+    key rather than a ``[row, matched]`` list per row, because Python's garbage collector walks every
+    container object that lives long enough at each of its full collections: rows of plain values are not
+    containers it tracks, a list per row is, and the state holds at least a batch of rows (they leave only
+    when the watermark, which moves between batches, lets them), so a list per row made the cost of each row
+    grow with the batch size. With a time range, each key's rows are kept **sorted by
     their time** (the range's column of that side), so that a new row finds the other side's rows in its
     range by binary search, O(log n + matches), instead of testing every row of its key. Beside the tables,
     ``self.by_time``, per side, is the index eviction reads: a heap of ``(time, n, key)`` (``time`` in the
@@ -102,8 +108,9 @@ class StreamJoin(Operator):
     cleans just those keys, never looking at the others: a key's rows sorted by the evicting time leave as a
     prefix, and the key goes back on the heap with its earliest row left. An entry whose key has no rows
     there is skipped. (When a key's rows are not sorted by the column evicting them, a time in the key, every
-    row gets an entry.) During a batch the new rows wait in ``self.arrived``
-    (``[left rows, right rows]`` of ``(key, row)``), because Spark joins all left rows before any right row.
+    row gets an entry.) During a batch the new rows wait in ``self.arrived``, because Spark joins all left rows
+    before any right row: per side, ``(keys, rows)``, two parallel lists (the n-th key is the n-th row's), not
+    a ``(key, row)`` tuple per row, for the same reason.
     ``self.changed``, ``{key: None}`` per side: the keys stored, matched or evicted since the last checkpoint.
 
     >>> from ministream.core.operator import StepContext, BatchInfo
@@ -167,9 +174,9 @@ class StreamJoin(Operator):
 
     def open(self, ctx):
         super().open(ctx)
-        # {key_group: {key: [[row, matched], ...]}}, one per side
+        # {key_group: {key: [rows, matched]}}, one per side: parallel lists, see the class
         self.state = (ctx.state.table("left"), ctx.state.table("right"))
-        self.arrived = ([], [])
+        self.arrived = (([], []), ([], []))  # per side, (keys, rows): parallel lists, see the class
         self.batch = None  # the batch running, then the last one this run ran
         self.late_rows = []  # every LateRow (time/lateness.py): what Run.late_rows() reports
         # marked for incremental checkpoints; not copy on write: a snapshot copies the lists
@@ -194,14 +201,24 @@ class StreamJoin(Operator):
         )
 
     def process(self, pairs, input_index):
-        self.arrived[input_index].extend(pairs)
+        """Keep a message's keys and rows until the batch ends, each in its side's list: a chunk of
+        :class:`~ministream.core.physical.KeyedRows` (what the engine sends) is copied list to list, O(n)
+        references and no new object per row; any other iterable of ``(key, row)`` pairs is split into them."""
+        keys, rows = self.arrived[input_index]
+        if isinstance(pairs, KeyedRows):
+            keys += pairs.keys
+            rows += pairs.rows
+        else:
+            for key, row in pairs:
+                keys.append(key)
+                rows.append(row)
 
     def on_batch_end(self, batch):
-        arrived = [self._pushed_down(side, rows) for side, rows in enumerate(self.arrived)]
-        left_rows, right_rows = (self._drop_late(side, rows, batch) for side, rows in enumerate(arrived))
-        self.arrived = ([], [])
-        out = self._join_side(0, left_rows)  # rule 2: left rows meet the right state first
-        out += self._join_side(1, right_rows)  # rule 3: then right rows meet the left state
+        arrived = [self._pushed_down(side, keys, rows) for side, (keys, rows) in enumerate(self.arrived)]
+        left, right = (self._drop_late(side, keys, rows, batch) for side, (keys, rows) in enumerate(arrived))
+        self.arrived = (([], []), ([], []))
+        out = self._join_side(0, *left)  # rule 2: left rows meet the right state first
+        out += self._join_side(1, *right)  # rule 3: then right rows meet the left state
         if batch.watermark is not None:  # rule 4: eviction, and the outer rows it releases
             for side in (0, 1):
                 out += self._evict(side, batch.watermark)
@@ -226,43 +243,53 @@ class StreamJoin(Operator):
 
     # -- the rules ----------------------------------------------------------------------------------------
 
-    def _pushed_down(self, side: int, pairs: list) -> list:
+    def _pushed_down(self, side: int, keys: list, rows: list) -> tuple[list, list]:
         """The conditions Spark's optimizer moves below the join (a one-sided condition of a side that is not
         preserved; ``key IS NOT NULL`` on such a side when keys are compared with ``=``): rows that fail them
-        never reach the join, so they are neither late nor stored."""
+        never reach the join, so they are neither late nor stored. Takes and gives ``(keys, rows)``, parallel
+        lists; when every row passes, the same lists come back (no copy)."""
         condition = self.pushed[side]
         nulls_out = not self.null_safe and not self._preserved(side)
         if condition is None and not nulls_out:
-            return pairs
+            return keys, rows
         if condition is None:
-            kept = [pair for pair in pairs if not _has_null(pair[0])]
+            passes = [not _has_null(key) for key in keys]
         else:
-            kept = [(key, row) for key, row in pairs if condition.fn(row) and not (nulls_out and _has_null(key))]
-        if len(kept) < len(pairs):
-            self.ctx.drop("filtered by the join condition", rows=len(pairs) - len(kept))
-        return kept
+            passes = [condition.fn(row) and not (nulls_out and _has_null(key)) for key, row in zip(keys, rows)]
+        return self._kept(keys, rows, passes, "filtered by the join condition")
 
-    def _drop_late(self, side: int, pairs: list, batch) -> list:
+    def _kept(self, keys: list, rows: list, passes: list[bool], why: str) -> tuple[list, list]:
+        """The keys and rows whose flag in ``passes`` is true (``(keys, rows)`` themselves when all are), the
+        others counted as dropped for ``why``. The flags are ``True``/``False``, shared objects: no new object
+        per row."""
+        dropped = passes.count(False)
+        if not dropped:
+            return keys, rows
+        self.ctx.drop(why, rows=dropped)
+        return list(compress(keys, passes)), list(compress(rows, passes))
+
+    def _drop_late(self, side: int, keys: list, rows: list, batch) -> tuple[list, list]:
         """Rule 1: rows at or before the previous batch's watermark are late: not joined, not stored. The
         column tested is the side's own event time (its watermarked column, or its window's end); a side
         without a watermark has no late rows, even when the other side's watermark evicts its state."""
         column = self.sides[side].watermark_column
         if column is None or batch.late_watermark is None:
-            return pairs
+            return keys, rows
         late = batch.late_watermark
-        kept = [pair for pair in pairs if pair[1][column] > late]
-        if len(kept) < len(pairs):  # the late ones, each reported with its rule
-            for _, row in pairs:
-                if row[column] <= late:
-                    rule = (
-                        f"{self.sides[side].name} row dropped: {column} {format_ts(row[column])} <= watermark "
-                        f"{format_ts(late)} of the previous batch"
-                    )
-                    self.late_rows.append(LateRow(batch.batch_id, self.ctx.step_name, row, None, late, rule))
-                    self.ctx.explain("late", rule, row)
-        return kept
+        on_time = [row[column] > late for row in rows]  # a flag per row (shared True/False objects)
+        if False not in on_time:
+            return keys, rows
+        for row in rows:  # the late ones, each reported with its rule
+            if row[column] <= late:
+                rule = (
+                    f"{self.sides[side].name} row dropped: {column} {format_ts(row[column])} <= watermark "
+                    f"{format_ts(late)} of the previous batch"
+                )
+                self.late_rows.append(LateRow(batch.batch_id, self.ctx.step_name, row, None, late, rule))
+                self.ctx.explain("late", rule, row)
+        return list(compress(keys, on_time)), list(compress(rows, on_time))
 
-    def _join_side(self, side: int, pairs: list) -> list[dict]:
+    def _join_side(self, side: int, keys: list, rows: list) -> list[dict]:
         """Rules 2 and 3 for the batch's new rows of one side, in their order: each meets the other side's
         stored rows of its key that are in its time range (a binary search in the key's times, then
         :meth:`_matches`), then is stored (in time order, and in the eviction index when it is its key's
@@ -281,7 +308,7 @@ class StreamJoin(Operator):
         tracing, name, other_name = self.ctx.tracing, self.sides[side].name, self.sides[1 - side].name
         out: list[dict] = []
         stored = semi_matched = padded = 0
-        for key, row in pairs:
+        for key, row in zip(keys, rows):  # zip reuses its pair tuple: no object per row
             if condition is not None and not condition.fn(row):
                 padded += 1
                 out.append(self._pad(side, row))
@@ -290,40 +317,41 @@ class StreamJoin(Operator):
             group = key_group_of(key)
             # the probe: the other side's rows of the key, those in range of the row's time (see _reach)
             matches = []
-            candidates = None if check_nulls and _has_null(key) else other_table.get(group, _EMPTY).get(key)
-            if candidates:
-                if reach is not None:  # two binary searches in the key's times, O(log n), then a slice
+            others = None if check_nulls and _has_null(key) else other_table.get(group, _EMPTY).get(key)
+            if others:
+                first, last = 0, len(others[0])  # the candidates: the stored rows first to last - 1
+                if reach is not None:  # two binary searches in the key's times, O(log n)
                     own_column, low, high = reach
                     time, key_times = row[own_column], other_times[key]
                     first = 0 if low is None else bisect_left(key_times, time + low)
                     last = len(key_times) if high is None else bisect_right(key_times, time + high, first)
-                    candidates = candidates[first:last]
-                if candidates:
-                    matches = self._matches(side, key, row, candidates)
+                if first < last:
+                    matches = self._matches(side, key, row, others, first, last)
             if matches and semi_left:
                 semi_matched += 1
                 out += matches
                 self._explain_emit(matches, "left semi: the left row matched, emitted once and not stored")
                 continue
             # the store: the row goes at its place in time order (mostly last), its time at the same place
-            entry = [row, bool(matches)]
             keys = table.get(group)
             if keys is None:
                 keys = table[group] = {}
-            entries = keys.get(key)
-            if entries is None:
-                keys[key] = [entry]
+            kept = keys.get(key)
+            if kept is None:
+                keys[key] = [[row], [bool(matches)]]
                 if column is not None:
                     times[key] = [row[column]]
                 position = 0
             elif column is None:
-                entries.append(entry)
-                position = len(entries) - 1
+                kept[0].append(row)
+                kept[1].append(bool(matches))
+                position = len(kept[0]) - 1
             else:
                 time, key_times = row[column], times[key]
                 position = len(key_times) if key_times[-1] <= time else bisect_right(key_times, time)
                 key_times.insert(position, time)
-                entries.insert(position, entry)
+                kept[0].insert(position, row)
+                kept[1].insert(position, bool(matches))
             if evicted_by is not None and (position == 0 or every_row_indexed):  # the key's new earliest row
                 heappush(heap, (row[evicted_by], next(self.stored), key))
             changed[key] = None
@@ -332,35 +360,37 @@ class StreamJoin(Operator):
                 out += matches
                 if tracing:
                     self._explain_emit(matches, f"a new {name} row matched a stored {other_name} row")
-        for outcome, rows in (
+        for outcome, how_many in (
             ("stored in state", stored),
             ("matched once, not stored (left semi)", semi_matched),
             ("emitted padded with nulls at once (fails its side's condition)", padded),
         ):
-            if rows:
-                self.ctx.count(outcome, rows)
+            if how_many:
+                self.ctx.count(outcome, how_many)
         return out
 
-    def _matches(self, side: int, key, row: dict, candidates: list) -> list[dict]:
+    def _matches(self, side: int, key, row: dict, stored: list, first: int, last: int) -> list[dict]:
         """The output rows of a new ``row`` of ``side`` with the other side's stored rows of its key that are
-        in its time range (``candidates``); each stored row that matches is marked as matched."""
+        in its time range: ``stored`` is the key's ``[rows, matched]``, the candidates are its rows ``first``
+        to ``last - 1``; each one that matches gets its ``matched`` flag set."""
         out = []
+        rows, matched = stored
         if self.how != "left_semi" and self.where is None:  # the usual join: every candidate matches
-            for entry in candidates:
-                out.append(self._joined(*_sides(side, row, entry[0])))
-                if not entry[1]:
-                    entry[1] = True
+            for position in range(first, last):
+                out.append(self._joined(*_sides(side, row, rows[position])))
+                if not matched[position]:
+                    matched[position] = True
                     self.changed[1 - side][key] = None  # the stored row changed in place: it matched
             return out
         semi = self.how == "left_semi"
-        for entry in candidates:
-            left, right = _sides(side, row, entry[0])
-            if semi and side == 1 and entry[1]:
+        for position in range(first, last):
+            left, right = _sides(side, row, rows[position])
+            if semi and side == 1 and matched[position]:
                 continue  # left semi: a left row is emitted at its first match only
             if self.where is not None and not self.where(left, right):
                 continue
-            if not entry[1]:
-                entry[1] = True
+            if not matched[position]:
+                matched[position] = True
                 self.changed[1 - side][key] = None  # the stored row changed in place: it matched
             if semi:
                 out.append(dict(left))
@@ -401,8 +431,8 @@ class StreamJoin(Operator):
 
     @staticmethod
     def _entry_time(column: str | None):
-        """A function that reads a stored entry's time in ``column`` (``None`` for no column)."""
-        return None if column is None else lambda entry: entry[0][column]
+        """A function that reads a stored row's time in ``column`` (``None`` for no column)."""
+        return None if column is None else lambda row: row[column]
 
     def _eviction_column(self, side: int) -> str | None:
         """The column whose time evicts a side's rows (``None``: they are never evicted)."""
@@ -448,19 +478,22 @@ class StreamJoin(Operator):
             due[heappop(heap)[2]] = None
         for key in due:
             group = key_group_of(key)
-            entries = table.get(group, _EMPTY).get(key)
-            if not entries:
+            kept = table.get(group, _EMPTY).get(key)
+            if not kept:
                 continue  # the key's rows are gone already (an entry of the index stays until its time comes)
+            rows, flags = kept
             times = times_table.get(key)  # the key's sorted times, with a time range
             if in_order:  # the rows that leave are the first ones: a binary search in their times finds them
                 cut = bisect_right(times, limit)
-                gone = entries[:cut]
-                del entries[:cut], times[:cut]
+                gone = list(zip(rows[:cut], flags[:cut]))  # (row, matched) of the rows that leave
+                del rows[:cut], flags[:cut], times[:cut]
             else:
-                gone = [entry for entry in entries if entry[0][column] <= limit]
-                entries[:] = [entry for entry in entries if entry[0][column] > limit]
+                stays = [row[column] > limit for row in rows]
+                gone = [(row, flag) for row, flag, stay in zip(rows, flags, stays) if not stay]
+                rows[:] = list(compress(rows, stays))
+                flags[:] = list(compress(flags, stays))
                 if times is not None and gone:
-                    times[:] = [time_of(entry) for entry in entries]
+                    times[:] = [time_of(row) for row in rows]
             if not gone:
                 continue  # nothing evicted: the key is unchanged
             changed[key] = None  # shrunk or removed
@@ -475,13 +508,13 @@ class StreamJoin(Operator):
                                 f"({column} {format_ts(row[column])} <= {format_ts(limit)}): "
                                 "padded with nulls",
                             )
-            if not entries:
+            if not rows:
                 del table[group][key]
                 times_table.pop(key, None)
                 if not table[group]:
                     del table[group]
             elif in_order:  # back on the heap, by its earliest row left
-                heappush(heap, (entries[0][0][column], next(self.stored), key))
+                heappush(heap, (rows[0][column], next(self.stored), key))
         return out
 
     def restore(self, snapshot, key_groups=None):
@@ -492,12 +525,13 @@ class StreamJoin(Operator):
         for side in (0, 1):
             time_of, evicted_by = self.time_of[side], self.evicted_by[side]
             for keys in self.state[side].values():
-                for key, entries in keys.items():
-                    if time_of is not None:
-                        entries.sort(key=time_of)
-                        self.times[side][key] = [time_of(entry) for entry in entries]
+                for key, (rows, flags) in keys.items():
+                    if time_of is not None:  # sorted by time, rows and flags together (a stable sort)
+                        order = sorted(range(len(rows)), key=lambda n, rows=rows: time_of(rows[n]))
+                        rows[:], flags[:] = [rows[n] for n in order], [flags[n] for n in order]
+                        self.times[side][key] = [time_of(row) for row in rows]
                     if evicted_by is not None:
-                        self.by_time[side].extend((entry[0][evicted_by], next(self.stored), key) for entry in entries)
+                        self.by_time[side].extend((row[evicted_by], next(self.stored), key) for row in rows)
             heapify(self.by_time[side])
 
     def _pad(self, side: int, row: dict) -> dict:
@@ -533,7 +567,7 @@ class StreamJoin(Operator):
     def state_sizes(self) -> dict[str, int]:
         """How many rows each side keeps in state: ``{side name: rows}``."""
         return {
-            side.name: sum(len(rows) for group in table.values() for rows in group.values())
+            side.name: sum(len(kept[0]) for group in table.values() for kept in group.values())
             for side, table in zip(self.sides, self.state)
         }
 

@@ -48,14 +48,14 @@ def test_a_join_delta_holds_the_keys_stored_matched_or_evicted():
     delta = snapshot_operator(join, delta=True)["keyed"]
     assert written(delta, "left") == (
         {
-            "k1": [[{"id": "k1", "t": 101}, True]],
-            "k2": [[{"id": "k2", "t": 102}, True]],
-            "k50": [[{"id": "k50", "t": 150}, False], [{"id": "k50", "t": 200}, False]],
+            "k1": [[{"id": "k1", "t": 101}], [True]],
+            "k2": [[{"id": "k2", "t": 102}], [True]],
+            "k50": [[{"id": "k50", "t": 150}, {"id": "k50", "t": 200}], [False, False]],
         },
         [],
     )
     assert written(delta, "right") == (
-        {"k1": [[{"pid": "k1", "u": 105}, True]], "k2": [[{"pid": "k2", "u": 106}, True]]},
+        {"k1": [[{"pid": "k1", "u": 105}], [True]], "k2": [[{"pid": "k2", "u": 106}], [True]]},
         [],
     )
     state = apply_delta(full, delta)
@@ -65,7 +65,7 @@ def test_a_join_delta_holds_the_keys_stored_matched_or_evicted():
 
     run_batch(join, 3, 161)  # left rows with t <= 161 - 10 - 1 leave (k0..k49, k50's first), right ones u <= 160
     delta = snapshot_operator(join, delta=True)["keyed"]
-    assert written(delta, "left") == ({"k50": [[{"id": "k50", "t": 200}, False]]}, sorted(f"k{i}" for i in range(50)))
+    assert written(delta, "left") == ({"k50": [[{"id": "k50", "t": 200}], [False]]}, sorted(f"k{i}" for i in range(50)))
     assert written(delta, "right") == ({}, ["k1", "k2"])
     assert apply_delta(state, delta) == join.ctx.state.snapshot()
 
@@ -83,7 +83,7 @@ def test_a_join_full_checkpoint_keeps_the_matched_flag_it_saw():
     run_batch(join, 0, 0, [("k", {"id": "k", "t": 100})], [])
     full = snapshot_operator(join)["keyed"]
     run_batch(join, 1, 0, [], [("k", {"pid": "k", "u": 105})])
-    assert [entries["left"]["k"] for entries in full.values()] == [[[{"id": "k", "t": 100}, False]]]
+    assert [entries["left"]["k"] for entries in full.values()] == [[[{"id": "k", "t": 100}], [False]]]
 
 
 def test_a_dedup_delta_holds_the_new_keys_and_the_forgotten_ones():

@@ -41,7 +41,7 @@ def test_a_window_is_part_of_the_key_and_a_session_keyed_by_its_start():
 
 
 def test_a_join_side_maps_onto_keyToNumValues_and_keyWithIndexToValue():
-    """ministream's {key: [[row, matched], ...]} per side becomes Spark's count per key and one row per kept row,
+    """ministream's {key: [rows, matched]} per side becomes Spark's count per key and one row per kept row,
     with its matched flag (the index left out)."""
     rows = [row for row in _after("stream-join", 1) if row[1] == ("b",) and row[0].startswith("right")]
     assert rows == [
