@@ -118,8 +118,12 @@ def take_delta(backend) -> StateDelta:
     for name in sorted(backend.tracked):
         table = backend.tables.get(name, {})
         shares = backend.sharing or name in backend.copy_on_write  # the snapshot may hold the values themselves
+        changed = backend.changes[name]
+        if sum(map(len, table.values())) <= len(changed):
+            _walk_the_table(name, table, changed, shares, backend.max_parallelism, updated, removed)
+            continue
         copy_one = (lambda value: value) if shares else copy_value
-        for key in backend.changes[name]:
+        for key in changed:
             group = key_group_of(key, backend.max_parallelism)
             entries = table.get(group, {})
             if key in entries:
@@ -134,6 +138,23 @@ def take_delta(backend) -> StateDelta:
     delta = StateDelta(sorted(backend.tracked), dict(sorted(updated.items())), dict(sorted(removed.items())))
     backend.start_counting()
     return delta
+
+
+def _walk_the_table(name: str, table: dict, changed: dict, shares: bool, max_parallelism: int, updated, removed):
+    """The delta of one table that holds no more entries than keys changed (a window step builds its table of
+    the changed keys only, at the checkpoint): walked group by group, a group whose keys all changed taken
+    whole in one ``dict()`` call instead of key by key; the changed keys not found are the removed ones."""
+    found = 0
+    for group, entries in table.items():
+        chosen = entries if changed.keys() >= entries.keys() else {k: v for k, v in entries.items() if k in changed}
+        if chosen:
+            updated.setdefault(group, {})[name] = dict(chosen) if shares else copy_entries(chosen)
+            found += len(chosen)
+    if found < len(changed):
+        for key in changed:
+            group = key_group_of(key, max_parallelism)
+            if key not in table.get(group, {}):
+                removed.setdefault(group, {}).setdefault(name, []).append(key)
 
 
 def checkpoint_snapshot(backend, delta: bool = False, sharing: bool = False):
