@@ -145,31 +145,6 @@ def bench_workshop(figures: dict, say) -> None:
     figures["compare_warm_s_by_lesson"] = warm
 
 
-def arrow_type(kind: str):
-    """The Arrow type a Parquet column of Spark type ``kind`` is written with (event time: ms, UTC)."""
-    import pyarrow as pa
-
-    return {"TIMESTAMP": pa.timestamp("ms", tz="UTC"), "STRING": pa.string(), "DOUBLE": pa.float64()}[kind]
-
-
-def write_batches(batches: list[list[dict]], columns: dict[str, str], folder: Path) -> None:
-    """Each batch as one Parquet file in ``folder``, with ``columns`` (``{name: Spark type}``); the files'
-    modification times are one second apart in batch order (in the past), the order in which Spark's file
-    source takes them, one per micro-batch with ``maxFilesPerTrigger=1``."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    folder.mkdir(parents=True)
-    first = int(time.time()) - len(batches) - 10
-    for k, batch in enumerate(batches):
-        table = pa.table(
-            {name: pa.array([row[name] for row in batch], arrow_type(kind)) for name, kind in columns.items()}
-        )
-        path = folder / f"batch-{k:06d}.parquet"
-        pq.write_table(table, path)
-        os.utime(path, (first + k, first + k))
-
-
 def process_tree_cpu() -> dict[int, float]:
     """CPU seconds of this process and of every process under it (Spark's JVM, its Python workers), by process
     id, from ``/proc``: Spark works in other processes and threads, which ``time.process_time`` does not see."""
@@ -224,9 +199,12 @@ def spark_operator_run(spark, name: str, script: list, folder: Path, on_batch: C
     with none left out), the batches run, the first batch's wall seconds (the query's start included), and
     the wall and CPU seconds of the batches after it (:func:`process_tree_cpu`, :func:`cpu_between`).
     ``on_batch(batch_id)`` is called as each batch ends."""
+    from pyspark.sql.types import StructType
+
     from ministream.spark import session_conf
     from ministream.spark.compiler import compile_flow
     from ministream.spark.compiler.schema import ddl
+    from ministream.spark.source import write_script_files
 
     benched = OPERATORS[name]
     data = benched.inputs(script)
@@ -234,7 +212,8 @@ def spark_operator_run(spark, name: str, script: list, folder: Path, on_batch: C
     sides = data if isinstance(data, dict) else {"events": data}
     inputs = {}
     for source, columns in benched.columns.items():
-        write_batches(sides[source], columns, folder / source)
+        (folder / source).mkdir(parents=True)
+        write_script_files(StructType.fromDDL(ddl(columns)), sides[source], str(folder / source))
         inputs[source] = (
             spark.readStream.schema(ddl(columns)).option("maxFilesPerTrigger", 1).parquet(str(folder / source))
         )
