@@ -88,6 +88,51 @@ def test_the_curves_have_every_point_and_a_spread_per_operator():
     assert figures["curve_points"]["run_lengths"] == (20, 200, 2_000)
 
 
+def test_the_batch_size_curve_has_the_floor_beside_the_engine():
+    """At each batch size the floor runs beside the engine on the same events: its events/s, the engine's
+    ratio to it (the two rates over each other), the output rows per event (the engine's, checked to be the
+    floor's), the floor's spread and the engine's spread over it (against the 1.5 target); an update-mode
+    count emits more rows per event the smaller the batches, never more than one."""
+    figures = {}
+    curves = bench_curves(figures, lambda text: None, ["running_count", "dedup"], curve_max=2_000)
+    sizes = curve_points(2_000).batch_sizes
+    for name in ("running_count", "dedup"):
+        curve = curves[name]
+        for axis in ("floor batch size", "ratio to floor", "rows per event"):
+            assert set(curve[axis]) == set(sizes)
+        for size in sizes:
+            engine, floor = curve["batch size"][size], curve["floor batch size"][size]
+            assert curve["ratio to floor"][size] == pytest.approx(engine / floor, rel=0.01, abs=0.001)
+        floor_spread = figures[f"{name}_floor_spread_batch_size"]
+        assert floor_spread == spread(curve["floor batch size"]) >= 1
+        assert figures[f"{name}_spread_batch_size_over_floor"] == round(
+            figures[f"{name}_spread_batch_size"] / floor_spread, 2
+        )
+        assert f"{name}_spread_batch_size_over_floor" in TARGETS
+    per_event = [curves["running_count"]["rows per event"][size] for size in sizes]
+    assert per_event == sorted(per_event, reverse=True) and per_event[-1] > 0
+    assert per_event[0] == 1.0  # batches of one event: each emits its key's new count
+    assert set(curves["dedup"]["rows per event"].values()) == {round(200 / 200, 4)}  # every (key, ts) is new
+
+
+def test_the_curves_announce_the_engine_and_the_floor_at_each_batch_size():
+    """``bench`` shows where a long part is through ``progress``: each run-length point, and at each batch
+    size the engine's run and the floor's run, each before it starts."""
+    told = []
+    bench_curves({}, lambda text: None, ["dedup"], curve_max=2_000, progress=told.append)
+    assert told == [
+        "curves dedup: 20 events in batches of 2",
+        "curves dedup: 200 events in batches of 2",
+        "curves dedup: 2,000 events in batches of 2",
+        "curves dedup: 200 events in batches of 1, engine",
+        "curves dedup: 200 events in batches of 1, floor",
+        "curves dedup: 200 events in batches of 2, engine",
+        "curves dedup: 200 events in batches of 2, floor",
+        "curves dedup: 200 events in batches of 20, engine",
+        "curves dedup: 200 events in batches of 20, floor",
+    ]
+
+
 def spark_figures(figures: dict, same: bool = True) -> dict:
     """Spark's figures for every operator as ``bench_spark_operators`` names them (values made up: the page
     is checked, not the timings)."""
@@ -131,8 +176,22 @@ def test_the_page_has_the_operator_table_the_curves_and_the_machine(tmp_path):
     assert "## Flat cost" in page
     assert "![events per second against run length and batch size](../plots/scaling.png)" in page
     assert "| operator | 20 events | 200 events | 2,000 events | spread |" in page
-    dedup = [line for line in page.splitlines() if line.startswith("| dedup | ")][-1]  # the curves' row
-    assert f"{figures['dedup_spread_run_length']} (" in dedup and "met)" in dedup
+    batch_header = (
+        "| operator | batches of 1 | batches of 2 | batches of 20 | spread | floor, batches of 1 | floor, batches of 2 "
+        "| floor, batches of 20 | floor spread | spread over floor's | ratio at 1 | ratio at 2 | ratio at 20 "
+        "| rows/event at 1 | rows/event at 2 | rows/event at 20 |"
+    )
+    assert batch_header in page
+    run_row, batch_row = [line for line in page.splitlines() if line.startswith("| dedup | ")][-2:]  # the curves'
+    assert f"{figures['dedup_spread_run_length']} (" in run_row and "met)" in run_row
+    cells = [cell.strip() for cell in batch_row.strip("|").split("|")]
+    floor = figures["curves"]["dedup"]["floor batch size"]
+    assert cells[5:8] == [f"{floor[size]:,}" for size in (1, 2, 20)]
+    assert cells[8] == str(figures["dedup_floor_spread_batch_size"])
+    over = figures["dedup_spread_batch_size_over_floor"]
+    assert cells[9] == f"{over} ({'met' if over <= 1.5 else 'NOT met'})"
+    assert cells[4].startswith(f"{figures['dedup_spread_batch_size']} (")
+    assert "| `dedup_floor_spread_batch_size` |" in page and "| `dedup_spread_batch_size_over_floor` |" in page
     assert "| `dedup_spread_batch_size` |" in page and "## Every figure" in page
     assert "## How the figures are measured" in page
     mismatched = markdown_page({**report, "figures": spark_figures(figures, same=False)}, [])
@@ -141,7 +200,8 @@ def test_the_page_has_the_operator_table_the_curves_and_the_machine(tmp_path):
 
 @pytest.mark.notebook
 def test_the_scaling_plot_draws_both_curves_of_each_operator():
-    """The plot of the curves renders as a PNG that is not blank: one line per operator on each axis, the
+    """The plot of the curves renders as a PNG that is not blank: one line per operator on each axis, and on
+    the batch-size axis the floor's dashed in the same colour (one legend entry says what dashed is); the
     sizes in the axis labels (matplotlib comes with the notebooks extra)."""
     figures = {}
     curves = bench_curves(figures, lambda text: None, ["tumbling_count", "dedup"], curve_max=2_000)
@@ -150,7 +210,17 @@ def test_the_scaling_plot_draws_both_curves_of_each_operator():
     assert png.startswith(b"\x89PNG\r\n\x1a\n") and ink(png) > 0.02
     run_axes, batch_axes = figure.axes
     assert [line.get_label() for line in run_axes.get_lines()] == ["tumbling_count", "dedup"]
-    assert [len(line.get_xdata()) for line in batch_axes.get_lines()] == [3, 3]
+    lines = batch_axes.get_lines()
+    assert [line.get_label() for line in lines] == [
+        "tumbling_count",
+        "_tumbling_count floor",
+        "dedup",
+        "_dedup floor",
+        "the floor (dashed)",
+    ]
+    assert [len(line.get_xdata()) for line in lines] == [3, 3, 3, 3, 0]
+    assert [line.get_linestyle() for line in lines] == ["-", "--", "-", "--", "--"]
+    assert lines[0].get_color() == lines[1].get_color() != lines[2].get_color() == lines[3].get_color()
     assert run_axes.get_xlabel() == "events in the run (batches of 2)"
     assert batch_axes.get_xlabel() == "events per batch (200 events)"
 
