@@ -226,9 +226,10 @@ def test_the_scaling_plot_draws_both_curves_of_each_operator():
 
 
 @pytest.mark.notebook
-def test_bench_operators_with_curves_writes_the_page_and_the_plot(tmp_path):
+def test_bench_operators_with_curves_writes_the_page_and_the_plot(tmp_path, capsys):
     """`ministream bench --operators --no-spark --curves dedup --curve-max N --plot P --markdown M` measures the
-    operators and the curves, draws the plot and writes a page that links it."""
+    operators and the curves, draws the plot and writes a page that links it; the curves are a part of the
+    progress bar (2 parts), which names each run, the floor's too."""
     import io
 
     page, plot = tmp_path / "bench.md", tmp_path / "scaling.png"
@@ -238,4 +239,6 @@ def test_bench_operators_with_curves_writes_the_page_and_the_plot(tmp_path):
     text = page.read_text()
     assert "| dedup | " in text and "![events per second against run length and batch size](scaling.png)" in text
     assert ink(plot.read_bytes()) > 0.02
-    assert "dedup_spread_run_length" in out.getvalue()
+    assert "dedup_spread_run_length" in out.getvalue() and "dedup_floor_spread_batch_size" in out.getvalue()
+    bar = capsys.readouterr().err.replace("\r", "\n")
+    assert "bench: curves dedup: 200 events in batches of 20, floor:  50%" in bar and "2/2" in bar

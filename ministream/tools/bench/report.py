@@ -73,10 +73,12 @@ def run_benchmarks(
     say=lambda text: None,
     stage=None,
     progress=None,
+    more_parts=(),
 ) -> dict:
     """Every figure, in one run: engine throughput, the loop floor, memory, checkpoints, Spark (every
-    operator on ``spark_events`` events), the workshop path; ``stage(name, done, total)`` is told as each
-    part begins (``done`` parts finished) and at the end, ``progress(text)`` where a long part is."""
+    operator on ``spark_events`` events), the workshop path, then ``more_parts`` (``(name, measure(figures))``,
+    such as the curves); ``stage(name, done, total)`` is told as each part begins (``done`` parts finished)
+    and at the end, ``progress(text)`` where a long part is."""
     figures: dict = {}
     described = machine()  # before the run, so that its load average is the machine's, not the benchmark's
     data = make_events(events)
@@ -88,6 +90,7 @@ def run_benchmarks(
     if spark:
         parts.append(("spark", lambda: bench_spark(figures, data, say)))
         parts.append(("spark operators", spark_operators_part(figures, spark_events, events, say, progress)))
+    parts += [(name, lambda measure=measure: measure(figures)) for name, measure in more_parts]
     run_parts(parts, stage)
     return {"machine": described, "figures": figures}
 
@@ -450,17 +453,29 @@ def main(argv=None, out=None) -> int:
         def say(text: str) -> None:
             bar.write(text, file=lines)
 
-        if args.state:
-            report = {"machine": machine(), "figures": {}}
-            bench_state_backends(report["figures"], say)
-        elif args.operators:
+        more_parts = []  # parts after the others, given the figures: the curves, a part of the bar like them
+        if args.curves:
+            names = None if args.curves == "all" else args.curves.split(",")
+
+            def measure_curves(figures: dict) -> None:
+                bench_curves(figures, say, names, curve_max=args.curve_max, progress=progress)
+
+            more_parts.append(("curves", measure_curves))
+        if args.state or args.operators:
             report = {"machine": machine(), "figures": {}}
             figures = report["figures"]
-            parts = [("operators", lambda: bench_operators(figures, make_events(args.events), say))]
-            if not args.no_spark:
-                parts.append(
-                    ("spark operators", spark_operators_part(figures, args.spark_events, args.events, say, progress))
-                )
+            if args.state:
+                parts = [("state backends", lambda: bench_state_backends(figures, say))]
+            else:
+                parts = [("operators", lambda: bench_operators(figures, make_events(args.events), say))]
+                if not args.no_spark:
+                    parts.append(
+                        (
+                            "spark operators",
+                            spark_operators_part(figures, args.spark_events, args.events, say, progress),
+                        )
+                    )
+            parts += [(name, lambda measure=measure: measure(figures)) for name, measure in more_parts]
             run_parts(parts, stage)
         else:
             report = run_benchmarks(
@@ -470,10 +485,10 @@ def main(argv=None, out=None) -> int:
                 say=say,
                 stage=stage,
                 progress=progress,
+                more_parts=more_parts,
             )
-        if args.curves:
-            names = None if args.curves == "all" else args.curves.split(",")
-            curves = bench_curves(report["figures"], say, names, curve_max=args.curve_max, progress=progress)
+        if "curves" in report["figures"]:
+            curves = report["figures"]["curves"]
             save_png(scaling_plot(curves, curve_points(args.curve_max)), args.plot)
             report["plot"] = args.plot
         report["machine"]["load_average_at_end"] = round(os.getloadavg()[0], 2)
