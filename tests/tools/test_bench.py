@@ -242,3 +242,15 @@ def test_bench_operators_with_curves_writes_the_page_and_the_plot(tmp_path, caps
     assert "dedup_spread_run_length" in out.getvalue() and "dedup_floor_spread_batch_size" in out.getvalue()
     bar = capsys.readouterr().err.replace("\r", "\n")
     assert "bench: curves dedup: 200 events in batches of 20, floor:  50%" in bar and "2/2" in bar
+
+
+@pytest.mark.parametrize("option", ["--curves", "--spark-operators"])
+def test_an_unknown_operator_is_refused_with_the_operators_names(option, capsys):
+    """`bench --curves` and `bench --spark-operators` take operators by name: a name that is none of them
+    stops the command at once (exit 2) with a line that names it and lists the operators."""
+    with pytest.raises(SystemExit) as stopped:
+        main(["--operators", "--no-spark", option, "dedup,dedupe"])
+    assert stopped.value.code == 2
+    error = capsys.readouterr().err
+    assert "no operator 'dedupe': the operators are running_count, tumbling_count" in error
+    assert "process_timers" in error

@@ -42,3 +42,12 @@ def test_every_operator_has_its_spark_figures(figures):
             assert figures[f"spark_{name}_{figure}"] > 0, (name, figure)
         assert figures[f"{name}_ratio_to_spark"] == round(1_000 / figures[f"spark_{name}_events_per_s"], 2)
     assert len(figures["lines"]) == len(OPERATORS)
+
+
+def test_only_the_operators_named_run_in_spark():
+    """`bench --spark-operators` runs only the operators it names in Spark: their figures, none of the
+    others', the rows still checked against the engine's."""
+    measured: dict = {}
+    bench_spark_operators(measured, EVENTS[:2_000], lambda text: None, batch_size=1_000, operators=["dedup"])
+    assert measured["spark_dedup_same_rows"] is True and measured["spark_dedup_rows"] > 0
+    assert not [name for name in OPERATORS if name != "dedup" and f"spark_{name}_rows" in measured]

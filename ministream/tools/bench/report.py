@@ -47,11 +47,28 @@ def machine() -> dict:
     }
 
 
-def spark_operators_part(figures: dict, spark_events: int, events: int, say, progress=None):
-    """The part that runs every operator in Spark (``spark.bench_spark_operators``) on the first
-    ``spark_events`` of the bench's events, in batches of the engine's size (``events`` / 100)."""
+def spark_operators_part(figures: dict, spark_events: int, events: int, say, progress=None, operators=None):
+    """The part that runs every operator (or those named in ``operators``) in Spark
+    (``spark.bench_spark_operators``) on the first ``spark_events`` of the bench's events, in batches of the
+    engine's size (``events`` / 100)."""
     batch_size = -(-events // BATCHES)
-    return lambda: bench_spark_operators(figures, make_events(spark_events), say, batch_size, progress)
+    return lambda: bench_spark_operators(figures, make_events(spark_events), say, batch_size, progress, operators)
+
+
+def operator_names(text: str | None) -> list[str] | None:
+    """The operators named in a comma-separated option (``None`` for all, or when no text was given); a name
+    that is no operator's raises ``ValueError`` with the operators' names.
+
+    >>> operator_names("dedup,join_inner"), operator_names("all"), operator_names(None)
+    (['dedup', 'join_inner'], None, None)
+    """
+    if text is None or text == "all":
+        return None
+    names = text.split(",")
+    for name in names:
+        if name not in OPERATORS:
+            raise ValueError(f"no operator {name!r}: the operators are {', '.join(OPERATORS)}")
+    return names
 
 
 def run_parts(parts: list, stage=None) -> None:
@@ -70,13 +87,14 @@ def run_benchmarks(
     events: int = EVENTS,
     spark: bool = True,
     spark_events: int = SPARK_EVENTS,
+    spark_operators=None,
     say=lambda text: None,
     stage=None,
     progress=None,
     more_parts=(),
 ) -> dict:
     """Every figure, in one run: engine throughput, the loop floor, memory, checkpoints, Spark (every
-    operator on ``spark_events`` events), the workshop path, then ``more_parts`` (``(name, measure(figures))``,
+    operator, or those of ``spark_operators``, on ``spark_events`` events), the workshop path, then ``more_parts`` (``(name, measure(figures))``,
     such as the curves); ``stage(name, done, total)`` is told as each part begins (``done`` parts finished)
     and at the end, ``progress(text)`` where a long part is."""
     figures: dict = {}
@@ -89,7 +107,9 @@ def run_benchmarks(
     ]
     if spark:
         parts.append(("spark", lambda: bench_spark(figures, data, say)))
-        parts.append(("spark operators", spark_operators_part(figures, spark_events, events, say, progress)))
+        parts.append(
+            ("spark operators", spark_operators_part(figures, spark_events, events, say, progress, spark_operators))
+        )
     parts += [(name, lambda measure=measure: measure(figures)) for name, measure in more_parts]
     run_parts(parts, stage)
     return {"machine": described, "figures": figures}
@@ -396,8 +416,8 @@ def scale_section(path) -> str:
 
 
 def main(argv=None, out=None) -> int:
-    """``ministream bench [--json] [--events N] [--no-spark] [--spark-events N] [--operators] [--curves [OPS]]
-    [--curve-max N] [--state] [--markdown FILE]``, or ``ministream bench --scale ...`` (``bench/scale.py``)."""
+    """``ministream bench [--json] [--events N] [--no-spark] [--spark-events N] [--spark-operators OPS]
+    [--operators] [--curves [OPS]] [--curve-max N] [--state] [--markdown FILE]``, or ``ministream bench --scale ...`` (``bench/scale.py``)."""
     import argparse
 
     out = out or sys.stdout
@@ -412,6 +432,11 @@ def main(argv=None, out=None) -> int:
         type=int,
         default=SPARK_EVENTS,
         help="events each operator runs on in Spark, in batches of the engine's size (--events / 100)",
+    )
+    parser.add_argument(
+        "--spark-operators",
+        metavar="OPERATORS",
+        help="only these operators in Spark (comma-separated; all by default)",
     )
     parser.add_argument("--markdown", metavar="FILE", help="also write the figures as a Markdown page")
     parser.add_argument(
@@ -439,6 +464,10 @@ def main(argv=None, out=None) -> int:
         "--state", action="store_true", help="only the state backends: memory, RocksDB, Redis (bench/state.py)"
     )
     args = parser.parse_args(argv)
+    try:
+        curve_names, spark_names = operator_names(args.curves), operator_names(args.spark_operators)
+    except ValueError as error:
+        parser.error(str(error))
     lines = sys.stderr if args.json else out
     with tqdm(desc="bench", unit="part", file=sys.stderr, leave=True) as bar:  # a bar on stderr, lines above it
 
@@ -455,10 +484,9 @@ def main(argv=None, out=None) -> int:
 
         more_parts = []  # parts after the others, given the figures: the curves, a part of the bar like them
         if args.curves:
-            names = None if args.curves == "all" else args.curves.split(",")
 
             def measure_curves(figures: dict) -> None:
-                bench_curves(figures, say, names, curve_max=args.curve_max, progress=progress)
+                bench_curves(figures, say, curve_names, curve_max=args.curve_max, progress=progress)
 
             more_parts.append(("curves", measure_curves))
         if args.state or args.operators:
@@ -472,7 +500,7 @@ def main(argv=None, out=None) -> int:
                     parts.append(
                         (
                             "spark operators",
-                            spark_operators_part(figures, args.spark_events, args.events, say, progress),
+                            spark_operators_part(figures, args.spark_events, args.events, say, progress, spark_names),
                         )
                     )
             parts += [(name, lambda measure=measure: measure(figures)) for name, measure in more_parts]
@@ -482,6 +510,7 @@ def main(argv=None, out=None) -> int:
                 events=args.events,
                 spark=not args.no_spark,
                 spark_events=args.spark_events,
+                spark_operators=spark_names,
                 say=say,
                 stage=stage,
                 progress=progress,

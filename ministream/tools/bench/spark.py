@@ -258,6 +258,7 @@ def bench_spark_operators(
     say,
     batch_size: int = 10_000,
     progress: Callable[[str], None] | None = None,
+    operators: list[str] | None = None,
 ) -> None:
     """Every operator of ``engine.OPERATORS`` in Spark on ``events`` in batches of ``batch_size``, checked
     against the engine's rows on the same events: ``spark_<operator>_events_per_s`` (CPU time, the batches
@@ -265,7 +266,8 @@ def bench_spark_operators(
     ``spark_<operator>_rows``, ``spark_<operator>_same_rows``, and, when the engine's figure is in
     ``figures``, ``<operator>_ratio_to_spark`` (ministream's events/s over Spark's). A query that gives
     other rows than the engine is said loudly, and its figures are kept with ``same_rows`` false.
-    ``progress(text)`` is told which operator and batch runs."""
+    ``progress(text)`` is told which operator and batch runs; ``operators`` names the operators to run (every
+    one by default)."""
     from ministream.spark import spark_session
 
     started = time.perf_counter()
@@ -275,7 +277,7 @@ def bench_spark_operators(
     script = in_batches(events, -(-len(events) // batch_size))
     figures["spark_operator_events"] = len(events)
     figures["spark_operator_batches"] = len(script)
-    for name in OPERATORS:
+    for name in OPERATORS if operators is None else operators:
 
         def on_batch(batch_id: int, name: str = name) -> None:
             if progress is None:
