@@ -16,8 +16,9 @@ time spent making them taken out) and the output is counted, not kept (``workloa
 The process's resident memory is sampled at every batch, and its peak during each run is reported beside its
 rate.
 
-The batch-size curve is measured beside the operator's *floor* (``floors.py``), on the same events in memory,
-the engine and the floor timed in turns and checked to give the same rows, batch for batch: the floor is not
+The batch-size curve is measured beside the operator's *floor* (``floors.py``), on the same events in memory
+(made once, after every operator's run-length curve, whose resident memory they would swell), the engine and
+the floor timed in turns and checked to give the same rows, batch for batch: the floor is not
 flat either, since the work per event depends on the batch (an update-mode count emits a row per key changed
 in each batch, so a smaller batch emits more rows per event; a process function sets a timer per key and
 batch). Each point gives both rates, their ratio and the output rows per event; the floor's spread says how
@@ -184,7 +185,6 @@ def bench_curves(
     points = curve_points(curve_max)
     axes = ("run length", "batch size", "memory", "floor batch size", "ratio to floor", "rows per event")
     curves: dict = {name: {axis: {} for axis in axes} for name in names}
-    batch_events = make_events(points.batch_events) if names else []  # the batch-size curve's events, in memory
     for name in names:
         for count in points.run_lengths:
             if progress is not None:
@@ -196,6 +196,9 @@ def bench_curves(
                 f"{name}, {count:,} events in batches of {points.run_batch:,}: {point['events_per_s']:,} events/s, "
                 f"{point['rows']:,} rows, peak resident memory {point['peak_rss_mib']:,} MiB"
             )
+    # the batch-size curves' events, in memory: made after every run-length curve, whose memory they would swell
+    batch_events = make_events(points.batch_events) if names else []
+    for name in names:
         for size in points.batch_sizes:
 
             def announce(which: str, size: int = size, name: str = name) -> None:
@@ -213,6 +216,7 @@ def bench_curves(
                 f"floor {point['floor_events_per_s']:,} events/s, ratio {point['ratio']}, {point['rows']:,} rows "
                 f"({point['rows_per_event']} per event; the floor's rows; load {point['load']})"
             )
+    for name in names:
         for axis in ("run length", "batch size"):
             figures[f"{name}_spread_{axis.replace(' ', '_')}"] = spread(curves[name][axis])
         engine_spread = figures[f"{name}_spread_batch_size"]
