@@ -15,5 +15,5 @@ seconds (Spark works in other processes and threads).
 The package: ``workload.py`` (events, pipelines, timing), ``engine.py`` (the engine against the loop, memory),
 ``checkpoints.py`` (snapshot and restore of 10k to 1M keys), ``spark.py`` (the same events through PySpark,
 every operator beside the engine, and the workshop's comparisons), ``curves.py`` (the cost per event as the run
-and the batches grow) and ``report.py`` (the command, the targets and the page).
+and the batches grow, the floors' beside the engine's as the batches grow) and ``report.py`` (the command, the targets and the page).
 """

@@ -35,11 +35,6 @@ from ministream.models.microbatch import run_microbatch
 from ministream.tools.bench.engine import OPERATORS
 from ministream.tools.bench.workload import DELAY, WINDOW, in_batches, timed
 
-SPARK_EVENTS = 200_000
-"""The events each operator runs on in Spark (``bench --spark-events``): 20 micro-batches of 10,000, one to
-two minutes per operator on two cores shared with other jobs; the engine's 1,000,000 would take five times
-as long."""
-
 
 def write_parquet(events: list[dict], folder: Path, files: int = 10) -> None:
     """The events as ``files`` Parquet files, in arrival order, ``ts`` as a UTC timestamp (ms)."""
