@@ -30,7 +30,7 @@ class ProcessorHandle:
     calls a handler. ``ttl`` is a duration (``"30 seconds"`` or ms) of processing time.
 
     >>> from ministream.state.keyed import KeyedStateBackend
-    >>> from ministream.time.timers import TimerService, whole_ms
+    >>> from ministream.time.timers import TimerService
     >>> backend, timers = KeyedStateBackend(), TimerService()
     >>> handle = ProcessorHandle(backend, timers, "event_time")
     >>> sessions = handle.get_map_state("sessions")
