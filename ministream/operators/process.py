@@ -296,6 +296,7 @@ class ProcessOperator(Operator):
                     out += result
             self.rows_by_key = defaultdict(list)
             handle_expired_timer = self.processor.handle_expired_timer
+            queue = self.timers.queues.get(self.time_mode)  # the time mode's timers (none in time mode "none")
             for expiry, key in self._expired_timers(batch.watermark):
                 set_current_key(key)
                 result = handle_expired_timer(key, values, ExpiredTimerInfo(expiry))
@@ -303,7 +304,7 @@ class ProcessOperator(Operator):
                     out += result
                 # Spark deletes a fired timer after its handler, even if re-registered: straight from the time
                 # mode's queue (``handle.delete_timer`` would find the queue again for every timer)
-                self.timers.queues[self.time_mode].discard(key, expiry)
+                queue.discard(key, expiry)
         self.ctx.emit(out)
         if self.processing_time is not None:
             self._clean_up(self.processing_time)
