@@ -191,6 +191,34 @@ def add_rows(accumulators: list, functions: list[AggregateFunction], rows: list[
         accumulators[i] = function.add_all(accumulators[i], values)
 
 
+def add_groups(accumulator_lists: list[list], functions: list[AggregateFunction], row_groups: list[list[dict]]) -> None:
+    """Fold each group of rows into its own accumulators, in place: ``add_rows(accumulator_lists[g],
+    functions, row_groups[g])`` for every ``g``, but aggregate by aggregate over all the groups, so that an
+    aggregate with ``add_all`` costs one ``map`` over the groups instead of a call of ``add_rows`` per group.
+    A batch of 1,000 rows over 1,000 keys has ~630 groups of one or two rows: there, what a group costs
+    matters more than what a row costs.
+
+    >>> functions = [Count(), Sum("value")]
+    >>> a, b = new_accumulators(functions), new_accumulators(functions)
+    >>> add_groups([a, b], functions, [[{"value": 2}, {"value": 5}], [{"value": None}]]); a, b
+    ([2, 7], [1, None])
+    """
+    for i, function in enumerate(functions):
+        if function.add_all is None:
+            for accumulators, rows in zip(accumulator_lists, row_groups):
+                for row in rows:
+                    add_row_to(accumulators, i, function, row)
+            continue
+        column = function.column
+        if column is None:
+            values = row_groups
+        else:
+            values = [[row[column] for row in rows if row.get(column) is not None] for rows in row_groups]
+        folded = map(function.add_all, [accumulators[i] for accumulators in accumulator_lists], values)
+        for accumulators, accumulator in zip(accumulator_lists, folded):
+            accumulators[i] = accumulator
+
+
 def add_row_to(accumulators: list, i: int, function: AggregateFunction, row: dict) -> None:
     """Fold one row into accumulator ``i`` (a ``None`` value is skipped)."""
     if function.column is None:

@@ -258,38 +258,66 @@ class ProcessOperator(Operator):
             return self._process_continuous(pairs)
         late = self.batch.late_watermark if self.time_mode == EVENT_TIME else None
         column, rows_by_key = self.column, self.rows_by_key
+        if late is None:  # nothing is late: only the grouping by key, one dict operation per row
+            for key, row in pairs:
+                rows_by_key[key].append(row)
+            return None
         for key, row in pairs:
-            if late is not None and row[column] <= late:
+            if row[column] > late:
+                rows_by_key[key].append(row)
+            else:
                 rule = (
                     f"dropped: {column} {format_ts(row[column])} is at or before {format_ts(late)}, "
                     "the previous batch's watermark"
                 )
                 self.late_rows.append(LateRow(self.batch.batch_id, self.ctx.step_name, row, None, late, rule))
                 self.ctx.explain("late", rule, row)
-            else:
-                rows_by_key[key].append(row)
         return None
 
     def on_batch_end(self, batch):
         values = self.timer_values(batch.watermark)
         if self.initial_state is not None and batch.batch_id == 0 and not self.restored:
             self._apply_initial_state(values)
-        out = []  # the batch's output rows, emitted together
-        handled = 0
-        handle_input_rows, tracing = self.processor.handle_input_rows, self.ctx.tracing
-        for key, rows in self.rows_by_key.items():
-            handled += len(rows)
-            why = f"{len(rows)} row{'s' if len(rows) != 1 else ''} of this batch" if tracing else ""
-            out += self._call(key, "input", why, handle_input_rows, rows, values)
+        out: list[dict] = []  # the batch's output rows, emitted together
+        handled = sum(map(len, self.rows_by_key.values()))
         if handled:
             self.ctx.count("handed to the processor", handled)
-        self.rows_by_key = defaultdict(list)
-        for expiry, key in self._expired_timers(batch.watermark):
-            out += self._fire(key, expiry, values)
+        if self.ctx.tracing:
+            self._handle_traced(values, batch.watermark, out)
+        else:
+            # Rules 2 and 3 as plain loops: a handler call per key with rows, then per expired timer, with the
+            # state scoped to the key, and each fired timer deleted after its handler. (The traced run, below,
+            # does the same and says why each call runs.)
+            set_current_key, handle_input_rows = self.ctx.state.set_current_key, self.processor.handle_input_rows
+            for key, rows in self.rows_by_key.items():
+                set_current_key(key)
+                result = handle_input_rows(key, rows, values)
+                if result is not None:
+                    out += result
+            self.rows_by_key = defaultdict(list)
+            handle_expired_timer = self.processor.handle_expired_timer
+            queue = self.timers.queues.get(self.time_mode)  # the time mode's timers (none in time mode "none")
+            for expiry, key in self._expired_timers(batch.watermark):
+                set_current_key(key)
+                result = handle_expired_timer(key, values, ExpiredTimerInfo(expiry))
+                if result is not None:
+                    out += result
+                # Spark deletes a fired timer after its handler, even if re-registered: straight from the time
+                # mode's queue (``handle.delete_timer`` would find the queue again for every timer)
+                queue.discard(key, expiry)
         self.ctx.emit(out)
         if self.processing_time is not None:
             self._clean_up(self.processing_time)
         self.processor.close()
+
+    def _handle_traced(self, values: TimerValues, watermark: int | None, out: list) -> None:
+        """Rules 2 and 3 when the run is traced: each handler call, and each row it returns, has its line."""
+        for key, rows in self.rows_by_key.items():
+            why = f"{len(rows)} row{'s' if len(rows) != 1 else ''} of this batch"
+            out += self._call(key, "input", why, self.processor.handle_input_rows, rows, values)
+        self.rows_by_key = defaultdict(list)
+        for expiry, key in self._expired_timers(watermark):
+            out += self._fire(key, expiry, values)
 
     def _apply_initial_state(self, values: TimerValues) -> None:
         """Rule 0: in the query's first batch (not after a restart from a checkpoint), before any input row,

@@ -14,7 +14,7 @@ from __future__ import annotations
 from ministream.errors import PipelineError
 from ministream.state.keyed import ListState, MapState, ValueState
 from ministream.state.ttl import TtlListState, TtlMapState, TtlValueState
-from ministream.time.timers import TimerService
+from ministream.time.timers import TimerService, whole_ms
 from ministream.time.units import parse_duration
 
 NO_TIME, EVENT_TIME, PROCESSING_TIME = "none", "event_time", "processing_time"
@@ -50,6 +50,7 @@ class ProcessorHandle:
         self.backend = backend
         self.timers = timers
         self.time_mode = time_mode
+        self.queue = timers.queues.get(time_mode)  # the TimerQueue of the time mode's timers, None without one
         self.now = now
         self.states: dict[str, object] = {}  # {state name: state variable}, for the end-of-batch TTL cleanup
         self.kinds: dict[str, str] = {}  # {state name: its kind}, as the checkpoint recorded them
@@ -156,11 +157,8 @@ class ProcessorHandle:
     def register_timer(self, expiry_time: int) -> None:
         """Ask for ``handle_expired_timer`` for the current key at ``expiry_time`` (ms, in the time mode's
         clock); registering the same time twice makes one timer."""
-        key = self.backend.current_key
-        if self.time_mode == EVENT_TIME:
-            self.timers.register_event_time_timer(key, expiry_time)
-        elif self.time_mode == PROCESSING_TIME:
-            self.timers.register_processing_time_timer(key, expiry_time)
+        if self.queue is not None:  # straight into the time mode's queue: a handler registers millions of timers
+            self.queue.add(self.backend.current_key, whole_ms(expiry_time))
         else:
             raise PipelineError(
                 "timers need a time mode: process(..., time_mode='event_time' or "

@@ -32,7 +32,8 @@ from __future__ import annotations
 import copy
 from collections import deque
 
-_ATOMS = frozenset({str, int, float, bool, bytes, type(None)})
+ATOMS = frozenset({str, int, float, bool, bytes, type(None)})
+"""The types whose values never change in place: a value of one of them is frozen."""
 
 
 def is_frozen(value) -> bool:
@@ -41,13 +42,13 @@ def is_frozen(value) -> bool:
     >>> is_frozen((1, "a", None)), is_frozen((1, [2]))
     (True, False)"""
     kind = type(value)
-    if kind in _ATOMS:
+    if kind in ATOMS:
         return True
     if kind is not tuple:
         return False
     # A map state hands out millions of small tuples of numbers: the types of a flat tuple are tested in C
     # (frozenset.issuperset walks the map), and only a tuple that holds other things is walked in Python.
-    return _ATOMS.issuperset(map(type, value)) or all(map(is_frozen, value))
+    return ATOMS.issuperset(map(type, value)) or all(map(is_frozen, value))
 
 
 def copy_value(value):
@@ -57,7 +58,7 @@ def copy_value(value):
     >>> window = {(0, 10): [2, 5.0]}; copied = copy_value(window); copied[(0, 10)].append(1); window
     {(0, 10): [2, 5.0]}"""
     kind = type(value)
-    if kind in _ATOMS:
+    if kind in ATOMS:
         return value
     if kind is list:
         return [copy_value(item) for item in value]
@@ -78,9 +79,9 @@ def copy_entries(entries: dict) -> dict:
     >>> counts = {"a": [1], "b": [2]}; copied = copy_entries(counts); copied["a"].append(9); counts
     {'a': [1], 'b': [2]}"""
     kinds = set(map(type, entries.values()))
-    if kinds <= _ATOMS:
+    if kinds <= ATOMS:
         return dict(entries)
-    if kinds == {list} and all(set(map(type, value)) <= _ATOMS for value in entries.values()):
+    if kinds == {list} and all(set(map(type, value)) <= ATOMS for value in entries.values()):
         return {key: value[:] for key, value in entries.items()}
     return {key: copy_value(value) for key, value in entries.items()}
 
@@ -94,6 +95,6 @@ def copy_accumulators(entries: dict) -> dict:
     {'a': [1], 'b': [2.0]}"""
     items: list = []
     deque(map(items.extend, entries.values()), maxlen=0)  # every accumulator, gathered by C calls
-    if _ATOMS.issuperset(map(type, items)):
+    if ATOMS.issuperset(map(type, items)):
         return {key: accumulators[:] for key, accumulators in entries.items()}
     return {key: copy_value(accumulators) for key, accumulators in entries.items()}

@@ -40,7 +40,7 @@ from typing import Any
 import attrs
 
 from ministream.state.changes import StateDelta, take_delta
-from ministream.state.copy_on_write import copy_entries, is_frozen
+from ministream.state.copy_on_write import ATOMS, copy_entries, is_frozen
 from ministream.state.keygroups import MAX_PARALLELISM, key_group_of
 
 _MISSING = object()
@@ -87,7 +87,10 @@ class KeyedStateBackend:
     def set_current_key(self, key) -> None:
         """Scope every state primitive to ``key`` until the next call."""
         self.current_key = key
-        self._current_group = key_group_of(key, self.max_parallelism)
+        if self.max_parallelism == MAX_PARALLELISM:  # the key alone: the cache of key groups is twice as quick
+            self._current_group = key_group_of(key)
+        else:
+            self._current_group = key_group_of(key, self.max_parallelism)
 
     def table(self, name: str) -> dict[int, dict]:
         """The per-key-group table of one state, created empty on first use."""
@@ -129,18 +132,30 @@ class KeyedStateBackend:
         return group.get(self.current_key, default)
 
     def put(self, name: str, value) -> None:
-        """Set the current key's value of state ``name``."""
-        self.table(name).setdefault(self._current_group, {})[self.current_key] = value
-        self.mark_changed(name)
+        """Set the current key's value of state ``name``. (A handler calls it for every key of a batch: it
+        reaches the table and the marks directly, without calling :meth:`table` and :meth:`mark_changed`.)"""
+        table = self.tables.get(name)
+        if table is None:
+            table = self.table(name)
+        group = table.get(self._current_group)
+        if group is None:
+            group = table[self._current_group] = {}
+        group[self.current_key] = value
+        changes = self.changes.get(name)
+        if changes is not None:
+            changes[self.current_key] = None
 
     def remove(self, name: str) -> None:
         """Remove the current key's value of state ``name`` (nothing happens if there is none)."""
-        group = self.tables.get(name, {}).get(self._current_group)
-        if group is not None:
+        table = self.tables.get(name)
+        group = None if table is None else table.get(self._current_group)
+        if table is not None and group is not None:
             group.pop(self.current_key, None)
-            self.mark_changed(name)
+            changes = self.changes.get(name)
+            if changes is not None:
+                changes[self.current_key] = None
             if not group:
-                del self.tables[name][self._current_group]
+                del table[self._current_group]
 
     def keys(self, name: str) -> list:
         """Every key that has a value in state ``name``, in a stable order (by key group, then insertion)."""
@@ -264,9 +279,13 @@ class ValueState(_KeyedState):
 
     def value(self):
         """The current key's value, or the default when it has none."""
-        value = self.backend.get(self.name, self.default)
-        if not is_frozen(value):  # a list or a dict the caller may change in place: a change of the key
-            self.backend.mark_changed(self.name)
+        # backend.get written out: a handler reads its values millions of times
+        backend = self.backend
+        table = backend.tables.get(self.name)
+        group = None if table is None else table.get(backend._current_group)
+        value = self.default if group is None else group.get(backend.current_key, self.default)
+        if type(value) not in ATOMS and not is_frozen(value):  # a list or a dict the caller may change in place:
+            backend.mark_changed(self.name)  # a change of the key (ATOMS first: a count needs no call)
         return value
 
     def update(self, value) -> None:

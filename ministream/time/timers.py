@@ -179,7 +179,7 @@ class TimerService:
         >>> timers = TimerService(); timers.register_event_time_timer("a", 5_000); timers.event_time_timers("a")
         [5000]
         """
-        self.queues[EVENT_TIME].add(key, _whole_ms(ts))
+        self.queues[EVENT_TIME].add(key, whole_ms(ts))
 
     def delete_event_time_timer(self, key, ts: int) -> None:
         """Cancel ``key``'s event-time timer at ``ts``; nothing happens if there is none.
@@ -239,7 +239,7 @@ class TimerService:
         >>> timers.processing_time_timers("a")
         [1000]
         """
-        self.queues[PROCESSING_TIME].add(key, _whole_ms(ts))
+        self.queues[PROCESSING_TIME].add(key, whole_ms(ts))
 
     def delete_processing_time_timer(self, key, ts: int) -> None:
         """Cancel ``key``'s processing-time timer at ``ts``; nothing happens if there is none.
@@ -380,7 +380,12 @@ class TimerService:
         )
 
 
-def _whole_ms(ts) -> int:
+def whole_ms(ts) -> int:
+    """``ts`` itself when it is whole milliseconds (an int, not a bool); else a ``ValueError``.
+
+    >>> whole_ms(5_000)
+    5000
+    """
     if isinstance(ts, bool) or not isinstance(ts, int):
         raise ValueError(f"a timer's timestamp is whole milliseconds (an int), got {ts!r}")
     return ts
