@@ -108,7 +108,7 @@ class Deduplicate(Operator):
         tracing, event_time = self.ctx.tracing, self.event_time
         within_delay, key_has_event_time = self.within_delay, self.key_has_event_time
         expires = self.seen.expires  # {key: expires}
-        stored = []  # the keys stored, in order
+        stored, expiries = [], []  # the keys stored, in order, and their expiries
         out = []
         duplicates = 0  # counted here without a trace, where each one is a line of its own
         for key, row in pairs:
@@ -122,15 +122,17 @@ class Deduplicate(Operator):
             else:
                 # when the key may be forgotten: its event time + delay (within), its event time, or never
                 if within_delay is not None:
-                    expires[key] = row[event_time] + within_delay
+                    at = row[event_time] + within_delay
                 else:
-                    expires[key] = row[event_time] if key_has_event_time else None
+                    at = row[event_time] if key_has_event_time else None
+                expires[key] = at
                 stored.append(key)
+                expiries.append(at)
                 out.append(row)
                 if tracing:
                     self.ctx.explain("emit", f"first row of key {key!r}", row)
         if stored:
-            self.seen.index(stored)
+            self.seen.index(stored, expiries)
             self._mark(stored)
         if duplicates:
             self.ctx.drop("duplicate", rows=duplicates)

@@ -22,7 +22,7 @@ split by key group or partition, and find the expired ones with timers (Flink) o
 >>> seen = SeenKeys()
 >>> for key, expires in (("a", 10), ("b", 30), ("c", None)):
 ...     seen.expires[key] = expires
->>> seen.index(["a", "b", "c"]); seen.runs
+>>> seen.index(["a", "b", "c"], [10, 30, None]); seen.runs
 [(['a', 'b'], [10, 30], 10, 30)]
 >>> seen.evict(20), seen.expires, seen.runs
 (['a'], {'b': 30, 'c': None}, [(['b'], [30], 30, 30)])
@@ -49,11 +49,9 @@ class SeenKeys:
         self.expires: dict = {}
         self.runs: list[tuple[list, list, int, int]] = []
 
-    def index(self, keys: list) -> None:
-        """Add the keys a batch stored (in ``self.expires`` already) to the index, as one run; a key kept
-        forever is left out."""
-        expires = self.expires
-        expiries = list(map(expires.__getitem__, keys))
+    def index(self, keys: list, expiries: list) -> None:
+        """Add the keys a batch stored (in ``self.expires`` already) to the index, as one run, with their
+        expiries side by side; a key kept forever is left out."""
         if None in expiries:
             keys = [key for key, at in zip(keys, expiries) if at is not None]
             expiries = [at for at in expiries if at is not None]
@@ -99,10 +97,12 @@ class SeenKeys:
 
     def load(self, groups: dict) -> None:
         """Add the entries of a checkpoint's layout (as :meth:`by_key_group` makes it), indexed as one run."""
-        loaded = [key for entries in groups.values() for key in entries]
         for entries in groups.values():
             self.expires.update(entries)
-        self.index(loaded)
+        self.index(
+            [key for entries in groups.values() for key in entries],
+            [at for entries in groups.values() for at in entries.values()],
+        )
 
 
 class SeenInState:
@@ -113,7 +113,7 @@ class SeenInState:
 
     >>> from ministream.state.keyed import KeyedStateBackend
     >>> state = KeyedStateBackend(); seen = SeenInState(state.table("seen"))
-    >>> seen.expires["a"] = 10; seen.expires["b"] = 30; seen.index(["a", "b"])
+    >>> seen.expires["a"] = 10; seen.expires["b"] = 30; seen.index(["a", "b"], [10, 30])
     >>> "a" in seen.expires, seen.evict(20), state.tables
     (True, ['a'], {'seen': {57: {'b': 30}}})
     """
@@ -122,7 +122,7 @@ class SeenInState:
         self.table = table
         self.expires = _ByKeyGroup(table)
 
-    def index(self, keys: list) -> None:
+    def index(self, keys: list, expiries: list) -> None:
         """Nothing to do: the table is its own index, which :meth:`evict` scans."""
 
     def evict(self, watermark: int) -> list:
