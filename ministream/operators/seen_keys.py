@@ -16,8 +16,9 @@ For every watermark: *which keys may be forgotten now?* Each layout below serves
 The flat dict is not split by key group while the query runs: a checkpoint needs that split (a restore at
 another parallelism hands key groups to other subtasks, ``state/keygroups.py``), and :meth:`SeenKeys.by_key_group`
 builds it when a snapshot is taken, a cost paid per checkpoint and not per row. The window step does the same
-(``operators/window_state.py``). Flink's and Spark's deduplications keep their keys in the keyed state store,
-split by key group or partition, and find the expired ones with timers (Flink) or a scan (Spark).
+(``operators/window_state.py``). Spark's deduplication keeps its keys in the state store of each partition
+and finds the expired ones by iterating the store (``removeKeysOlderThanWatermark``), as :class:`SeenInState`
+does.
 
 >>> seen = SeenKeys()
 >>> for key, expires in (("a", 10), ("b", 30), ("c", None)):
