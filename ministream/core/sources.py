@@ -21,6 +21,8 @@ be repeated exactly.
 
 from __future__ import annotations
 
+from itertools import accumulate
+
 from ministream.core.faults import SimulatedCrash, rows_before_crash
 
 
@@ -50,6 +52,7 @@ class ScriptedSource:
         self.columns = None if columns is None else tuple(columns)
         self.positions, marked = rows_before_crash(batches)
         self.batches = [batch if batch is not None else [] for batch in self.positions]
+        self.rows_before = [0, *accumulate(map(len, self.batches))]  # [k]: the rows of the batches before k
         self.crash_after = crash_after if crash_after is not None else marked
         self.crashed = False
 
@@ -73,7 +76,7 @@ class ScriptedSource:
     def read(self, batch_id: int) -> list[dict]:
         """The rows of batch ``batch_id`` as a running query reads them: like :meth:`batch`, but a source told
         to crash raises ``SimulatedCrash`` when it reads the batch that holds its crash point."""
-        delivered = sum(len(batch) for batch in self.batches[:batch_id])
+        delivered = self.rows_before[min(batch_id, len(self.batches))]
         rows = self.batch(batch_id)
         self.crash_if_due(delivered, len(rows))
         return rows

@@ -30,7 +30,7 @@ A no-data batch runs after the script whenever the watermark moved (Spark's dedu
 from __future__ import annotations
 
 from ministream.core.operator import Operator, watermark_moved
-from ministream.state.keygroups import key_group_of
+from ministream.operators.seen_keys import SeenInState, SeenKeys
 from ministream.time.lateness import LateRow
 from ministream.time.units import format_ts
 
@@ -39,10 +39,12 @@ class Deduplicate(Operator):
     """The first row per key, in the micro-batch model (Spark's ``dropDuplicates`` and
     ``dropDuplicatesWithinWatermark``).
 
-    State: ``{key_group: {key: expires}}`` (the keyed state table ``"seen"``): ``expires`` is the event
-    time at which the key may be forgotten, or ``None`` for never. ``self.changed``: the keys stored or
-    forgotten since the last checkpoint, for an incremental checkpoint (``state/changes.py``). The table is
-    copy on write, trivially: its values are numbers, never changed in place, so a snapshot shares them.
+    State: ``self.seen``, the keys seen with when each may be forgotten (``expires``: the event time at which
+    the watermark lets the key go, or ``None`` for never), laid out as ``operators/seen_keys.py`` says: a flat
+    ``{key: expires}`` with an index by expiry in memory (split by key group, as the keyed state table
+    ``"seen"``, only when a checkpoint is taken), the table ``"seen"`` itself when the keyed state lives in a
+    store. ``self.changed``: the keys stored or forgotten since the last checkpoint, for an incremental
+    checkpoint (``state/changes.py``). Its values are numbers, never changed in place: a snapshot shares them.
 
     Args:
         columns: the columns that make the key (the rows arrive keyed by them).
@@ -73,8 +75,11 @@ class Deduplicate(Operator):
 
     def open(self, ctx):
         super().open(ctx)
-        self.seen = ctx.state.table("seen")  # {key_group: {key: expires (ms) or None}}
         self.changed = ctx.state.track_changes("seen", copy_on_write=True)  # {key: None}
+        if ctx.state.writes_back:  # the state lives in a store: so do the seen keys
+            self.seen = SeenInState(ctx.state.table("seen"))
+        else:
+            self.seen = SeenKeys()
         self.batch = None
         self.late_rows = []  # every LateRow: what Run.late_rows() reports
 
@@ -97,49 +102,38 @@ class Deduplicate(Operator):
         return None if self.event_time is None else self.batch.late_watermark
 
     def _keep_first(self, pairs, late_watermark: int | None = None) -> None:
-        """Emit each row whose key is not in state, and store its key; drop the duplicates, and the rows at or
-        before ``late_watermark`` (rule 1, whatever their key).
-
-        A chunk at a time, in two passes: first the chunk's own first row of each key (a dict lookup per row),
-        then only those first rows looked up in state (the key's group found once per key, not once per row).
-        The rows emitted are the same, in the same order, as a row-by-row pass would emit."""
+        """Emit each row whose key is not in state, and store its key with when it may be forgotten; drop the
+        duplicates, and the rows at or before ``late_watermark`` (rule 1, whatever their key). One lookup per
+        row; the keys stored are then indexed (and marked changed) together."""
         tracing, event_time = self.ctx.tracing, self.event_time
-        firsts: dict = {}  # {key: its first row in this chunk}, in arrival order
+        within_delay, key_has_event_time = self.within_delay, self.key_has_event_time
+        expires = self.seen.expires  # {key: expires}
+        stored, expiries = [], []  # the keys stored, in order, and their expiries
+        out = []
         duplicates = 0  # counted here without a trace, where each one is a line of its own
         for key, row in pairs:
             if late_watermark is not None and row[event_time] <= late_watermark:
                 self._late(row, late_watermark)
-            elif key not in firsts:
-                firsts[key] = row
-            elif tracing:
-                self.ctx.drop("duplicate", row, text=f"duplicate of key {key!r}: dropped")
-            else:
-                duplicates += 1
-        out = []
-        seen, changed, within_delay = self.seen, self.changed, self.within_delay
-        # A key that holds its event time is new at almost every row: the cache of key groups would only miss
-        # (and evict another key each time), which costs twice the computation, so it is computed uncached.
-        group_of = key_group_of.__wrapped__ if self.key_has_event_time else key_group_of
-        for key, row in firsts.items():
-            number = group_of(key)
-            group = seen.get(number)
-            if group is None:
-                group = seen[number] = {}
-            elif key in group:  # seen in an earlier chunk
+            elif key in expires:
                 if tracing:
                     self.ctx.drop("duplicate", row, text=f"duplicate of key {key!r}: dropped")
                 else:
                     duplicates += 1
-                continue
-            # when the key may be forgotten: its event time + delay (within), its event time, or never
-            if within_delay is not None:
-                group[key] = row[event_time] + within_delay
             else:
-                group[key] = row[event_time] if self.key_has_event_time else None
-            changed[key] = None
-            out.append(row)
-            if tracing:
-                self.ctx.explain("emit", f"first row of key {key!r}", row)
+                # when the key may be forgotten: its event time + delay (within), its event time, or never
+                if within_delay is not None:
+                    at = row[event_time] + within_delay
+                else:
+                    at = row[event_time] if key_has_event_time else None
+                expires[key] = at
+                stored.append(key)
+                expiries.append(at)
+                out.append(row)
+                if tracing:
+                    self.ctx.explain("emit", f"first row of key {key!r}", row)
+        if stored:
+            self.seen.index(stored, expiries)
+            self._mark(stored)
         if duplicates:
             self.ctx.drop("duplicate", rows=duplicates)
         self.ctx.emit(out)
@@ -153,18 +147,19 @@ class Deduplicate(Operator):
         self.ctx.explain("late", rule, row)
 
     def _evict(self, watermark: int) -> None:
-        """Forget every key whose ``expires`` the watermark has reached (a scan of the table: the keys a
-        batch stores are about the keys the next batches evict, so the scan costs about one step per row)."""
-        seen, changed, tracing = self.seen, self.changed, self.ctx.tracing
-        for group in list(seen):
-            keys = seen[group]
-            for key in [key for key, expires in keys.items() if expires is not None and expires <= watermark]:
-                del keys[key]
-                changed[key] = None
-                if tracing:
-                    self.ctx.explain("evict", f"key {key!r} forgotten: watermark {format_ts(watermark)}")
-            if not keys:
-                del seen[group]
+        """Forget every key whose ``expires`` the watermark has reached (through the index by expiry, in
+        memory: ``seen_keys.py``)."""
+        forgotten = self.seen.evict(watermark)
+        self._mark(forgotten)
+        if self.ctx.tracing:
+            for key in forgotten:
+                self.ctx.explain("evict", f"key {key!r} forgotten: watermark {format_ts(watermark)}")
+
+    def _mark(self, keys: list) -> None:
+        """Mark keys stored or forgotten as changed, when a checkpoint or a store's write-back will read the
+        marks (``KeyedStateBackend.reads_marks``): a run with no checkpoint then marks nothing."""
+        if self.ctx.state.reads_marks("seen"):
+            self.changed.update(dict.fromkeys(keys))
 
     def on_watermark(self, watermark):
         """Continuous model: forget the keys the watermark has passed (rule 3), then pass it on."""
@@ -176,4 +171,25 @@ class Deduplicate(Operator):
         return self.event_time is not None and watermark_moved(self.batch, watermark)
 
     def state_size(self):
-        return sum(len(keys) for keys in self.seen.values())
+        return self.seen.size()
+
+    def snapshot(self):
+        """The keyed state table ``"seen"`` by key group (``{key_group: {key: expires}}``), made from the flat
+        layout at the moment of the snapshot (in a store, the table is the state already). For an incremental
+        checkpoint (``state/changes.py``) the table holds only the keys changed since the last checkpoint:
+        the delta writes those still seen, and the others as removed."""
+        state = self.ctx.state
+        if isinstance(self.seen, SeenInState):
+            return super().snapshot()
+        marked_only = state.reads_only_marked("seen")
+        state.tables["seen"] = self.seen.by_key_group(list(self.changed) if marked_only else None)
+        try:
+            return super().snapshot()
+        finally:
+            del state.tables["seen"]
+
+    def restore(self, snapshot, key_groups=None):
+        super().restore(snapshot, key_groups)
+        if isinstance(self.seen, SeenKeys):
+            self.seen = SeenKeys()
+            self.seen.load(self.ctx.state.tables.pop("seen", {}))

@@ -117,6 +117,31 @@ class KeyedStateBackend:
             self.copy_on_write.add(name)
         return self.changes.setdefault(name, {})
 
+    def reads_marks(self, name: str) -> bool:
+        """Whether anything will read the marks of table ``name``: a checkpoint that counts its changes (the
+        table is tracked since the last snapshot), or a changelog, which records them at every checkpoint. A
+        writer that marks whole batches of keys may skip marking while nothing will (the marks would only be
+        cleared at the end of the batch: :meth:`forget_untracked_changes`).
+
+        >>> backend = KeyedStateBackend(); _ = backend.track_changes("seen"); backend.reads_marks("seen")
+        False
+        >>> backend.checkpointing = "full"; _ = backend.snapshot(); backend.reads_marks("seen")
+        True
+        """
+        return name in self.tracked or self.changelog is not None
+
+    def reads_only_marked(self, name: str) -> bool:
+        """Whether the snapshot being taken reads only the marked keys of table ``name``: an incremental
+        checkpoint, of a table tracked since the last one (a changelog's checkpoints also materialise the
+        whole state now and then: they read every key). An operator that builds the table only for a snapshot
+        may then build just the marked keys.
+
+        >>> backend = KeyedStateBackend(); _ = backend.track_changes("seen"); backend.tracked = {"seen"}
+        >>> backend.checkpointing = "delta"; backend.reads_only_marked("seen"), backend.reads_only_marked("other")
+        (True, False)
+        """
+        return self.checkpointing == "delta" and self.changelog is None and name in self.tracked
+
     def mark_changed(self, name: str) -> None:
         """Mark the current key of table ``name`` changed (nothing happens if the table is not tracked)."""
         changes = self.changes.get(name)

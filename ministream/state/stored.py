@@ -226,6 +226,10 @@ class StoreBackedState(KeyedStateBackend):
             found = self.tables[name] = StoredTable(self, name)  # type: ignore[assignment]
         return found
 
+    def reads_marks(self, name: str) -> bool:
+        """Always: the write-back at the end of the batch writes the marked keys (:meth:`write_batch`)."""
+        return True
+
     def remove(self, name: str) -> None:
         """Remove the current key's value (without asking whether its key group is empty: that would scan it)."""
         table = self.tables.get(name)

@@ -1,6 +1,7 @@
 """The state backends: every lesson gives the same output with its keyed state in memory, in RocksDB and in Redis,
 in both models and across a crash; the store really holds the state; the working set is written back per batch."""
 
+import itertools
 import tempfile
 
 import pytest
@@ -11,6 +12,7 @@ from ministream.lessons import all_lessons, get_lesson
 from ministream.lessons.crash_checks import check_recovery
 from ministream.state import redis_server
 from ministream.state.backends import RedisBackends, RocksDBBackends, state_backends
+from ministream.state.changelog import ChangelogBackends, ChangelogStorage
 from ministream.state.keygroups import key_group_of
 from ministream.state.rocksdb_store import RocksDBStore
 from ministream.state.stored import StoreBackedState
@@ -84,6 +86,29 @@ def test_recovery_on_every_backend(name, model, backend):
         assert run.crashes == 1 and same
     finally:
         backends.close()
+
+
+@pytest.mark.parametrize("backend", ["memory", *STORES, "changelog"])
+@pytest.mark.parametrize("key", ["id", "id_and_time", "within"])
+def test_deduplication_recovers_on_every_backend(key, backend):
+    """Deduplication keeps its keys flat in memory and in the table ``"seen"`` in a store, and lays them out by
+    key group for a checkpoint: a crash at any of several points, recovered from full and incremental
+    checkpoints (or a changelog), at another parallelism, gives the failure-free output."""
+    lesson = get_lesson("deduplication")
+    for crash, settings in itertools.product(
+        (2, 4, 6), ({}, {"incremental": 2}, {"parallelism": 2, "restore_parallelism": 3})
+    ):
+        if backend == "changelog":
+            backends = ChangelogBackends("memory", ChangelogStorage(), materialize_every=2)
+        else:
+            backends = state_backends(backend)
+        try:
+            run, _, same = check_recovery(
+                lesson, params={"key": key}, crash_after_rows=crash, state_backend=backends, **settings
+            )
+            assert run.crashes == 1 and same, (crash, settings)
+        finally:
+            backends.close()
 
 
 def test_the_store_holds_the_state_after_the_run():

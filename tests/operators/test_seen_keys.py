@@ -1,0 +1,47 @@
+"""The seen keys of a deduplication (operators/seen_keys.py): the index by expiry forgets exactly the keys a scan
+of every key would, and the checkpoint's layout by key group holds the same keys."""
+
+import random
+
+from ministream.operators.seen_keys import SeenKeys
+from ministream.state.keygroups import key_group_of
+
+
+def test_the_runs_forget_what_a_scan_forgets():
+    """Over 50 batches of keys with disordered expiries (some kept forever, some stored again after they were
+    forgotten), each watermark forgets through the runs the keys whose expiry it reached, as a scan of a plain
+    dict does, and leaves the same keys."""
+    rng = random.Random(3)
+    seen, plain = SeenKeys(), {}
+    for batch in range(50):
+        stored, expiries = [], []
+        for i in range(200):
+            key = f"k{rng.randrange(300)}"
+            if key in plain:
+                continue
+            at = None if rng.random() < 0.05 else batch * 100 + i // 2 + rng.randrange(-80, 300)
+            seen.expires[key] = plain[key] = at
+            stored.append(key)
+            expiries.append(at)
+        seen.index(stored, expiries)
+        watermark = batch * 100 - 50
+        due = sorted(key for key, at in plain.items() if at is not None and at <= watermark)
+        for key in due:
+            del plain[key]
+        assert sorted(seen.evict(watermark)) == due
+        assert seen.expires == plain
+
+
+def test_a_checkpoint_layout_holds_the_same_keys_and_restores_them():
+    """by_key_group splits the keys by their key group (of the marked keys only, when given); load makes
+    a layout that evicts as the original does."""
+    seen = SeenKeys()
+    for key, at in (("a", 10), ("b", 30), ("c", None)):
+        seen.expires[key] = at
+    seen.index(["a", "b", "c"], [10, 30, None])
+    groups = seen.by_key_group()
+    assert groups == {key_group_of("a"): {"a": 10}, key_group_of("b"): {"b": 30}, key_group_of("c"): {"c": None}}
+    assert seen.by_key_group(["b", "gone"]) == {key_group_of("b"): {"b": 30}}
+    restored = SeenKeys()
+    restored.load(groups)
+    assert restored.evict(20) == ["a"] and restored.expires == {"b": 30, "c": None}
