@@ -101,9 +101,10 @@ class Checkpoint:
     base: int | None = None
 
     def files(self) -> dict[str, bytes]:
-        """The checkpoint as files: ``coordinator.json``, one ``state/<step>/<subtask>.json`` per operator
-        snapshot (``<subtask>.delta.json`` when its keyed state is a delta), and ``channels.json`` for
-        in-flight data (like Spark's ``state/<operator>/<partition>/<version>.snapshot`` and ``.delta``)."""
+        """The checkpoint as named parts, which the storage keeps with a manifest (``storage.DirectoryStorage``:
+        in one file): ``checkpoint.json``, one ``state/<step>/<subtask>.json`` per operator snapshot
+        (``<subtask>.delta.json`` when its keyed state is a delta), and ``channels.json`` for in-flight data
+        (like Spark's ``state/<operator>/<partition>/<version>.snapshot`` and ``.delta``)."""
         header = {
             "checkpoint_id": self.checkpoint_id,
             "model": self.model,

@@ -1,13 +1,15 @@
 """Checkpoint storage: where checkpoints are kept, and how a half-written or damaged one is recognized.
 
-A checkpoint is stored as a small set of files (``checkpoints/coordinator.py`` says what is in them, ``checkpoints/serialization.py``
-how state becomes bytes): one folder per checkpoint, ``chk-<id>/``, holding the files and a ``manifest.json``
-that lists every file with its **sha256**. The rules that make a crash *while storing* harmless:
+A checkpoint is a small set of named parts (``checkpoints/coordinator.py`` says what is in them,
+``checkpoints/serialization.py`` how state becomes bytes: ``checkpoint.json``, ``state/<step>/<subtask>.json``...)
+and a **manifest** that lists every part with its **sha256**. The rules that make a crash *while storing*
+harmless:
 
-1. every file is written under a temporary name, then renamed into place (a rename is atomic: a reader sees
-   the whole file or none of it);
+1. a checkpoint is written under a temporary name, then renamed into place (a rename is atomic: a reader sees
+   the whole of it or none of it);
 2. the manifest is written last: a checkpoint without a manifest is **torn** (the run died while storing it);
-3. a file whose sha256 differs from the manifest's, or that is missing, makes the checkpoint **corrupt**;
+3. a part whose sha256 differs from the manifest's, or that is missing, makes the checkpoint **corrupt**
+   (missing: torn);
 4. recovery takes the newest checkpoint that is neither, and reports each one it skipped, naming the file;
 5. an *incremental* checkpoint (``state/changes.py``) holds only what changed since its **base**, the checkpoint
    before it: its manifest names the base and the base manifest's sha256. It is usable only when its base is,
@@ -17,8 +19,11 @@ that lists every file with its **sha256**. The rules that make a crash *while st
 The micro-batch model also keeps Spark's *offsets log*: ``offsets/<batch id>`` is written before batch k reads
 anything (its watermarks and source offsets), so a batch that crashed is run again exactly as it first ran.
 
-:class:`MemoryStorage` (the default) keeps the same files in a dict, so the same checks run in every test;
-:class:`DirectoryStorage` writes them to a folder a learner can open.
+:class:`MemoryStorage` (the default) keeps the parts in a dict, ``manifest.json`` among them, so the same checks
+run in every test; :class:`DirectoryStorage` writes each checkpoint to **one file** in a folder a learner can
+open, ``chk-<id>``: its parts one after the other, then the manifest as the last line, which also gives each
+part's place in the file. One file, not a folder of files: creating a file costs the operating system far more
+than writing the few kilobytes of a small state into it, and a micro-batch run checkpoints at every batch.
 
 >>> storage = MemoryStorage()
 >>> storage.save_files(1, {"checkpoint.json": encode_json({"offsets": {"events": 3}})})
@@ -35,7 +40,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 from pathlib import Path
 
 import attrs
@@ -94,22 +98,23 @@ class CheckpointStorage:
     def __init__(self, retain: int | None = None):
         self.retain = retain
         self.problems: list[CheckpointProblem] = []
+        self.manifest_sha256: dict[int, str] = {}  # {checkpoint id: its manifest's sha256}, of those stored here
 
     def save_files(self, checkpoint_id: int, files: dict[str, bytes], base: int | None = None) -> None:
-        """Store one checkpoint: each file, then the manifest with every file's sha256 (rules 1 and 2) and, for
+        """Store one checkpoint: its parts, then the manifest with every part's sha256 (rules 1 and 2) and, for
         an incremental checkpoint, its ``base`` (rule 5). A checkpoint stored again under the same id (a rerun
         batch) replaces the old one entirely."""
-        self._delete(checkpoint_id)
-        for path, data in files.items():
-            self._put(checkpoint_id, path, data)
         manifest: dict = {"checkpoint_id": checkpoint_id}
         if base is not None:
-            base_manifest = self._get(base, MANIFEST)
-            if base_manifest is None:
-                raise ValueError(f"checkpoint {checkpoint_id} is built on checkpoint {base}, which is not stored")
-            manifest["base"] = {"checkpoint_id": base, "manifest_sha256": sha256(base_manifest)}
+            base_sha256 = self.manifest_sha256.get(base)
+            if base_sha256 is None:  # not stored by this object (a restored run): read it
+                base_manifest = self._get_manifest(base)
+                if base_manifest is None:
+                    raise ValueError(f"checkpoint {checkpoint_id} is built on checkpoint {base}, which is not stored")
+                base_sha256 = sha256(base_manifest)
+            manifest["base"] = {"checkpoint_id": base, "manifest_sha256": base_sha256}
         manifest["files"] = {path: sha256(data) for path, data in files.items()}
-        self._put(checkpoint_id, MANIFEST, json.dumps(manifest, indent=1).encode("utf-8"))
+        self.manifest_sha256[checkpoint_id] = sha256(self._put_checkpoint(checkpoint_id, files, manifest))
         if self.retain is not None:
             needed = set()
             for kept in self.checkpoint_ids()[-self.retain :]:
@@ -119,6 +124,7 @@ class CheckpointStorage:
             for old in self.checkpoint_ids():
                 if old not in needed:
                     self._delete(old)
+                    self.manifest_sha256.pop(old, None)
 
     def checkpoint_ids(self) -> list[int]:
         """Ids of every stored checkpoint, complete or not, oldest first."""
@@ -158,9 +164,8 @@ class CheckpointStorage:
             base = manifest.get("base")
             if base is None:
                 return chain, None
-            raw = self._get(base["checkpoint_id"], MANIFEST)
             files, manifest, problem = self._verified(base["checkpoint_id"])
-            if problem is None and sha256(raw) != base["manifest_sha256"]:
+            if problem is None and manifest["sha256"] != base["manifest_sha256"]:
                 problem = CheckpointProblem(
                     base["checkpoint_id"],
                     f"chk-{base['checkpoint_id']}/{MANIFEST}",
@@ -177,9 +182,10 @@ class CheckpointStorage:
         return [], problem
 
     def _verified(self, checkpoint_id: int) -> tuple[dict[str, bytes], dict, CheckpointProblem | None]:
-        """One checkpoint's files and manifest, checked against the manifest (rules 2 and 3)."""
+        """One checkpoint's parts and manifest (with its own sha256 added, as ``"sha256"``), checked against the
+        manifest (rules 2 and 3)."""
         folder = f"chk-{checkpoint_id}"
-        raw = self._get(checkpoint_id, MANIFEST)
+        raw, parts = self._get_checkpoint(checkpoint_id)
         if raw is None:
             return (
                 {},
@@ -194,9 +200,10 @@ class CheckpointStorage:
             manifest = json.loads(raw.decode("utf-8"))
         except ValueError:
             return {}, {}, CheckpointProblem(checkpoint_id, f"{folder}/{MANIFEST}", "is not valid JSON")
+        manifest["sha256"] = sha256(raw)
         files = {}
         for path, digest in manifest["files"].items():
-            data = self._get(checkpoint_id, path)
+            data = parts.get(path)
             if data is None:
                 return (
                     {},
@@ -216,7 +223,7 @@ class CheckpointStorage:
 
     def _base_of(self, checkpoint_id: int) -> int | None:
         """The checkpoint an incremental checkpoint is built on, as its manifest says (``None``: full or torn)."""
-        raw = self._get(checkpoint_id, MANIFEST)
+        raw = self._get_manifest(checkpoint_id)
         try:
             base = json.loads(raw.decode("utf-8")).get("base") if raw is not None else None
         except ValueError:
@@ -236,10 +243,29 @@ class CheckpointStorage:
 
     # -- where the bytes go: one subclass per medium ---------------------------------------------------------
 
-    def _put(self, checkpoint_id: int, path: str, data: bytes) -> None:
+    def parts(self, checkpoint_id: int) -> str:
+        """The parts of one stored checkpoint, one per line with its size, in the order they were stored, the
+        manifest last: what a checkpoint holds, whatever the medium.
+
+        >>> storage = MemoryStorage(); storage.save_files(1, {"checkpoint.json": b"{}", "state/t/0.json": b"[]"})
+        >>> print(storage.parts(1))
+        checkpoint.json  (2 bytes)
+        state/t/0.json  (2 bytes)
+        manifest.json  (215 bytes)
+        """
+        raw, parts = self._get_checkpoint(checkpoint_id)
+        lines = [f"{path}  ({len(data)} bytes)" for path, data in parts.items()]
+        return "\n".join(lines + ([] if raw is None else [f"{MANIFEST}  ({len(raw)} bytes)"]))
+
+    def _put_checkpoint(self, checkpoint_id: int, files: dict[str, bytes], manifest: dict) -> bytes:
+        """Store the parts, then the manifest (as this medium encodes it: returned, for its sha256)."""
         raise NotImplementedError
 
-    def _get(self, checkpoint_id: int, path: str) -> bytes | None:
+    def _get_checkpoint(self, checkpoint_id: int) -> tuple[bytes | None, dict[str, bytes]]:
+        """The manifest's bytes (``None``: no manifest) and the parts found, ``{path: bytes}``."""
+        raise NotImplementedError
+
+    def _get_manifest(self, checkpoint_id: int) -> bytes | None:
         raise NotImplementedError
 
     def _ids(self) -> list[int]:
@@ -269,11 +295,17 @@ class MemoryStorage(CheckpointStorage):
         self.files: dict[int, dict[str, bytes]] = {}  # {checkpoint_id: {path: bytes}}
         self.log: dict[int, bytes] = {}  # {batch_id: offsets log entry}
 
-    def _put(self, checkpoint_id, path, data):
-        self.files.setdefault(checkpoint_id, {})[path] = bytes(data)
+    def _put_checkpoint(self, checkpoint_id, files, manifest):
+        raw = json.dumps(manifest, indent=1).encode("utf-8")
+        self.files[checkpoint_id] = {**{path: bytes(data) for path, data in files.items()}, MANIFEST: raw}
+        return raw
 
-    def _get(self, checkpoint_id, path):
-        return self.files.get(checkpoint_id, {}).get(path)
+    def _get_checkpoint(self, checkpoint_id):
+        files = dict(self.files.get(checkpoint_id, {}))
+        return files.pop(MANIFEST, None), files
+
+    def _get_manifest(self, checkpoint_id):
+        return self.files.get(checkpoint_id, {}).get(MANIFEST)
 
     def _ids(self):
         return list(self.files)
@@ -289,54 +321,89 @@ class MemoryStorage(CheckpointStorage):
 
 
 class DirectoryStorage(CheckpointStorage):
-    """Checkpoints in a folder: ``chk-<id>/`` per checkpoint (its files and ``manifest.json``) and
-    ``offsets/<batch id>`` for the micro-batch offsets log. Every file is written to ``<name>.tmp`` and then
-    renamed into place.
+    """Checkpoints in a folder: one file ``chk-<id>`` per checkpoint and ``offsets/<batch id>`` for the
+    micro-batch offsets log. Every file is written to ``<name>.tmp``, synced to disk, then renamed into place.
+
+    A checkpoint's file holds its parts one after the other, each followed by a newline, then its manifest,
+    on one line: ``{"checkpoint_id", "base", "files": {part: sha256}, "at": {part: [offset, length]}}``. The
+    manifest is written last and read first (the file's last line): a file that does not end with one is
+    torn; a part it lists that the file is too short to hold is missing.
 
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as root:
-    ...     DirectoryStorage(root).save_files(7, {"state/totals/0.json": b"{}"})
+    ...     storage = DirectoryStorage(root)
+    ...     storage.save_files(7, {"checkpoint.json": b"{}", "state/totals/0.json": b"[1, 2]"})
     ...     print(file_tree(root))
-    chk-7/manifest.json  (131 bytes)
-    chk-7/state/totals/0.json  (2 bytes)
+    ...     print(storage.parts(7))
+    chk-7  (286 bytes)
+    checkpoint.json  (2 bytes)
+    state/totals/0.json  (6 bytes)
+    manifest.json  (275 bytes)
     """
 
     def __init__(self, root, retain: int | None = None):
         super().__init__(retain)
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
-        self.folders: dict = {}  # {checkpoint id or "offsets": {folders made in it}}: made once, not per file
+        self.log_folder_made = False  # offsets/ is made once, at the first entry
 
-    def _write(self, path: Path, data: bytes, owner) -> None:
-        made = self.folders.setdefault(owner, set())
-        if path.parent not in made:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            made.add(path.parent)
+    def _write(self, path: Path, chunks) -> None:
         temporary = path.with_name(path.name + ".tmp")
         with open(temporary, "wb") as out:
-            out.write(data)
+            for chunk in chunks:
+                out.write(chunk)
             out.flush()
             os.fsync(out.fileno())
         os.replace(temporary, path)  # atomic: the file appears whole, or not at all
 
     def _read(self, path: Path) -> bytes | None:
-        return path.read_bytes() if path.is_file() else None
+        try:
+            return path.read_bytes()
+        except (FileNotFoundError, IsADirectoryError):
+            return None
 
-    def _put(self, checkpoint_id, path, data):
-        self._write(self.root / f"chk-{checkpoint_id}" / path, data, checkpoint_id)
+    def _put_checkpoint(self, checkpoint_id, files, manifest):
+        at, offset = {}, 0
+        for path, data in files.items():
+            at[path] = [offset, len(data)]
+            offset += len(data) + 1
+        raw = json.dumps({**manifest, "at": at}, ensure_ascii=True).encode("utf-8")  # one line
+        chunks = [piece for data in files.values() for piece in (data, b"\n")]
+        self._write(self.root / f"chk-{checkpoint_id}", [*chunks, raw, b"\n"])
+        return raw
 
-    def _get(self, checkpoint_id, path):
-        return self._read(self.root / f"chk-{checkpoint_id}" / path)
+    def _get_checkpoint(self, checkpoint_id):
+        data = self._read(self.root / f"chk-{checkpoint_id}")
+        if data is None:
+            return None, {}
+        body_end = data.rstrip(b"\n").rfind(b"\n") + 1  # the last line is the manifest
+        raw = data[body_end:].rstrip(b"\n")
+        try:
+            manifest = json.loads(raw.decode("utf-8"))
+        except ValueError:
+            return None, {}  # no manifest at the end: the file was cut short
+        if not isinstance(manifest, dict) or "at" not in manifest:
+            return None, {}
+        parts = {}
+        for path, (offset, length) in manifest["at"].items():
+            if offset + length <= body_end:
+                parts[path] = data[offset : offset + length]
+        return raw, parts
+
+    def _get_manifest(self, checkpoint_id):
+        return self._get_checkpoint(checkpoint_id)[0]
 
     def _ids(self):
-        return [int(p.name[4:]) for p in self.root.glob("chk-*") if p.is_dir() and p.name[4:].isdigit()]
+        return [int(p.name[4:]) for p in self.root.glob("chk-*") if p.name[4:].isdigit() and p.is_file()]
 
     def _delete(self, checkpoint_id):
-        self.folders.pop(checkpoint_id, None)
-        shutil.rmtree(self.root / f"chk-{checkpoint_id}", ignore_errors=True)
+        (self.root / f"chk-{checkpoint_id}").unlink(missing_ok=True)
 
     def _put_log(self, batch_id, data):
-        self._write(self.root / "offsets" / str(batch_id), data, "offsets")
+        if not self.log_folder_made:
+            (self.root / "offsets").mkdir(exist_ok=True)
+            self.log_folder_made = True
+        self._write(self.root / "offsets" / str(batch_id), [data])
 
     def _get_log(self, batch_id):
         return self._read(self.root / "offsets" / str(batch_id))
@@ -369,8 +436,7 @@ def folder_outline(root) -> str:
     ...     for batch_id in range(3):
     ...         storage.log_offsets(batch_id, {}); storage.save_files(batch_id, {"state/totals/0.json": b"{}"})
     ...     print(folder_outline(root))
-    chk-{0..2}/manifest.json
-    chk-{0..2}/state/totals/0.json
+    chk-{0..2}
     offsets/{0..2}
     """
     import re

@@ -105,12 +105,15 @@ class WindowsByWindow(ChangedKeys):
         ``copy=True`` they are copied as lists (``copy_on_write.copy_accumulators``: an accumulator that is not a
         plain value is copied too), which the state goes on without.
 
-        Built key by key first, then split by key group: a key's group is looked up once, not once per window."""
+        Built key by key first, then split by key group: a key's group is looked up once, not once per window.
+        A window all of whose keys are wanted (every key changed, as in most batches) is walked as it is."""
         wanted = None if keys is None else set(keys)
         windows_of: defaultdict = defaultdict(dict)  # {key: {window: accumulators}}
         for window, by_key in self.windows.items():
-            for key in by_key if wanted is None else by_key.keys() & wanted:
-                windows_of[key][window] = by_key[key]
+            if wanted is not None and not wanted.issuperset(by_key):
+                by_key = {key: by_key[key] for key in by_key.keys() & wanted}
+            for key, accumulators in by_key.items():
+                windows_of[key][window] = accumulators
         groups: dict = {}
         for key, by_window in windows_of.items():
             groups.setdefault(key_group_of(key), {})[key] = _copied(by_window) if copy else by_window

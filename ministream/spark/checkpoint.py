@@ -198,7 +198,7 @@ class CheckpointFolders:
 
     >>> print(checkpoint_folders(get_lesson("checkpoint-recovery")).text)   # doctest: +SKIP
     ministream: run_with_recovery(..., storage=DirectoryStorage(folder))
-      chk-{0..4}/checkpoint.json
+      chk-{0..4}
     ..."""
 
     text: str

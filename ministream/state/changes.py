@@ -9,9 +9,9 @@ to replay. This is the model of Spark's HDFS-backed state store:
 - Spark writes ``state/<operator>/<partition>/<version>.delta`` at every batch: the keys the batch updated
   and removed; every ``spark.sql.streaming.stateStore.minDeltasForSnapshot`` deltas (10 by default) its
   maintenance task also writes a ``<version>.snapshot`` with the whole partition;
-- ministream writes, per checkpoint, ``chk-<n>/state/<step>/<subtask>.delta.json`` built on checkpoint
-  ``n - 1`` (its *base*, named in the manifest), and a full ``<subtask>.json`` every ``incremental + 1``
-  checkpoints (``run_with_recovery(..., incremental=10)``).
+- ministream writes, in each checkpoint's file ``chk-<n>``, a part ``state/<step>/<subtask>.delta.json``
+  built on checkpoint ``n - 1`` (its *base*, named in the manifest), and a full ``<subtask>.json`` every
+  ``incremental + 1`` checkpoints (``run_with_recovery(..., incremental=10)``).
 
 A restore reads the newest full checkpoint of the chain and applies the deltas after it, in order
 (:func:`resolve`); Spark does the same from the latest snapshot file. Flink's RocksDB backend does it the

@@ -57,12 +57,24 @@ def _checkpointed_storage(storage):
 
 
 def test_directory_layout_and_no_temporary_files_left(tmp_path):
-    """A directory checkpoint is a folder per checkpoint with a manifest, state files and the offsets log;
-    every file was renamed into place, so no ``.tmp`` file is left behind."""
-    _checkpointed_storage(DirectoryStorage(tmp_path))
+    """A directory checkpoint is one file per checkpoint, its parts then its manifest (the last line), beside
+    the offsets log; every file was renamed into place, so no ``.tmp`` file is left behind."""
+    storage = DirectoryStorage(tmp_path)
+    _checkpointed_storage(storage)
     tree = file_tree(tmp_path)
-    assert "chk-2/manifest.json" in tree and "chk-2/state/totals/0.json" in tree and "offsets/2" in tree
+    assert [line.split()[0] for line in tree.splitlines()] == [
+        "chk-0",
+        "chk-1",
+        "chk-2",
+        "offsets/0",
+        "offsets/1",
+        "offsets/2",
+    ]
     assert ".tmp" not in tree
+    parts = [line.split()[0] for line in storage.parts(2).splitlines()]
+    assert parts == ["checkpoint.json", "state/output/0.json", "state/totals/0.json", "manifest.json"]
+    last_line = (tmp_path / "chk-2").read_bytes().rstrip(b"\n").rsplit(b"\n", 1)[1]
+    assert decode_json(last_line)["checkpoint_id"] == 2
 
 
 def test_corrupt_checkpoint_file_is_reported_and_the_previous_one_is_used(tmp_path):
@@ -70,8 +82,9 @@ def test_corrupt_checkpoint_file_is_reported_and_the_previous_one_is_used(tmp_pa
     it, naming the file, and restores the previous complete checkpoint."""
     storage = DirectoryStorage(tmp_path)
     _checkpointed_storage(storage)
-    state = tmp_path / "chk-2" / "state" / "totals" / "0.json"
-    state.write_text(state.read_text().replace("13", "14"))
+    assert b"[3, 13.0]" in storage.chain(2)[0][1]["state/totals/0.json"]
+    checkpoint_file = tmp_path / "chk-2"
+    checkpoint_file.write_bytes(checkpoint_file.read_bytes().replace(b"[3, 13.0]", b"[3, 14.0]"))
     checkpoint = load_latest(storage)
     assert checkpoint.checkpoint_id == 1
     assert [str(p) for p in storage.problems] == [
@@ -91,7 +104,8 @@ def test_recovery_after_a_corrupt_checkpoint_still_gives_the_failure_free_output
     def save_and_damage(checkpoint_id, files, base=None):
         original_save(checkpoint_id, files, base)
         if checkpoint_id == 1:
-            (tmp_path / "chk-1" / "checkpoint.json").write_bytes(b'{"damaged": 1}')
+            checkpoint_file = tmp_path / "chk-1"  # the same length, other bytes, at the start of checkpoint.json
+            checkpoint_file.write_bytes(b'{"damaged": 1}' + checkpoint_file.read_bytes()[14:])
 
     storage.save_files = save_and_damage
     run = run_with_recovery(flow, output_mode="update", storage=storage)
@@ -103,21 +117,34 @@ def test_recovery_after_a_corrupt_checkpoint_still_gives_the_failure_free_output
 
 
 def test_torn_checkpoint_without_manifest_is_skipped(tmp_path):
-    """A checkpoint folder without its manifest (the run died while storing it) is torn: skipped, reported."""
+    """A checkpoint file that does not end with its manifest (cut short, e.g. copied in part) is torn: skipped,
+    reported."""
     storage = DirectoryStorage(tmp_path)
     _checkpointed_storage(storage)
-    (tmp_path / "chk-2" / "manifest.json").unlink()
+    checkpoint_file = tmp_path / "chk-2"
+    checkpoint_file.write_bytes(checkpoint_file.read_bytes()[:100])
     assert load_latest(storage).checkpoint_id == 1
     assert str(storage.problems[0]) == (
         "checkpoint 2 skipped: chk-2/manifest.json is missing: the checkpoint is torn (the run died while storing it)"
     )
 
 
-def test_missing_state_file_makes_a_checkpoint_torn():
-    """A file listed in the manifest but absent makes the checkpoint torn, in memory as on disk."""
+def test_missing_state_file_makes_a_checkpoint_torn(tmp_path):
+    """A part listed in the manifest but absent makes the checkpoint torn, in memory as on disk (where the
+    file is too short to hold it)."""
     storage = MemoryStorage()
     _checkpointed_storage(storage)
     del storage.files[2]["state/totals/0.json"]
+    assert load_latest(storage).checkpoint_id == 1
+    assert (
+        str(storage.problems[0]) == "checkpoint 2 skipped: chk-2/state/totals/0.json is missing: the checkpoint is torn"
+    )
+    storage = DirectoryStorage(tmp_path)
+    _checkpointed_storage(storage)
+    data = (tmp_path / "chk-2").read_bytes()
+    manifest = data.rstrip(b"\n").rsplit(b"\n", 1)[1]
+    offset, _ = decode_json(manifest)["at"]["state/totals/0.json"]
+    (tmp_path / "chk-2").write_bytes(data[:offset] + b"\n" + manifest + b"\n")  # the last part cut off
     assert load_latest(storage).checkpoint_id == 1
     assert (
         str(storage.problems[0]) == "checkpoint 2 skipped: chk-2/state/totals/0.json is missing: the checkpoint is torn"

@@ -21,6 +21,11 @@ def test_the_engine_figures_are_all_measured():
         "tumbling_count_p4_events_per_s",
         "tumbling_count_checkpoint_every_10k_events_per_s",
         "tumbling_count_incremental_checkpoint_every_10k_events_per_s",
+        "tumbling_count_checkpoint_ratio",
+        "tumbling_count_incremental_checkpoint_ratio",
+        "tumbling_count_checkpoint_ratios",
+        "tumbling_count_incremental_checkpoint_ratios",
+        "tumbling_count_checkpoint_load",
         "operator_events",
         "operator_batches",
     }
@@ -29,7 +34,12 @@ def test_the_engine_figures_are_all_measured():
             f"{name}{figure}" for figure in ("_events_per_s", "_floor_events_per_s", "_ratio_to_floor", "_load")
         }
     assert set(figures) == expected
-    assert all(value > 0 for name, value in figures.items() if not name.endswith("_load"))
+    assert all(value > 0 for name, value in figures.items() if not name.endswith(("_load", "_ratios")))
+    assert len(figures["tumbling_count_incremental_checkpoint_ratios"]) == 1  # one per run: repeat=1
+    assert (
+        figures["tumbling_count_incremental_checkpoint_ratio"]
+        == figures["tumbling_count_incremental_checkpoint_ratios"][0]
+    )
     ratio = figures["session_count_events_per_s"] / figures["session_count_floor_events_per_s"]
     assert abs(figures["session_count_ratio_to_floor"] - ratio) < 0.01
 
