@@ -385,14 +385,18 @@ class WindowAggregate(Operator):
 
         For an incremental checkpoint (``state/changes.py``) the table holds only the keys whose windows changed
         since the last checkpoint, and those keys are marked: the delta writes them, or writes them as removed
-        when they have no window left."""
+        when they have no window left. In changelog mode every checkpoint marks them (the log records the marked
+        keys) and the table is whole: the changelog also materialises every key now and then.
+        """
         state = self.ctx.state
         if isinstance(self.windows, WindowsInState):  # the table is the state already
             return {**super().snapshot(), "evicted_with": self.evicted_with, "watermark": self.watermark}
-        delta = state.checkpointing == "delta" and "windows" in state.tracked
-        changed = self.windows.changed_keys() if delta else None
-        state.tables["windows"] = self.windows.by_key_group(changed, copy=not state.sharing)
-        if delta:
+        marks = state.checkpointing is not None and "windows" in state.tracked
+        marks = marks and (state.checkpointing == "delta" or state.changelog is not None)  # a delta or a log record
+        changed = self.windows.changed_keys() if marks else None
+        marked_only = state.reads_only_marked("windows")
+        state.tables["windows"] = self.windows.by_key_group(changed if marked_only else None, copy=not state.sharing)
+        if marks:
             state.changes["windows"].update(dict.fromkeys(changed))
         shared = "windows" in state.copy_on_write
         state.copy_on_write.add("windows")  # the table was built of copies: the snapshot takes them as they are
@@ -411,6 +415,7 @@ class WindowAggregate(Operator):
         if not isinstance(self.windows, WindowsInState):
             self.windows = self.state_layout()
             self.windows.load(self.ctx.state.tables.pop("windows", {}))
+            self.windows.count_changes()  # a changelog's next record holds the writes since the restore
         self.evicted_with, self.watermark = snapshot.get("evicted_with"), snapshot.get("watermark")
 
 
