@@ -38,6 +38,7 @@ from __future__ import annotations
 from ministream.core.aggregates import AggregateFunction, add_groups, add_rows, identity, new_accumulators, results
 from ministream.core.operator import Operator, rows_by_key, watermark_moved
 from ministream.errors import PipelineError
+from ministream.state.copy_on_write import copy_accumulators
 from ministream.state.keygroups import key_group_of, subtask_of_key
 from ministream.time.lateness import LateRow
 from ministream.time.units import format_ts
@@ -52,6 +53,15 @@ class RunningAggregate(Operator):
     incremental checkpoints. The table is copy on write
     (``state/copy_on_write.py``): an accumulator list whose key is not marked yet may be in the last snapshot, so it
     is copied before it changes, which lets a snapshot share every list instead of copying it.
+
+    Copies and marks are paid only while something reads them (``KeyedStateBackend.reads_marks``): a checkpoint
+    that counts the table's changes, a changelog, or a store's write-back. Until then (a run that takes no
+    checkpoint, or before its first one) no snapshot holds an accumulator list: only a counted checkpoint shares
+    them (``KeyedStateBackend.snapshot``, ``changes.take_delta``), and it makes the table tracked, so the
+    lists taken after it are copied again. Each list is then changed in place and no key is marked, as the
+    deduplication does with its marks (``operators/dedup.py``): the marks would only be cleared at the end of
+    the batch (``KeyedStateBackend.forget_untracked_changes``). A restore shares its lists with the snapshot it
+    read, so the aggregate copies them there once (:meth:`restore`).
     """
 
     keyed = True
@@ -114,12 +124,25 @@ class RunningAggregate(Operator):
 
     def _own_accumulators(self, keys) -> list[list]:
         """Each key's accumulator list in state (made the first time), in the order of ``keys``: lists this
-        subtask may change in place. Copy on write: the first change of a key since the last snapshot puts a
-        copy of its list in state (the snapshot may hold the old one) and marks the key; until the next
-        snapshot, the key's list is this subtask's own. Cost per key: three dict lookups, and at its first
-        change since the snapshot a list copy and two dict writes."""
+        subtask may change in place. Copy on write, while something reads the marks (see the class
+        docstring): the first change of a key since the last snapshot puts a copy of its list in state (the
+        snapshot may hold the old one) and marks the key; until the next snapshot, the key's list is this
+        subtask's own. Cost per key: three dict lookups, and at its first change since the snapshot a list
+        copy and two dict writes; while nothing reads the marks, the three lookups only (and a dict write for
+        a new key)."""
         groups, changed, functions = self.groups, self.changed, self.functions
         owned = []
+        if not self.ctx.state.reads_marks("aggregate"):  # no snapshot holds a list: each is this subtask's own
+            for key in keys:
+                number = key_group_of(key)
+                group = groups.get(number)
+                if group is None:
+                    group = groups[number] = {}
+                accumulators = group.get(key)
+                if accumulators is None:
+                    accumulators = group[key] = new_accumulators(functions)
+                owned.append(accumulators)
+            return owned
         for key in keys:
             number = key_group_of(key)
             group = groups.get(number)
@@ -158,6 +181,16 @@ class RunningAggregate(Operator):
 
     def _drop_late(self, pairs):
         return pairs
+
+    def restore(self, snapshot, key_groups=None):
+        """Load the snapshot's key groups; in memory, each accumulator list copied once, since the backend
+        shares them with ``snapshot`` (a copy-on-write table) and, while no checkpoint reads the marks, the
+        lists are changed in place (a store's values are decoded from it, shared with nothing)."""
+        super().restore(snapshot, key_groups)
+        state = self.ctx.state
+        if not state.writes_back:
+            for number, group in self.groups.items():
+                self.groups[number] = copy_accumulators(group)
 
     def _emit(self, entries, why: str) -> None:
         """One output row per ``(key, accumulators)`` entry: its key columns, then each aggregate's result.

@@ -10,6 +10,7 @@ from ministream.core.compare import compare_batches
 from ministream.errors import PipelineError
 from ministream.lessons import all_lessons, get_lesson
 from ministream.lessons.crash_checks import check_recovery
+from ministream.lessons.lesson import event
 from ministream.state import redis_server
 from ministream.state.backends import RedisBackends, RocksDBBackends, state_backends
 from ministream.state.changelog import ChangelogBackends, ChangelogStorage
@@ -105,6 +106,44 @@ def test_deduplication_recovers_on_every_backend(key, backend):
         try:
             run, _, same = check_recovery(
                 lesson, params={"key": key}, crash_after_rows=crash, state_backend=backends, **settings
+            )
+            assert run.crashes == 1 and same, (crash, settings)
+        finally:
+            backends.close()
+
+
+RUNNING_SCRIPT = [
+    [event(10 * batch + i, key, batch + i) for i, key in enumerate(keys)]
+    for batch, keys in enumerate(["aab", "ca", "bdb", "a", "eec", "ba", "dde", "abc"])
+]
+"""Eight batches over five keys, each key changed again in later batches: a delta after a full checkpoint, and
+a list shared by a checkpoint then changed, both happen."""
+
+
+@pytest.mark.parametrize("backend", ["memory", *STORES, "changelog"])
+@pytest.mark.parametrize("mode", ["update", "complete"])
+def test_running_aggregation_recovers_on_every_backend(mode, backend):
+    """The running aggregate changes its accumulator lists in place while no checkpoint reads its marks (before
+    the first checkpoint, and after a restore until the next one), and copies them on write after: a crash at
+    any of several points, recovered from full and incremental checkpoints (or a changelog), at another
+    parallelism, in both models, gives the failure-free output."""
+    lesson = get_lesson("running-aggregation")
+    for crash, settings in itertools.product(
+        (3, 7, 11),
+        ({}, {"incremental": 2}, {"parallelism": 2, "restore_parallelism": 3}, {"model": "continuous", "interval": 3}),
+    ):
+        if backend == "changelog":
+            backends = ChangelogBackends("memory", ChangelogStorage(), materialize_every=2)
+        else:
+            backends = state_backends(backend)
+        try:
+            run, _, same = check_recovery(
+                lesson,
+                RUNNING_SCRIPT,
+                {"mode": mode},
+                crash_after_rows=crash,
+                state_backend=backends,
+                **settings,
             )
             assert run.crashes == 1 and same, (crash, settings)
         finally:
