@@ -136,9 +136,9 @@ class RunningAggregate(Operator):
         subtask may change in place. Copy on write, while something reads the marks (see the class
         docstring): the first change of a key since the last snapshot puts a copy of its list in state (the
         snapshot may hold the old one) and marks the key; until the next snapshot, the key's list is this
-        subtask's own. Cost per key: three dict lookups, and at its first change since the snapshot a list
-        copy and two dict writes; while nothing reads the marks, one ``map`` of the flat dict's ``get`` over
-        the keys, and a dict write for each new key."""
+        subtask's own. Cost per key, in memory: two dict lookups, and at its first change since the snapshot a
+        list copy and two dict writes (in a store, a key group lookup more); while nothing reads the marks, one
+        ``map`` of the flat dict's ``get`` over the keys, and a dict write for each new key."""
         state, changed, functions = self.accumulators, self.changed, self.functions
         if not self.ctx.state.reads_marks("aggregate"):  # no snapshot holds a list: each is this subtask's own
             owned = list(map(state.get, keys))
