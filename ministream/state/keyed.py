@@ -104,6 +104,9 @@ class KeyedStateBackend:
         ``copy_on_write=True`` promises more: a value whose key is not marked yet is never changed in place,
         but copied, changed and put back, then marked (Flink's copy-on-write state map does this). A
         snapshot may then share the table's values instead of copying them: one ``dict()`` call per key group.
+        Only a counted checkpoint shares them, and the table is tracked from then on, so the promise need hold
+        only while :meth:`reads_marks` (a writer may change values in place before that; values restored from
+        a snapshot are shared with it, and the writer copies them first).
 
         >>> backend = KeyedStateBackend(); changed = backend.track_changes("totals")
         >>> backend.table("totals").setdefault(key_group_of("a"), {})["a"] = 5; changed["a"] = None

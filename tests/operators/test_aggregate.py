@@ -1,11 +1,16 @@
 """The running aggregate (ministream/operators/aggregate.py): a global aggregate, with no key, has its one row in
-every batch, in update mode as in complete mode, before its first row too (the aggregates of nothing)."""
+every batch, in update mode as in complete mode, before its first row too (the aggregates of nothing); its
+accumulator lists are copied on write only while a checkpoint reads its marks, and a checkpoint or a restored
+snapshot keeps its values while the state changes."""
 
 import pytest
 
 from ministream import CollectingSink, Count, Dataflow, ScriptedSource, Sum, run_microbatch
+from ministream.checkpoints.incremental import snapshot_operator
 from ministream.core.compare import compare_batches
+from ministream.core.operator import StepContext
 from ministream.lessons.lesson import BASE_TIME, Lesson, Param
+from ministream.operators.aggregate import RunningAggregate, in_key_group_order
 
 SCRIPT = [[], [{"ts": BASE_TIME + 2_000, "value": 1.0}], [], [{"ts": BASE_TIME + 1_000, "value": 2.0}], []]
 EXPECTED = [
@@ -71,3 +76,74 @@ def test_spark_emits_a_global_aggregate_in_every_batch_of_update_mode(delay):
     theirs = lesson.run_twin(SCRIPT, params)
     assert [batch.rows for batch in theirs] == EXPECTED
     assert compare_batches(lesson.run(SCRIPT, params).output(), theirs).matches
+
+
+def _counts() -> RunningAggregate:
+    """A running count per key, opened on a context of its own."""
+    counts = RunningAggregate(("key",), {"count": Count()})
+    counts.open(StepContext.for_testing(output_mode="update"))
+    return counts
+
+
+def test_no_mark_and_no_copy_while_nothing_reads_them():
+    """Before any checkpoint, nothing reads the aggregate's marks: no key is marked, and a key's accumulator
+    list is the same object batch after batch (changed in place, not copied)."""
+    counts = _counts()
+    counts.process([("a", {}), ("b", {})], 0)
+    first = counts.accumulators["a"]
+    counts.process([("a", {})], 0)
+    assert counts.accumulators["a"] is first and first == [2]
+    assert counts.changed == {}
+
+
+@pytest.mark.parametrize("sharing", [False, True])
+def test_a_checkpoint_keeps_its_values_while_the_state_changes(sharing):
+    """A full checkpoint shares the lists with the state (copy on write): the lists changed after it are copies,
+    so the checkpoint keeps the values of its moment, and the next delta holds only the keys changed since."""
+    counts = _counts()
+    counts.process([("a", {}), ("b", {}), ("a", {})], 0)
+    full = snapshot_operator(counts, sharing=sharing)
+    counts.process([("a", {}), ("c", {})], 0)
+    delta = snapshot_operator(counts, delta=True, sharing=sharing)
+    counts.process([("a", {})], 0)
+    assert full == {"keyed": {57: {"aggregate": {"b": [1]}}, 122: {"aggregate": {"a": [2]}}}}
+    assert delta["keyed"].updated == {120: {"aggregate": {"c": [1]}}, 122: {"aggregate": {"a": [3]}}}
+    assert counts.accumulators["a"] == [4]
+
+
+def test_a_restore_leaves_the_snapshot_it_read_unchanged():
+    """A restored aggregate changes its lists in place until its next checkpoint: it copies them at the
+    restore, so the snapshot it read (which may be restored again) keeps its values."""
+    snapshot = {"keyed": {122: {"aggregate": {"a": [2]}}}}
+    counts = _counts()
+    counts.restore(snapshot)
+    counts.process([("a", {})], 0)
+    counts.on_batch_end(None)
+    assert counts.ctx.emitted == [{"key": "a", "count": 3}]
+    assert snapshot == {"keyed": {122: {"aggregate": {"a": [2]}}}}
+
+
+def test_complete_mode_emits_by_key_group_as_keys_come():
+    """Complete mode emits every key by key group, then in the order keys came (as a table split by key group
+    iterates), whatever the order the keys arrived in, and after a new key or a restore too."""
+    counts = RunningAggregate(("key",), {"count": Count()})
+    counts.open(StepContext.for_testing(output_mode="complete"))
+    counts.process([("a", {}), ("c", {})], 0)
+    counts.on_batch_end(None)
+    counts.process([("b", {}), ("a", {})], 0)
+    counts.on_batch_end(None)
+    restored = RunningAggregate(("key",), {"count": Count()})
+    restored.open(StepContext.for_testing(output_mode="complete"))
+    restored.restore(counts.snapshot())
+    restored.process([("d", {})], 0)
+    restored.on_batch_end(None)
+    assert counts.ctx.emitted == [
+        {"key": "c", "count": 1},  # key group 120
+        {"key": "a", "count": 1},  # key group 122
+        {"key": "b", "count": 1},  # key group 57
+        {"key": "c", "count": 1},
+        {"key": "a", "count": 2},
+    ]
+    assert [row["key"] for row in restored.ctx.emitted] == [
+        key for key, _ in in_key_group_order({"a": 0, "b": 0, "c": 0, "d": 0})
+    ]
