@@ -95,8 +95,8 @@ def restore_graph(graph: PhysicalGraph, checkpoint) -> None:
     ...     38: {"aggregate": {"alice": [1, 1.0]}}, 82: {"aggregate": {"bob": [2, 5.0]}}}}}})
     >>> graph = physical_graph(flow, 2, output_mode="update")
     >>> restore_graph(graph, checkpoint)   # taken with 1 subtask, restored into 2: bob's group 82 moves
-    >>> [subtask.operator.accumulators for subtask in graph.by_step["totals"]]
-    [{'alice': [1, 1.0]}, {'bob': [2, 5.0]}]"""
+    >>> [subtask.operator.groups for subtask in graph.by_step["totals"]]
+    [{38: {'alice': [1, 1.0]}}, {82: {'bob': [2, 5.0]}}]"""
     if checkpoint.base is not None:
         raise PipelineError(
             f"checkpoint {checkpoint.checkpoint_id} holds deltas on checkpoint {checkpoint.base}: "

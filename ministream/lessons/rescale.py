@@ -96,7 +96,7 @@ def twin(inputs, params):
 
 def keys_by_subtask(graph, step: str) -> dict[int, list]:
     """Which keys each subtask of a keyed step holds in its state (``{subtask: [keys]}``)."""
-    return {subtask.index: sorted(subtask.operator.keys_in_state()) for subtask in graph.by_step[step]}
+    return {subtask.index: sorted(subtask.operator.ctx.state.keys("aggregate")) for subtask in graph.by_step[step]}
 
 
 def keys_moved(params: dict | None = None) -> tuple[dict[int, list], dict[int, list]]:

@@ -47,15 +47,10 @@ from ministream.time.units import format_ts
 class RunningAggregate(Operator):
     """Per key, a running aggregate over every row ever seen: Spark's streaming ``groupBy().agg()``.
 
-    State: ``self.accumulators``, ``{key: [accumulator per aggregate]}``: in memory a flat dict, where a key's
-    lookup is one dict operation and a batch's keys are looked up by one ``map`` call, split by key group (as
-    the keyed state table ``"aggregate"``, ``{key_group: {key: [...]}}``) only when a snapshot is taken and
-    loaded from that split at a restore (the deduplication's ``seen_keys.py`` and the windows'
-    ``window_state.py`` do the same); when the keyed state lives in a store, the table ``"aggregate"`` itself,
-    read and written through :class:`AccumulatorsInState` (the store's write-back reads the table). Also
-    ``self.touched``: ``{key: its accumulator list}``, the keys this batch updated (for update mode), in
-    first-touched order, and ``self.changed``: the keys written since the last snapshot, marked for
-    incremental checkpoints. The lists are copy on write
+    State: ``self.groups[key_group][key] = [accumulator per aggregate]`` (the keyed state table
+    ``"aggregate"``), ``self.touched``: ``{key: its accumulator list}``, the keys this batch updated (for update
+    mode), in first-touched order, and ``self.changed``: the keys written since the last snapshot, marked for
+    incremental checkpoints. The table is copy on write
     (``state/copy_on_write.py``): an accumulator list whose key is not marked yet may be in the last snapshot, so it
     is copied before it changes, which lets a snapshot share every list instead of copying it.
 
@@ -94,12 +89,8 @@ class RunningAggregate(Operator):
 
     def open(self, ctx):
         super().open(ctx)
+        self.groups = ctx.state.table("aggregate")  # {key_group: {key: [accumulator, ...]}}
         self.changed = ctx.state.track_changes("aggregate", copy_on_write=True)  # {key: None}
-        if ctx.state.writes_back:  # the state lives in a store: so do the accumulators
-            self.accumulators: dict | AccumulatorsInState = AccumulatorsInState(ctx.state.table("aggregate"))
-        else:
-            self.accumulators = {}  # {key: [accumulator, ...]}
-        self.ordered_keys: list | None = None  # the keys by key group, for complete mode; None: to be made again
         self.touched = {}  # {key: its accumulator list in state}, in first-touched order
         self.batch = None  # micro-batch: the batch running, then the last one this run ran
         self.late_rows: list[LateRow] = []
@@ -136,26 +127,31 @@ class RunningAggregate(Operator):
         subtask may change in place. Copy on write, while something reads the marks (see the class
         docstring): the first change of a key since the last snapshot puts a copy of its list in state (the
         snapshot may hold the old one) and marks the key; until the next snapshot, the key's list is this
-        subtask's own. Cost per key, in memory: two dict lookups, and at its first change since the snapshot a
-        list copy and two dict writes (in a store, a key group lookup more); while nothing reads the marks, one
-        ``map`` of the flat dict's ``get`` over the keys, and a dict write for each new key."""
-        state, changed, functions = self.accumulators, self.changed, self.functions
-        if not self.ctx.state.reads_marks("aggregate"):  # no snapshot holds a list: each is this subtask's own
-            owned = list(map(state.get, keys))
-            if None in owned:  # new keys
-                self.ordered_keys = None
-                for i, key in enumerate(keys):
-                    if owned[i] is None:
-                        owned[i] = state[key] = new_accumulators(functions)
-            return owned
+        subtask's own. Cost per key: three dict lookups, and at its first change since the snapshot a list
+        copy and two dict writes; while nothing reads the marks, the three lookups only (and a dict write for
+        a new key)."""
+        groups, changed, functions = self.groups, self.changed, self.functions
         owned = []
-        for key in keys:
-            accumulators = state.get(key)
-            if accumulators is None or key not in changed:
+        if not self.ctx.state.reads_marks("aggregate"):  # no snapshot holds a list: each is this subtask's own
+            for key in keys:
+                number = key_group_of(key)
+                group = groups.get(number)
+                if group is None:
+                    group = groups[number] = {}
+                accumulators = group.get(key)
                 if accumulators is None:
-                    self.ordered_keys = None
+                    accumulators = group[key] = new_accumulators(functions)
+                owned.append(accumulators)
+            return owned
+        for key in keys:
+            number = key_group_of(key)
+            group = groups.get(number)
+            if group is None:
+                group = groups[number] = {}
+            accumulators = group.get(key)
+            if accumulators is None or key not in changed:
                 accumulators = new_accumulators(functions) if accumulators is None else list(accumulators)
-                state[key] = accumulators
+                group[key] = accumulators
                 changed[key] = None
             owned.append(accumulators)
         return owned
@@ -164,7 +160,8 @@ class RunningAggregate(Operator):
         if not self.key_columns and self.ctx.model != "continuous" and self.ctx.output_mode in ("update", "complete"):
             self._global_row()
         if self.ctx.output_mode == "complete":
-            self._emit(self._every_entry(), "complete mode emits every key at every batch")
+            entries = [entry for group in sorted(self.groups) for entry in self.groups[group].items()]
+            self._emit(entries, "complete mode emits every key at every batch")
         elif self.ctx.output_mode == "update":
             self._emit(self.touched.items(), "updated in this batch (update mode emits the keys a batch touched)")
         self.touched = {}
@@ -176,61 +173,24 @@ class RunningAggregate(Operator):
         key ``()`` keeps it."""
         if subtask_of_key((), self.ctx.parallelism) != self.ctx.subtask:
             return
-        accumulators = self.accumulators.get(())
-        if accumulators is None:
-            accumulators = self.accumulators[()] = new_accumulators(self.functions)
+        group = self.groups.setdefault(key_group_of(()), {})
+        if () not in group:
+            group[()] = new_accumulators(self.functions)
             self.changed[()] = None
-            self.ordered_keys = None
-        self.touched[()] = accumulators
+        self.touched[()] = group[()]
 
     def _drop_late(self, pairs):
         return pairs
 
-    def state_size(self) -> int:
-        return len(self.accumulators)
-
-    def keys_in_state(self) -> list:
-        """Every key in state, by key group (as a snapshot lays them out)."""
-        return [key for key, _ in self._every_entry()]
-
-    def _every_entry(self) -> list[tuple]:
-        """Every ``(key, accumulators)`` in state, by key group then in the order the keys came (the order of
-        a table split by key group). Complete mode asks at every batch: in memory the keys' order is kept
-        (``self.ordered_keys``) until a key comes or goes, so that a batch costs a dict lookup per key, not a
-        key group lookup and a sort."""
-        accumulators = self.accumulators
-        if isinstance(accumulators, AccumulatorsInState):
-            return accumulators.items()
-        if self.ordered_keys is None:
-            self.ordered_keys = [key for key, _ in in_key_group_order(accumulators)]
-        return list(zip(self.ordered_keys, map(accumulators.__getitem__, self.ordered_keys)))
-
-    def snapshot(self):
-        """The keyed state table ``"aggregate"`` by key group (``{key_group: {key: [accumulator, ...]}}``), made
-        from the flat layout at the moment of the snapshot (in a store, the table is the state already). For
-        an incremental checkpoint (``state/changes.py``) the table holds only the keys changed since the last
-        checkpoint. The table holds the lists themselves: the backend shares or copies them as for any
-        copy-on-write table."""
-        state = self.ctx.state
-        if isinstance(self.accumulators, AccumulatorsInState):
-            return super().snapshot()
-        marked_only = state.reads_only_marked("aggregate")
-        state.tables["aggregate"] = by_key_group(self.accumulators, list(self.changed) if marked_only else None)
-        try:
-            return super().snapshot()
-        finally:
-            del state.tables["aggregate"]
-
     def restore(self, snapshot, key_groups=None):
-        """Load the snapshot's key groups; in memory into the flat layout, each accumulator list copied once,
-        since the backend shares them with ``snapshot`` (a copy-on-write table) and, while no checkpoint reads
-        the marks, the lists are changed in place (a store's values are decoded from it, shared with
-        nothing)."""
+        """Load the snapshot's key groups; in memory, each accumulator list copied once, since the backend
+        shares them with ``snapshot`` (a copy-on-write table) and, while no checkpoint reads the marks, the
+        lists are changed in place (a store's values are decoded from it, shared with nothing)."""
         super().restore(snapshot, key_groups)
-        if not isinstance(self.accumulators, AccumulatorsInState):
-            self.accumulators, self.ordered_keys = {}, None
-            for entries in self.ctx.state.tables.pop("aggregate", {}).values():
-                self.accumulators.update(copy_accumulators(entries))
+        state = self.ctx.state
+        if not state.writes_back:
+            for number, group in self.groups.items():
+                self.groups[number] = copy_accumulators(group)
 
     def _emit(self, entries, why: str) -> None:
         """One output row per ``(key, accumulators)`` entry: its key columns, then each aggregate's result.
@@ -311,89 +271,23 @@ class WatermarkedAggregate(RunningAggregate):
             return
         if mode == "update":
             self._emit(self.touched.items(), "updated in this batch (update mode emits the keys a batch touched)")
-        final = in_key_group_order(
-            {
-                key: accumulators
-                for key, accumulators in self.accumulators.items()
-                if self._time_of(key) is not None and self._time_of(key) <= watermark
-            }
-        )
+        final = [
+            (key, accumulators)
+            for group in sorted(self.groups)
+            for key, accumulators in self.groups[group].items()
+            if self._time_of(key) is not None and self._time_of(key) <= watermark
+        ]
         if mode == "append":
             self._emit(final, f"{self.event_time} <= watermark {format_ts(watermark)}: final (append emits it once)")
         for key, _ in final:
-            del self.accumulators[key]
-            self.ordered_keys = None
+            group = self.groups[key_group_of(key)]
+            del group[key]
+            if not group:
+                del self.groups[key_group_of(key)]
             self.changed[key] = None
             if self.ctx.tracing:
                 self.ctx.explain("evict", f"key {key!r} removed from state: {self.event_time} <= watermark")
         self.touched = {}
-
-
-def by_key_group(accumulators: dict, keys=None) -> dict:
-    """The snapshot's layout of a flat ``{key: accumulators}``: ``{key_group: {key: accumulators}}``, key groups
-    in order, each group's keys in the flat dict's order; of ``keys`` only, when given (a key no longer in state
-    is left out). A step and a cached key group lookup per key.
-
-    >>> by_key_group({"a": [1], "b": [2], "c": [3]}), by_key_group({"a": [1], "b": [2]}, ["b", "gone"])
-    ({57: {'b': [2]}, 120: {'c': [3]}, 122: {'a': [1]}}, {57: {'b': [2]}})
-    """
-    groups: dict = {}
-    for key in accumulators if keys is None else [key for key in keys if key in accumulators]:
-        groups.setdefault(key_group_of(key), {})[key] = accumulators[key]
-    return dict(sorted(groups.items()))
-
-
-def in_key_group_order(accumulators) -> list[tuple]:
-    """The ``(key, accumulators)`` entries by key group, then in the order the keys came (the order a table
-    split by key group iterates in, which complete mode and eviction emit in).
-
-    >>> in_key_group_order({"a": [1], "b": [2], "c": [3]})
-    [('b', [2]), ('c', [3]), ('a', [1])]
-    """
-    if isinstance(accumulators, AccumulatorsInState):
-        return list(accumulators.items())
-    return [entry for entries in by_key_group(accumulators).values() for entry in entries.items()]
-
-
-class AccumulatorsInState:
-    """``{key: accumulators}`` read and written through the keyed state table ``"aggregate"``,
-    ``{key_group: {key: accumulators}}``: the layout when the keyed state lives in a store (``state/stored.py``),
-    whose write-back reads the table. A key's lookup is a key group lookup, then the group's. :meth:`items`
-    iterates by key group.
-
-    >>> from ministream.state.keyed import KeyedStateBackend
-    >>> state = KeyedStateBackend(); accumulators = AccumulatorsInState(state.table("aggregate"))
-    >>> accumulators["a"] = [1]; accumulators["b"] = [2]; del accumulators["a"]
-    >>> accumulators.get("a"), accumulators.items(), state.tables
-    (None, [('b', [2])], {'aggregate': {57: {'b': [2]}}})
-    """
-
-    def __init__(self, table):
-        self.table = table
-
-    def get(self, key, default=None):
-        group = self.table.get(key_group_of(key))
-        return default if group is None else group.get(key, default)
-
-    def __setitem__(self, key, accumulators) -> None:
-        number = key_group_of(key)
-        group = self.table.get(number)
-        if group is None:
-            group = self.table[number] = {}
-        group[key] = accumulators
-
-    def __delitem__(self, key) -> None:
-        number = key_group_of(key)
-        group = self.table[number]
-        del group[key]
-        if not group:
-            del self.table[number]
-
-    def items(self) -> list[tuple]:
-        return [entry for number in sorted(self.table) for entry in self.table[number].items()]
-
-    def __len__(self) -> int:
-        return sum(len(group) for group in self.table.values())
 
 
 def key_columns_of(key_columns: tuple[str, ...], key) -> dict:

@@ -214,8 +214,8 @@ def test_a_copy_on_write_snapshot_does_not_change_when_the_state_does():
 
     def counts(snapshot_or_operator) -> dict:
         groups = (
-            [snapshot_or_operator.accumulators]
-            if hasattr(snapshot_or_operator, "accumulators")
+            snapshot_or_operator.groups.values()
+            if hasattr(snapshot_or_operator, "groups")
             else [states["aggregate"] for states in snapshot_or_operator["keyed"].values()]
         )
         return {key: accumulators[0] for group in groups for key, accumulators in group.items()}

@@ -187,9 +187,10 @@ def test_rescale_hands_each_key_to_the_subtask_that_owns_its_key_group():
         restore_graph(graph, copy.deepcopy(checkpoint))
         found = {}
         for subtask in graph.by_step["totals"]:
-            for key, accumulators in subtask.operator.accumulators.items():
-                assert subtask.index == subtask_of_key(key, parallelism)
-                found[key] = accumulators
+            for group in subtask.operator.groups.values():
+                for key, accumulators in group.items():
+                    assert subtask.index == subtask_of_key(key, parallelism)
+                    found[key] = accumulators
         assert found == {"a": [3, 9.0], "b": [3, 13.0], "c": [1, 1.0]}
 
 

@@ -60,7 +60,7 @@ def test_keyed_step_routes_each_key_to_its_key_group_owner():
     """Every row of a key reaches the one subtask that owns the key's key group."""
     graph_run = run_microbatch(keyed_count_flow(SCRIPT), output_mode="update", parallelism=4)
     for subtask in graph_run.graph.by_step["totals"]:
-        for key in subtask.operator.keys_in_state():
+        for key in subtask.operator.ctx.state.keys("aggregate"):
             assert subtask_of_key_group(key_group_of(key), 4) == subtask.index
 
 

@@ -10,7 +10,8 @@ from ministream.checkpoints.incremental import snapshot_operator
 from ministream.core.compare import compare_batches
 from ministream.core.operator import StepContext
 from ministream.lessons.lesson import BASE_TIME, Lesson, Param
-from ministream.operators.aggregate import RunningAggregate, in_key_group_order
+from ministream.operators.aggregate import RunningAggregate
+from ministream.state.keygroups import key_group_of
 
 SCRIPT = [[], [{"ts": BASE_TIME + 2_000, "value": 1.0}], [], [{"ts": BASE_TIME + 1_000, "value": 2.0}], []]
 EXPECTED = [
@@ -90,9 +91,9 @@ def test_no_mark_and_no_copy_while_nothing_reads_them():
     list is the same object batch after batch (changed in place, not copied)."""
     counts = _counts()
     counts.process([("a", {}), ("b", {})], 0)
-    first = counts.accumulators["a"]
+    first = counts.groups[key_group_of("a")]["a"]
     counts.process([("a", {})], 0)
-    assert counts.accumulators["a"] is first and first == [2]
+    assert counts.groups[key_group_of("a")]["a"] is first and first == [2]
     assert counts.changed == {}
 
 
@@ -108,7 +109,7 @@ def test_a_checkpoint_keeps_its_values_while_the_state_changes(sharing):
     counts.process([("a", {})], 0)
     assert full == {"keyed": {57: {"aggregate": {"b": [1]}}, 122: {"aggregate": {"a": [2]}}}}
     assert delta["keyed"].updated == {120: {"aggregate": {"c": [1]}}, 122: {"aggregate": {"a": [3]}}}
-    assert counts.accumulators["a"] == [4]
+    assert counts.groups[key_group_of("a")]["a"] == [4]
 
 
 def test_a_restore_leaves_the_snapshot_it_read_unchanged():
@@ -121,29 +122,3 @@ def test_a_restore_leaves_the_snapshot_it_read_unchanged():
     counts.on_batch_end(None)
     assert counts.ctx.emitted == [{"key": "a", "count": 3}]
     assert snapshot == {"keyed": {122: {"aggregate": {"a": [2]}}}}
-
-
-def test_complete_mode_emits_by_key_group_as_keys_come():
-    """Complete mode emits every key by key group, then in the order keys came (as a table split by key group
-    iterates), whatever the order the keys arrived in, and after a new key or a restore too."""
-    counts = RunningAggregate(("key",), {"count": Count()})
-    counts.open(StepContext.for_testing(output_mode="complete"))
-    counts.process([("a", {}), ("c", {})], 0)
-    counts.on_batch_end(None)
-    counts.process([("b", {}), ("a", {})], 0)
-    counts.on_batch_end(None)
-    restored = RunningAggregate(("key",), {"count": Count()})
-    restored.open(StepContext.for_testing(output_mode="complete"))
-    restored.restore(counts.snapshot())
-    restored.process([("d", {})], 0)
-    restored.on_batch_end(None)
-    assert counts.ctx.emitted == [
-        {"key": "c", "count": 1},  # key group 120
-        {"key": "a", "count": 1},  # key group 122
-        {"key": "b", "count": 1},  # key group 57
-        {"key": "c", "count": 1},
-        {"key": "a", "count": 2},
-    ]
-    assert [row["key"] for row in restored.ctx.emitted] == [
-        key for key, _ in in_key_group_order({"a": 0, "b": 0, "c": 0, "d": 0})
-    ]

@@ -153,7 +153,7 @@ def test_running_aggregation_recovers_on_every_backend(mode, backend):
 def test_the_store_holds_the_state_after_the_run():
     """Running aggregation on RocksDB: the store's table is the in-memory run's table."""
     lesson = get_lesson("running-aggregation")
-    memory = lesson.run().graph.by_step["totals"][0].operator.snapshot()["keyed"]
+    memory = lesson.run().graph.by_step["totals"][0].operator.ctx.state.snapshot()
     backends = RocksDBBackends()
     try:
         state = lesson.run(state_backend=backends).graph.by_step["totals"][0].operator.ctx.state

@@ -98,7 +98,12 @@ def measure(keys: int, parallelism: int = 1) -> dict:
         incremental_s, incremental_cpu_s = _checkpoint(graph, storage, 1, base=0)
         incremental_size = (storage.root / "chk-1").stat().st_size
         incremental_restore_s, incremental_restore_cpu_s, fresh = _restore(graph, storage)
-    counts = {key: accumulators[0] for op in fresh.operators("counts") for key, accumulators in op.accumulators.items()}
+    counts = {
+        key: accumulators[0]
+        for op in fresh.operators("counts")
+        for group in op.groups.values()
+        for key, accumulators in group.items()
+    }
     assert len(counts) == keys and counts["key-0"] == 2 and counts["key-1"] == 1, "the restored counts are wrong"
     return {
         "snapshot_s": round(snapshot_s, 3),

@@ -56,12 +56,11 @@ def deep_size(value, seen: set | None = None) -> int:
     return size
 
 
-def _heap_bytes(operator) -> int:
-    """The bytes a running aggregate's keyed state holds in the heap: its flat ``{key: accumulators}`` in memory,
-    the working sets of a store-backed backend."""
-    state = operator.ctx.state
+def _heap_bytes(state) -> int:
+    """The bytes the backend's tables hold in the heap: the tables themselves in memory, the working sets of a
+    store-backed backend."""
     if not state.writes_back:
-        return deep_size(operator.accumulators)
+        return deep_size(state.tables)
     return sum(deep_size(group.cache) for table in state.tables.values() for group in table.groups.values())
 
 
@@ -142,15 +141,14 @@ def bench_backend(figures: dict, backend: str, repeat: int, say) -> None:
         figures[f"state_{backend}_{name}_events_per_s"] = round(len(events) / seconds)
         if name == "running_count":
             backends, run = runs[-1]
-            operators = [subtask.operator for subtask in run.graph.by_step["counts"]]
-            states = [operator.ctx.state for operator in operators]
-            figures[f"state_{backend}_heap_bytes_after_batch"] = sum(map(_heap_bytes, operators))
+            states = [subtask.operator.ctx.state for subtask in run.graph.by_step["counts"]]
+            figures[f"state_{backend}_heap_bytes_after_batch"] = sum(map(_heap_bytes, states))
             disk, server = _store_bytes(states)
             figures[f"state_{backend}_disk_bytes"] = disk
             figures[f"state_{backend}_server_bytes"] = server
-            snapshot = operators[0].snapshot()["keyed"]
+            snapshot = states[0].snapshot()
             figures[f"state_{backend}_restore_s"] = round(_best(repeat, partial(_restore, backend, snapshot)), 4)
-            figures[f"state_{backend}_snapshot_s"] = round(_best(repeat, operators[0].snapshot), 4)
+            figures[f"state_{backend}_snapshot_s"] = round(_best(repeat, states[0].snapshot), 4)
         for backends, _ in runs:
             backends.close()
     say(f"state backend {backend}: {figures[f'state_{backend}_running_count_events_per_s']:,} events/s")
