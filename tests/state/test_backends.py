@@ -89,6 +89,14 @@ def test_recovery_on_every_backend(name, model, backend):
         backends.close()
 
 
+def _recovery_backends(backend: str):
+    """The state backends of a recovery run: a store's, or in-memory state with a changelog that materialises a
+    snapshot every second record (so that a recovery crosses one)."""
+    if backend == "changelog":
+        return ChangelogBackends("memory", ChangelogStorage(), materialize_every=2)
+    return state_backends(backend)
+
+
 @pytest.mark.parametrize("backend", ["memory", *STORES, "changelog"])
 @pytest.mark.parametrize("key", ["id", "id_and_time", "within"])
 def test_deduplication_recovers_on_every_backend(key, backend):
@@ -99,10 +107,7 @@ def test_deduplication_recovers_on_every_backend(key, backend):
     for crash, settings in itertools.product(
         (2, 4, 6), ({}, {"incremental": 2}, {"parallelism": 2, "restore_parallelism": 3})
     ):
-        if backend == "changelog":
-            backends = ChangelogBackends("memory", ChangelogStorage(), materialize_every=2)
-        else:
-            backends = state_backends(backend)
+        backends = _recovery_backends(backend)
         try:
             run, _, same = check_recovery(
                 lesson, params={"key": key}, crash_after_rows=crash, state_backend=backends, **settings
@@ -124,7 +129,7 @@ a list shared by a checkpoint then changed, both happen."""
 @pytest.mark.parametrize("mode", ["update", "complete"])
 def test_running_aggregation_recovers_on_every_backend(mode, backend):
     """The running aggregate changes its accumulator lists in place while no checkpoint reads its marks (before
-    the first checkpoint, and after a restore until the next one), and copies them on write after: a crash at
+    the first checkpoint), and copies them on write after one and after a restore: a crash at
     any of several points, recovered from full and incremental checkpoints (or a changelog), at another
     parallelism, in both models, gives the failure-free output."""
     lesson = get_lesson("running-aggregation")
@@ -132,10 +137,7 @@ def test_running_aggregation_recovers_on_every_backend(mode, backend):
         (3, 7, 11),
         ({}, {"incremental": 2}, {"parallelism": 2, "restore_parallelism": 3}, {"model": "continuous", "interval": 3}),
     ):
-        if backend == "changelog":
-            backends = ChangelogBackends("memory", ChangelogStorage(), materialize_every=2)
-        else:
-            backends = state_backends(backend)
+        backends = _recovery_backends(backend)
         try:
             run, _, same = check_recovery(
                 lesson,

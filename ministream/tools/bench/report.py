@@ -174,7 +174,7 @@ HOW_MEASURED = """\
 - **Operators in Spark** (`spark_<operator>_events_per_s`, `<operator>_ratio_to_spark`): each operator's
   pipeline compiled to PySpark (`ministream/spark/compiler`; the process function runs as `transformWithState`
   through `spark/processor_adapter.py`) on the same events as the engine (the first `--spark-events` of them
-  when it is given; each operator took 1.5 to 4.5 minutes at 1,000,000 events here, under a load of 3 to 12),
+  when it is given),
   cut into micro-batches of the engine's size: one Parquet
   file per batch and input, read with `maxFilesPerTrigger=1`. The session is started before (and timed apart,
   `spark_session_start_s`); each query's first batch (its start, planning, Python workers) is timed apart
