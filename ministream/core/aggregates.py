@@ -43,6 +43,9 @@ class AggregateFunction:
     add_all: Callable[[Any, list], Any] | None = None
     """Optional: fold a whole list of values at once, with the same result as calling ``add`` for each in
     order (``Count`` adds ``len(values)``); it lets operators work a batch at a time."""
+    add_count: Callable[[Any, int], Any] | None = None
+    """Optional, for a function that reads no value of a row, only that it is there (``count("*")``): fold
+    ``n`` rows at once. An operator whose functions all have one needs only how many rows each key has."""
 
 
 def _plus(acc, value):
@@ -83,6 +86,7 @@ def Count(column: str | None = None) -> AggregateFunction:
         lambda a, b: a + b,
         name="count",
         add_all=lambda acc, values: acc + len(values),
+        add_count=operator.add if column is None else None,
     )
 
 
@@ -215,6 +219,22 @@ def add_groups(accumulator_lists: list[list], functions: list[AggregateFunction]
         else:
             values = [[row[column] for row in rows if row.get(column) is not None] for rows in row_groups]
         folded = map(function.add_all, [accumulators[i] for accumulators in accumulator_lists], values)
+        for accumulators, accumulator in zip(accumulator_lists, folded):
+            accumulators[i] = accumulator
+
+
+def add_counts(accumulator_lists: list[list], functions: list[AggregateFunction], counts: list[int]) -> None:
+    """Fold ``counts[g]`` rows into ``accumulator_lists[g]``, in place, for functions that read no value of a
+    row (each has ``add_count``: ``count("*")``): what :func:`add_groups` does, from how many rows each group
+    has rather than from the rows.
+
+    >>> a, b = new_accumulators([Count()]), new_accumulators([Count()])
+    >>> add_counts([a, b], [Count()], [2, 1]); a, b
+    ([2], [1])
+    """
+    for i, function in enumerate(functions):
+        assert function.add_count is not None, f"{function.name} reads the rows' values: fold them with add_groups"
+        folded = map(function.add_count, [accumulators[i] for accumulators in accumulator_lists], counts)
         for accumulators, accumulator in zip(accumulator_lists, folded):
             accumulators[i] = accumulator
 

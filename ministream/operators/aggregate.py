@@ -35,8 +35,19 @@ every aggregation in a query with a watermark).
 
 from __future__ import annotations
 
-from ministream.core.aggregates import AggregateFunction, add_groups, add_rows, identity, new_accumulators, results
+from collections import Counter
+
+from ministream.core.aggregates import (
+    AggregateFunction,
+    add_counts,
+    add_groups,
+    add_rows,
+    identity,
+    new_accumulators,
+    results,
+)
 from ministream.core.operator import Operator, rows_by_key, watermark_moved
+from ministream.core.physical import KeyedRows
 from ministream.errors import PipelineError
 from ministream.state.keygroups import key_group_of, subtask_of_key
 from ministream.time.lateness import LateRow
@@ -74,6 +85,8 @@ class RunningAggregate(Operator):
         self.names = list(aggregates)
         self.functions = list(aggregates.values())
         self.results_are_accumulators = all(function.result is identity for function in self.functions)
+        # count("*") alone (every function reads no value): a key's rows matter only by how many there are
+        self.counts_rows = bool(self.functions) and all(function.add_count is not None for function in self.functions)
 
     @staticmethod
     def check_output_mode(step_name: str, output_mode: str, has_watermark: bool) -> None:
@@ -119,6 +132,12 @@ class RunningAggregate(Operator):
         # instead of a state lookup and a fold call for every row, or a fold call for every key. The result
         # is the same: each key's rows fold in order. The touched keys keep their accumulator lists, which
         # the batch's end reads without looking the keys up again.
+        if self.counts_rows:  # only how many rows each key has: counted (in C), no list of rows per key
+            counts = Counter(pairs.keys if isinstance(pairs, KeyedRows) else [key for key, _ in pairs])
+            owned = self._own_accumulators(counts)
+            add_counts(owned, self.functions, list(counts.values()))
+            self.touched.update(zip(counts, owned))
+            return
         grouped = rows_by_key(pairs)
         owned = self._own_accumulators(grouped)
         add_groups(owned, self.functions, list(grouped.values()))
