@@ -127,19 +127,19 @@ def test_the_batch_size_curve_has_the_floor_beside_the_engine():
 
 def test_the_curves_announce_the_engine_and_the_floor_at_each_batch_size():
     """``bench`` shows where a long part is through ``progress``: each run-length point, and at each batch
-    size the engine's run and the floor's run, each before it starts."""
+    size each of the engine's and the floor's runs, in turns, each before it starts."""
     told = []
     bench_curves({}, lambda text: None, ["dedup"], curve_max=2_000, progress=told.append)
     assert told == [
         "curves dedup: 20 events in batches of 2",
         "curves dedup: 200 events in batches of 2",
         "curves dedup: 2,000 events in batches of 2",
-        "curves dedup: 200 events in batches of 1, engine",
-        "curves dedup: 200 events in batches of 1, floor",
-        "curves dedup: 200 events in batches of 2, engine",
-        "curves dedup: 200 events in batches of 2, floor",
-        "curves dedup: 200 events in batches of 20, engine",
-        "curves dedup: 200 events in batches of 20, floor",
+        *(
+            f"curves dedup: 200 events in batches of {size}, {which}, run {run} of 2"
+            for size in (1, 2, 20)
+            for run in (1, 2)
+            for which in ("engine", "floor")
+        ),
     ]
 
 
@@ -253,7 +253,7 @@ def test_bench_operators_with_curves_writes_the_page_and_the_plot(tmp_path, caps
     assert ink(plot.read_bytes()) > 0.02
     assert "dedup_spread_run_length" in out.getvalue() and "dedup_floor_spread_batch_size" in out.getvalue()
     bar = capsys.readouterr().err.replace("\r", "\n")
-    assert "bench: curves dedup: 200 events in batches of 20, floor:  50%" in bar and "2/2" in bar
+    assert "bench: curves dedup: 200 events in batches of 20, floor, run 2 of 2:  50%" in bar and "2/2" in bar
 
 
 @pytest.mark.parametrize("option", ["--curves", "--spark-operators"])

@@ -125,11 +125,13 @@ def measure(name: str, count: int, batch_size: int, keys: int = KEYS) -> dict:
     }
 
 
-def measure_with_floor(name: str, events: list[dict], batch_size: int, announce=lambda text: None) -> dict:
+def measure_with_floor(
+    name: str, events: list[dict], batch_size: int, announce=lambda text: None, repeat: int = 2
+) -> dict:
     """One operator and its floor on ``events`` (in memory) in batches of ``batch_size``, timed in turns (CPU
-    time, one run each: ``best_cpu_seconds``) and checked to give the same rows batch for batch:
+    time, the best of ``repeat`` runs each: ``best_cpu_seconds``) and checked to give the same rows batch for batch:
     ``{"events_per_s", "floor_events_per_s", "ratio", "rows", "rows_per_event", "load"}``. ``announce(text)``
-    is told which of the two is about to run (before its clock starts). A run that gives other rows than its
+    is told which of the two is about to run, and which of its runs (before its clock starts). A run that gives other rows than its
     floor raises: its figure would mean nothing."""
     benched = OPERATORS[name]
     data = benched.inputs(in_batches(events, -(-len(events) // batch_size)))
@@ -141,16 +143,22 @@ def measure_with_floor(name: str, events: list[dict], batch_size: int, announce=
     def floor(data):
         results["floor"] = benched.floor(data)
 
+    runs = {"engine": 0, "floor": 0}
+
+    def told(which: str) -> None:
+        runs[which] += 1
+        announce(f"{which}, run {runs[which]} of {repeat}" if repeat > 1 else which)
+
     def engine_input():
-        announce("engine")
+        told("engine")
         return benched.build(data)
 
     def floor_input():
-        announce("floor")
+        told("floor")
         return data
 
     load = load_average()
-    engine_s, floor_s = best_cpu_seconds([(engine, engine_input), (floor, floor_input)], repeat=1)
+    engine_s, floor_s = best_cpu_seconds([(engine, engine_input), (floor, floor_input)], repeat=repeat)
     emitted = [batch.rows for batch in results["engine"].output()]
     if not floors.same_rows(emitted, results["floor"]):
         raise AssertionError(f"{name}, batches of {batch_size:,}: the engine and its floor gave different rows")

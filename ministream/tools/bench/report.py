@@ -187,8 +187,8 @@ HOW_MEASURED = """\
   events are made batch by batch as the run reads them, the time spent making them taken out, and the output
   is counted, not kept, so that a run of 10 million events holds one batch and the state the watermark leaves
   (the process's peak resident memory is sampled at every batch). The batch-size curve's events are made once
-  and held in memory; at each batch size the engine and its floor run in turns on them (one run each, the
-  load beside them), their rows checked to be the same batch for batch (`<operator>_floor_spread_batch_size`,
+  and held in memory; at each batch size the engine and its floor run in turns on them (the best of two
+  runs each, the load beside them), their rows checked to be the same batch for batch (`<operator>_floor_spread_batch_size`,
   `<operator>_spread_batch_size_over_floor`; `figures["curves"][operator]["floor batch size"]`, `"ratio to
   floor"`, `"rows per event"` in `--json`).
 - **Spark**: the same events through PySpark, as a batch query and as a stream of 10 micro-batches
@@ -379,14 +379,14 @@ def curves_section(report: dict, folder: str | None) -> list[str]:
         "## Flat cost",
         "",
         (
-            f"Each operator's events per second (engine, CPU time, one run per point) on runs of {lengths} events in "
+            f"Each operator's events per second (engine, CPU time) on runs of {lengths} events in "
             f"batches of {points.run_batch:,}, and on {points.batch_events:,} events in batches of {sizes}; the "
             f"spread is a curve's fastest point over its slowest (target: at most {SPREAD_TARGET}). The run-length "
             "curve's events are made batch by batch as the run reads them (the time spent making them taken out) "
             "and the output is counted, not kept: the *MiB* columns are the process's peak resident memory during "
             "each run, which stays flat when the state is bounded by the watermark. The batch-size curve runs on "
             "the same events in memory beside the operator's floor (`tools/bench/floors.py`), the two timed in "
-            "turns and checked to give the same rows, batch for batch. The floor is not flat either: the work per "
+            "turns (the best of two runs each; one run per point of the run-length curve) and checked to give the same rows, batch for batch. The floor is not flat either: the work per "
             "event depends on the batch (an update-mode count emits a row per key changed in each batch, so "
             "smaller batches emit more rows per event; a process function sets a timer per key and batch), which "
             "*rows/event* shows. *Spread over floor's* is the engine's batch-size spread over its floor's (target: "
