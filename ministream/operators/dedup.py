@@ -30,7 +30,7 @@ A no-data batch runs after the script whenever the watermark moved (Spark's dedu
 from __future__ import annotations
 
 from ministream.core.operator import Operator, watermark_moved
-from ministream.operators.seen_keys import SeenInState, SeenKeys
+from ministream.operators.seen_keys import SeenBySecond, SeenInState, SeenKeys
 from ministream.time.lateness import LateRow
 from ministream.time.units import format_ts
 
@@ -40,11 +40,12 @@ class Deduplicate(Operator):
     ``dropDuplicatesWithinWatermark``).
 
     State: ``self.seen``, the keys seen with when each may be forgotten (``expires``: the event time at which
-    the watermark lets the key go, or ``None`` for never), laid out as ``operators/seen_keys.py`` says: a flat
-    ``{key: expires}`` with an index by expiry in memory (split by key group, as the keyed state table
-    ``"seen"``, only when a checkpoint is taken), the table ``"seen"`` itself when the keyed state lives in a
-    store. ``self.changed``: the keys stored or forgotten since the last checkpoint, for an incremental
-    checkpoint (``state/changes.py``). Its values are numbers, never changed in place: a snapshot shares them.
+    the watermark lets the key go, or ``None`` for never), laid out as ``operators/seen_keys.py`` says: in
+    memory, tables ``{key: expires}`` by the second of the expiry when the key holds the event time, else a
+    flat ``{key: expires}`` with an index by expiry (split by key group, as the keyed state table ``"seen"``,
+    only when a checkpoint is taken); the table ``"seen"`` itself when the keyed state lives in a store.
+    ``self.changed``: the keys stored or forgotten since the last checkpoint, for an incremental checkpoint
+    (``state/changes.py``). Its values are numbers, never changed in place: a snapshot shares them.
 
     Args:
         columns: the columns that make the key (the rows arrive keyed by them).
@@ -78,6 +79,8 @@ class Deduplicate(Operator):
         self.changed = ctx.state.track_changes("seen", copy_on_write=True)  # {key: None}
         if ctx.state.writes_back:  # the state lives in a store: so do the seen keys
             self.seen = SeenInState(ctx.state.table("seen"))
+        elif self.key_has_event_time:  # a key's expiry follows from the key: group the keys by its second
+            self.seen = SeenBySecond()
         else:
             self.seen = SeenKeys()
         self.batch = None
@@ -104,27 +107,39 @@ class Deduplicate(Operator):
     def _keep_first(self, pairs, late_watermark: int | None = None) -> None:
         """Emit each row whose key is not in state, and store its key with when it may be forgotten; drop the
         duplicates, and the rows at or before ``late_watermark`` (rule 1, whatever their key). One lookup per
-        row; the keys stored are then indexed (and marked changed) together."""
+        row; the keys stored are then indexed (and marked changed) together.
+
+        When the key holds the event time, its expiry follows from the row, and the lookup is in the table of
+        the second it expires in (``seen_keys.SeenBySecond``), looked up again only when that second changes."""
         tracing, event_time = self.ctx.tracing, self.event_time
         within_delay, key_has_event_time = self.within_delay, self.key_has_event_time
-        expires = self.seen.expires  # {key: expires}
+        by_second = isinstance(self.seen, SeenBySecond)
+        expires = None if by_second else self.seen.expires  # {key: expires}: the table the row's key is looked up in
+        second = None  # by second: the second of ``expires``
         stored, expiries = [], []  # the keys stored, in order, and their expiries
         out = []
         duplicates = 0  # counted here without a trace, where each one is a line of its own
         for key, row in pairs:
             if late_watermark is not None and row[event_time] <= late_watermark:
                 self._late(row, late_watermark)
-            elif key in expires:
+                continue
+            if by_second:  # the key holds the event time: the row says when the key expires, so which table
+                at = row[event_time] if within_delay is None else row[event_time] + within_delay
+                at_second = None if at is None else at // 1_000
+                if expires is None or at_second != second:
+                    second, expires = at_second, self.seen.table(at_second)
+            if key in expires:
                 if tracing:
                     self.ctx.drop("duplicate", row, text=f"duplicate of key {key!r}: dropped")
                 else:
                     duplicates += 1
             else:
-                # when the key may be forgotten: its event time + delay (within), its event time, or never
-                if within_delay is not None:
-                    at = row[event_time] + within_delay
-                else:
-                    at = row[event_time] if key_has_event_time else None
+                if not by_second:  # when the key may be forgotten: its event time + delay (within), or its
+                    # event time, or never
+                    if within_delay is not None:
+                        at = row[event_time] + within_delay
+                    else:
+                        at = row[event_time] if key_has_event_time else None
                 expires[key] = at
                 stored.append(key)
                 expiries.append(at)
@@ -190,6 +205,6 @@ class Deduplicate(Operator):
 
     def restore(self, snapshot, key_groups=None):
         super().restore(snapshot, key_groups)
-        if isinstance(self.seen, SeenKeys):
-            self.seen = SeenKeys()
+        if not isinstance(self.seen, SeenInState):
+            self.seen = SeenBySecond() if self.key_has_event_time else SeenKeys()
             self.seen.load(self.ctx.state.tables.pop("seen", {}))
