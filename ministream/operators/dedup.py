@@ -92,7 +92,10 @@ class Deduplicate(Operator):
     def process(self, pairs, input_index):
         """Rules 1 and 2, row by row as the rows arrive: a row's fate depends only on the rows before it."""
         late_watermark = None if self.ctx.model == "continuous" else self._late_watermark()
-        self._keep_first(pairs, late_watermark)
+        if isinstance(self.seen, SeenBySecond):
+            self._keep_first_by_second(pairs, late_watermark)
+        else:
+            self._keep_first(pairs, late_watermark)
 
     def on_batch_end(self, batch):
         if batch.watermark is not None:  # rule 3
@@ -107,39 +110,27 @@ class Deduplicate(Operator):
     def _keep_first(self, pairs, late_watermark: int | None = None) -> None:
         """Emit each row whose key is not in state, and store its key with when it may be forgotten; drop the
         duplicates, and the rows at or before ``late_watermark`` (rule 1, whatever their key). One lookup per
-        row; the keys stored are then indexed (and marked changed) together.
-
-        When the key holds the event time, its expiry follows from the row, and the lookup is in the table of
-        the second it expires in (``seen_keys.SeenBySecond``), looked up again only when that second changes."""
+        row; the keys stored are then indexed (and marked changed) together."""
         tracing, event_time = self.ctx.tracing, self.event_time
         within_delay, key_has_event_time = self.within_delay, self.key_has_event_time
-        by_second = isinstance(self.seen, SeenBySecond)
-        expires = None if by_second else self.seen.expires  # {key: expires}: the table the row's key is looked up in
-        second = None  # by second: the second of ``expires``
+        expires = self.seen.expires  # {key: expires}
         stored, expiries = [], []  # the keys stored, in order, and their expiries
         out = []
         duplicates = 0  # counted here without a trace, where each one is a line of its own
         for key, row in pairs:
             if late_watermark is not None and row[event_time] <= late_watermark:
                 self._late(row, late_watermark)
-                continue
-            if by_second:  # the key holds the event time: the row says when the key expires, so which table
-                at = row[event_time] if within_delay is None else row[event_time] + within_delay
-                at_second = None if at is None else at // 1_000
-                if expires is None or at_second != second:
-                    second, expires = at_second, self.seen.table(at_second)
-            if key in expires:
+            elif key in expires:
                 if tracing:
                     self.ctx.drop("duplicate", row, text=f"duplicate of key {key!r}: dropped")
                 else:
                     duplicates += 1
             else:
-                if not by_second:  # when the key may be forgotten: its event time + delay (within), or its
-                    # event time, or never
-                    if within_delay is not None:
-                        at = row[event_time] + within_delay
-                    else:
-                        at = row[event_time] if key_has_event_time else None
+                # when the key may be forgotten: its event time + delay (within), its event time, or never
+                if within_delay is not None:
+                    at = row[event_time] + within_delay
+                else:
+                    at = row[event_time] if key_has_event_time else None
                 expires[key] = at
                 stored.append(key)
                 expiries.append(at)
@@ -148,6 +139,40 @@ class Deduplicate(Operator):
                     self.ctx.explain("emit", f"first row of key {key!r}", row)
         if stored:
             self.seen.index(stored, expiries)
+            self._mark(stored)
+        if duplicates:
+            self.ctx.drop("duplicate", rows=duplicates)
+        self.ctx.emit(out)
+
+    def _keep_first_by_second(self, pairs, late_watermark: int | None = None) -> None:
+        """:meth:`_keep_first` when the key holds the event time (``seen_keys.SeenBySecond``): the row says when
+        its key expires, so in which second's table to look the key up. Consecutive rows mostly share that
+        second: its table is looked up again only when it changes."""
+        tracing, event_time, within_delay = self.ctx.tracing, self.event_time, self.within_delay
+        seen = self.seen
+        second, expires = None, None  # the second of the last row's expiry, and its table {key: expires}
+        stored, out = [], []  # the keys stored, in order, and their rows
+        duplicates = 0  # counted here without a trace, where each one is a line of its own
+        for key, row in pairs:
+            if late_watermark is not None and row[event_time] <= late_watermark:
+                self._late(row, late_watermark)
+                continue
+            at = row[event_time] if within_delay is None else row[event_time] + within_delay
+            at_second = None if at is None else at // 1_000
+            if expires is None or at_second != second:
+                second, expires = at_second, seen.table(at_second)
+            if key in expires:
+                if tracing:
+                    self.ctx.drop("duplicate", row, text=f"duplicate of key {key!r}: dropped")
+                else:
+                    duplicates += 1
+            else:
+                expires[key] = at
+                stored.append(key)
+                out.append(row)
+                if tracing:
+                    self.ctx.explain("emit", f"first row of key {key!r}", row)
+        if stored:
             self._mark(stored)
         if duplicates:
             self.ctx.drop("duplicate", rows=duplicates)

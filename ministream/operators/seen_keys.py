@@ -130,9 +130,6 @@ class SeenBySecond:
     def __init__(self):
         self.seconds: dict = {}
 
-    def index(self, keys: list, expiries: list) -> None:
-        """Nothing to do: the tables by second are the index, which :meth:`evict` walks."""
-
     def table(self, second) -> dict:
         """The table ``{key: expires}`` of one second (made empty the first time)."""
         table = self.seconds.get(second)
