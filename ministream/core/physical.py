@@ -393,10 +393,10 @@ class Scheduler:
     def run_until_idle(self) -> None:
         """Deliver messages until every channel is empty (or held back with nothing else to do)."""
         readers = [subtask for subtask in self.graph.subtasks if subtask.inputs]  # a source has nothing to read
-        draw = self.random.randrange
+        choice = self.random.choice
         while True:
             ready = [(subtask, positions) for subtask in readers if (positions := subtask.runnable_inputs())]
             if not ready:
                 return
-            subtask, positions = ready[draw(len(ready))]
-            subtask.run_one(positions[draw(len(positions))])
+            subtask, positions = choice(ready)  # a subtask with a message to read, then one of its inputs
+            subtask.run_one(choice(positions))
