@@ -151,7 +151,8 @@ class Deduplicate(Operator):
         tracing, event_time, within_delay = self.ctx.tracing, self.event_time, self.within_delay
         seen = self.seen
         second, expires = None, None  # the second of the last row's expiry, and its table {key: expires}
-        stored, out = [], []  # the keys stored, in order, and their rows
+        # the keys stored, in order, only when a checkpoint will read their marks (``_mark``), and their rows
+        stored, out = ([] if self.ctx.state.reads_marks("seen") else None), []
         duplicates = 0  # counted here without a trace, where each one is a line of its own
         for key, row in pairs:
             if late_watermark is not None and row[event_time] <= late_watermark:
@@ -168,7 +169,8 @@ class Deduplicate(Operator):
                     duplicates += 1
             else:
                 expires[key] = at
-                stored.append(key)
+                if stored is not None:
+                    stored.append(key)
                 out.append(row)
                 if tracing:
                     self.ctx.explain("emit", f"first row of key {key!r}", row)

@@ -82,7 +82,8 @@ def test_keys_by_second_give_the_rows_and_evictions_of_one_flat_dict(within):
     """A key that holds the event time is kept in the table of its expiry's second (seen_keys.SeenBySecond):
     over 30 random batches (copies, disorder across second boundaries, late rows, watermarks inside and on the
     edge of a second), it emits the same rows and forgets the same keys, in the micro-batch and the continuous
-    model, as the same deduplication with every key in one flat dict (seen_keys.SeenKeys)."""
+    model, as the same deduplication with every key in one flat dict (seen_keys.SeenKeys), and marks the same
+    keys changed for a checkpoint."""
     rng = random.Random(11)
     batches = [
         [(f"k{rng.randrange(5)}", batch * 700 + 50 * rng.randrange(-8, 14)) for _ in range(rng.randrange(40))]
@@ -98,8 +99,10 @@ def test_keys_by_second_give_the_rows_and_evictions_of_one_flat_dict(within):
             if seen is not None:
                 operator.seen = seen()
             assert isinstance(operator.seen, SeenBySecond if seen is None else SeenKeys)
+            ctx.state.checkpointing = "full"
+            ctx.state.snapshot()  # a checkpoint was taken: the keys stored and forgotten are marked from now on
             forgotten = []
-            operator._mark = forgotten.append  # what each store and each eviction hands on
+            operator._mark = forgotten.append  # the keys each store and each eviction marks
             for k, rows in enumerate(batches):
                 watermark, late = watermarks[k], watermarks[k - 1] if k else 0
                 operator.on_batch_start(BatchInfo(k, watermark=watermark, late_watermark=late))
