@@ -208,6 +208,8 @@ class Subtask:
 
     def runnable_inputs(self) -> list[int]:
         """Positions of the input channels that have a message and are not held back."""
+        if len(self.inputs) == 1:  # most subtasks have one input channel: no loop over them to build a list
+            return [0] if self.inputs[0][1].messages and not self.held_back else []
         return [i for i, (_, channel) in enumerate(self.inputs) if channel.messages and i not in self.held_back]
 
     def run_one(self, position: int) -> None:
@@ -390,10 +392,11 @@ class Scheduler:
 
     def run_until_idle(self) -> None:
         """Deliver messages until every channel is empty (or held back with nothing else to do)."""
-        subtasks = self.graph.subtasks
+        readers = [subtask for subtask in self.graph.subtasks if subtask.inputs]  # a source has nothing to read
+        choice = self.random.choice
         while True:
-            ready = [(subtask, positions) for subtask in subtasks if (positions := subtask.runnable_inputs())]
+            ready = [(subtask, positions) for subtask in readers if (positions := subtask.runnable_inputs())]
             if not ready:
                 return
-            subtask, positions = ready[self.random.randrange(len(ready))]
-            subtask.run_one(positions[self.random.randrange(len(positions))])
+            subtask, positions = choice(ready)  # a subtask with a message to read, then one of its inputs
+            subtask.run_one(choice(positions))

@@ -32,6 +32,7 @@ run Spark's other two triggers.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import attrs
@@ -175,9 +176,11 @@ def run_microbatch(
     keyed_states = [operator.ctx.state for operator in stateful if operator.ctx.state is not None]
     steps_of = {id(subtask.operator): subtask.step.name for subtask in graph.subtasks}
 
+    @functools.lru_cache(maxsize=2)
     def per_step(watermark: int | None) -> dict[str, int | None]:
         """Each stateful step's own watermark (``watermark_propagation.py``): the global one unless a stateful
-        step before it passes on a lower one."""
+        step before it passes on a lower one. A function of the watermark alone, computed once for each: a
+        batch's late watermark is the one the batch before ran with."""
         return step_watermarks(flow, graph, watermark) if watermark is not None else {}
 
     history: list[int | None] = []
@@ -227,10 +230,11 @@ def run_microbatch(
         batch = BatchInfo(batch_id, watermark, late_watermark, has_data, processing_time, position, end)
         own, own_late = per_step(watermark), per_step(late_watermark)
         for step in flow.steps:
-            current[step.name] = (
-                attrs.evolve(batch, watermark=own[step.name], late_watermark=own_late[step.name])
-                if step.name in own
-                else batch
+            name = step.name
+            current[name] = (
+                attrs.evolve(batch, watermark=own[name], late_watermark=own_late[name])
+                if name in own and (own[name] != watermark or own_late[name] != late_watermark)
+                else batch  # the step runs with the global watermarks (as most do)
             )
         if tracer:
             tracer.begin_batch(batch_id, watermark, late_watermark, has_data)

@@ -30,7 +30,7 @@ A no-data batch runs after the script whenever the watermark moved (Spark's dedu
 from __future__ import annotations
 
 from ministream.core.operator import Operator, watermark_moved
-from ministream.operators.seen_keys import SeenInState, SeenKeys
+from ministream.operators.seen_keys import SeenBySecond, SeenInState, SeenKeys
 from ministream.time.lateness import LateRow
 from ministream.time.units import format_ts
 
@@ -40,11 +40,12 @@ class Deduplicate(Operator):
     ``dropDuplicatesWithinWatermark``).
 
     State: ``self.seen``, the keys seen with when each may be forgotten (``expires``: the event time at which
-    the watermark lets the key go, or ``None`` for never), laid out as ``operators/seen_keys.py`` says: a flat
-    ``{key: expires}`` with an index by expiry in memory (split by key group, as the keyed state table
-    ``"seen"``, only when a checkpoint is taken), the table ``"seen"`` itself when the keyed state lives in a
-    store. ``self.changed``: the keys stored or forgotten since the last checkpoint, for an incremental
-    checkpoint (``state/changes.py``). Its values are numbers, never changed in place: a snapshot shares them.
+    the watermark lets the key go, or ``None`` for never), laid out as ``operators/seen_keys.py`` says: in
+    memory, tables ``{key: expires}`` by the second of the expiry when the key holds the event time, else a
+    flat ``{key: expires}`` with an index by expiry (split by key group, as the keyed state table ``"seen"``,
+    only when a checkpoint is taken); the table ``"seen"`` itself when the keyed state lives in a store.
+    ``self.changed``: the keys stored or forgotten since the last checkpoint, for an incremental checkpoint
+    (``state/changes.py``). Its values are numbers, never changed in place: a snapshot shares them.
 
     Args:
         columns: the columns that make the key (the rows arrive keyed by them).
@@ -78,6 +79,8 @@ class Deduplicate(Operator):
         self.changed = ctx.state.track_changes("seen", copy_on_write=True)  # {key: None}
         if ctx.state.writes_back:  # the state lives in a store: so do the seen keys
             self.seen = SeenInState(ctx.state.table("seen"))
+        elif self.key_has_event_time:  # a key's expiry follows from the key: group the keys by its second
+            self.seen = SeenBySecond()
         else:
             self.seen = SeenKeys()
         self.batch = None
@@ -89,7 +92,10 @@ class Deduplicate(Operator):
     def process(self, pairs, input_index):
         """Rules 1 and 2, row by row as the rows arrive: a row's fate depends only on the rows before it."""
         late_watermark = None if self.ctx.model == "continuous" else self._late_watermark()
-        self._keep_first(pairs, late_watermark)
+        if isinstance(self.seen, SeenBySecond):
+            self._keep_first_by_second(pairs, late_watermark)
+        else:
+            self._keep_first(pairs, late_watermark)
 
     def on_batch_end(self, batch):
         if batch.watermark is not None:  # rule 3
@@ -133,6 +139,42 @@ class Deduplicate(Operator):
                     self.ctx.explain("emit", f"first row of key {key!r}", row)
         if stored:
             self.seen.index(stored, expiries)
+            self._mark(stored)
+        if duplicates:
+            self.ctx.drop("duplicate", rows=duplicates)
+        self.ctx.emit(out)
+
+    def _keep_first_by_second(self, pairs, late_watermark: int | None = None) -> None:
+        """:meth:`_keep_first` when the key holds the event time (``seen_keys.SeenBySecond``): the row says when
+        its key expires, so in which second's table to look the key up. Consecutive rows mostly share that
+        second: its table is looked up again only when it changes."""
+        tracing, event_time, within_delay = self.ctx.tracing, self.event_time, self.within_delay
+        seen = self.seen
+        second, expires = None, None  # the second of the last row's expiry, and its table {key: expires}
+        # the keys stored, in order, only when a checkpoint will read their marks (``_mark``), and their rows
+        stored, out = ([] if self.ctx.state.reads_marks("seen") else None), []
+        duplicates = 0  # counted here without a trace, where each one is a line of its own
+        for key, row in pairs:
+            if late_watermark is not None and row[event_time] <= late_watermark:
+                self._late(row, late_watermark)
+                continue
+            at = row[event_time] if within_delay is None else row[event_time] + within_delay
+            at_second = None if at is None else at // 1_000
+            if expires is None or at_second != second:
+                second, expires = at_second, seen.table(at_second)
+            if key in expires:
+                if tracing:
+                    self.ctx.drop("duplicate", row, text=f"duplicate of key {key!r}: dropped")
+                else:
+                    duplicates += 1
+            else:
+                expires[key] = at
+                if stored is not None:
+                    stored.append(key)
+                out.append(row)
+                if tracing:
+                    self.ctx.explain("emit", f"first row of key {key!r}", row)
+        if stored:
             self._mark(stored)
         if duplicates:
             self.ctx.drop("duplicate", rows=duplicates)
@@ -190,6 +232,6 @@ class Deduplicate(Operator):
 
     def restore(self, snapshot, key_groups=None):
         super().restore(snapshot, key_groups)
-        if isinstance(self.seen, SeenKeys):
-            self.seen = SeenKeys()
+        if not isinstance(self.seen, SeenInState):
+            self.seen = SeenBySecond() if self.key_has_event_time else SeenKeys()
             self.seen.load(self.ctx.state.tables.pop("seen", {}))

@@ -3,7 +3,14 @@
 A deduplication (``operators/dedup.py``) asks two questions of its state. For every row: *was this key seen?*
 For every watermark: *which keys may be forgotten now?* Each layout below serves both:
 
-- **in memory** (:class:`SeenKeys`): one flat dict ``{key: expires}``, where a row's question is one lookup,
+- **in memory, expiry in the key** (:class:`SeenBySecond`): when the key holds the event-time column
+  (``dropDuplicates(["key", "ts"])``), a key's expiry follows from the key itself, so the keys can be grouped by
+  the second of their expiry, ``{second: {key: expires}}``. A row looks its key up in the table of its own
+  second; event times rise with the stream, so consecutive rows use the same table or two, small tables that
+  stay in the processor's cache, where one dict of a whole large batch's keys would not. The watermark drops
+  the tables of the seconds it has passed whole, and looks key by key only into the second it falls inside.
+- **in memory** (:class:`SeenKeys`, for ``dropDuplicatesWithinWatermark`` or keys kept forever): one flat
+  dict ``{key: expires}``, where a row's question is one lookup,
   and an **index by expiry** for the watermark's: the keys each batch stored, with the least and the greatest
   of their expiries (a *run*). The watermark forgets a run whose greatest expiry it has reached whole, skips
   a run whose least expiry it has not reached, and looks key by key only into the runs it falls inside. Event
@@ -13,8 +20,8 @@ For every watermark: *which keys may be forgotten now?* Each layout below serves
   ``"seen"`` itself, ``{key_group: {key: expires}}``, which eviction scans, as Spark's state store iterates
   its entries to evict.
 
-The flat dict is not split by key group while the query runs: a checkpoint needs that split (a restore at
-another parallelism hands key groups to other subtasks, ``state/keygroups.py``), and :meth:`SeenKeys.by_key_group`
+Neither layout in memory is split by key group while the query runs: a checkpoint needs that split (a restore at
+another parallelism hands key groups to other subtasks, ``state/keygroups.py``), and ``by_key_group``
 builds it when a snapshot is taken, a cost paid per checkpoint and not per row. The window step does the same
 (``operators/window_state.py``). Spark's deduplication keeps its keys in the state store of each partition
 and finds the expired ones by iterating the store (``removeKeysOlderThanWatermark``), as :class:`SeenInState`
@@ -29,6 +36,11 @@ does.
 (['a'], {'b': 30, 'c': None}, [(['b'], [30], 30, 30)])
 >>> seen.by_key_group()
 {57: {'b': 30}, 120: {'c': None}}
+>>> by_second = SeenBySecond()
+>>> for key, expires in ((("a", 900), 900), (("b", 1_500), 1_500), (("a", 2_100), 2_100)):
+...     by_second.table(expires // 1_000)[key] = expires
+>>> by_second.evict(1_000), by_second.seconds
+([('a', 900)], {1: {('b', 1500): 1500}, 2: {('a', 2100): 2100}})
 """
 
 from __future__ import annotations
@@ -104,6 +116,58 @@ class SeenKeys:
             [key for entries in groups.values() for key in entries],
             [at for entries in groups.values() for at in entries.values()],
         )
+
+
+class SeenBySecond:
+    """The seen keys in memory when a key's expiry follows from the key (the key holds the event-time
+    column): ``self.seconds``, ``{second: {key: expires}}``, each key in the table of the second of its expiry
+    (``expires // 1000``, event time in ms; a key kept forever in the table ``None``).
+
+    Costs: a row's lookup and a store are one dict operation each in a table of one second's keys (plus a
+    lookup of that table when the second changes from one row to the next); :meth:`evict` a step per second
+    kept, plus a step per key of the one second the watermark falls inside, plus a step per key forgotten."""
+
+    def __init__(self):
+        self.seconds: dict = {}
+
+    def table(self, second) -> dict:
+        """The table ``{key: expires}`` of one second (made empty the first time)."""
+        table = self.seconds.get(second)
+        if table is None:
+            table = self.seconds[second] = {}
+        return table
+
+    def evict(self, watermark: int) -> list:
+        """Forget every key whose expiry the watermark has reached (``expires <= watermark``); return them."""
+        forgotten: list = []
+        due_seconds = sorted(second for second in self.seconds if second is not None and second * 1_000 <= watermark)
+        for second in due_seconds:  # in time order, each second's keys in the order stored
+            table = self.seconds[second]
+            if (second + 1) * 1_000 <= watermark:  # the whole second is due (every expiry in it is before)
+                forgotten += table
+                del self.seconds[second]
+            else:  # the watermark falls inside the second
+                due = [key for key, at in table.items() if at <= watermark]
+                for key in due:
+                    del table[key]
+                forgotten += due
+        return forgotten
+
+    def size(self) -> int:
+        return sum(map(len, self.seconds.values()))
+
+    def by_key_group(self, keys=None) -> dict:
+        """The checkpoint's layout, ``{key_group: {key: expires}}``, as :meth:`SeenKeys.by_key_group` makes it."""
+        flat = SeenKeys()
+        for table in self.seconds.values():
+            flat.expires.update(table)
+        return flat.by_key_group(keys)
+
+    def load(self, groups: dict) -> None:
+        """Add the entries of a checkpoint's layout (as :meth:`by_key_group` makes it), each to its second."""
+        for entries in groups.values():
+            for key, at in entries.items():
+                self.table(None if at is None else at // 1_000)[key] = at
 
 
 class SeenInState:

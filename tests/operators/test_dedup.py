@@ -1,10 +1,15 @@
 """Deduplication rules in the micro-batch model, one test per rule (Spark's StreamingDeduplicateExec and
 StreamingDeduplicateWithinWatermarkExec; confirmed against Spark in tests/lessons/test_deduplication.py)."""
 
+import random
+
 import pytest
 
 from ministream import CollectingSink, Dataflow, ScriptedSource, run_microbatch
+from ministream.core.operator import BatchInfo, StepContext
 from ministream.errors import PipelineError
+from ministream.operators.dedup import Deduplicate
+from ministream.operators.seen_keys import SeenBySecond, SeenKeys
 
 S = 1000
 
@@ -70,3 +75,41 @@ def test_a_no_data_batch_runs_when_the_watermark_moved():
     """Spark's dedup asks for a no-data batch after the last data batch whenever the watermark advanced."""
     out, _ = dedup([[E(10 * S)], [E(20 * S, "x")]])
     assert [(batch_id, wm) for batch_id, wm, _ in out] == [(0, 0), (1, 5000), (2, 15000)]
+
+
+@pytest.mark.parametrize("within", [False, True])
+def test_keys_by_second_give_the_rows_and_evictions_of_one_flat_dict(within):
+    """A key that holds the event time is kept in the table of its expiry's second (seen_keys.SeenBySecond):
+    over 30 random batches (copies, disorder across second boundaries, late rows, watermarks inside and on the
+    edge of a second), it emits the same rows and forgets the same keys, in the micro-batch and the continuous
+    model, as the same deduplication with every key in one flat dict (seen_keys.SeenKeys), and marks the same
+    keys changed for a checkpoint."""
+    rng = random.Random(11)
+    batches = [
+        [(f"k{rng.randrange(5)}", batch * 700 + 50 * rng.randrange(-8, 14)) for _ in range(rng.randrange(40))]
+        for batch in range(30)
+    ]
+    watermarks = [k * 700 - rng.choice([0, 1, 299]) for k in range(30)]  # inside a second, or on its edge
+    results = []
+    for seen in (None, SeenKeys):
+        for model in ("microbatch", "continuous"):
+            operator = Deduplicate(("id", "ts"), "ts", key_has_event_time=True, within_delay=300 if within else None)
+            ctx = StepContext.for_testing(model=model)
+            operator.open(ctx)
+            if seen is not None:
+                operator.seen = seen()
+            assert isinstance(operator.seen, SeenBySecond if seen is None else SeenKeys)
+            ctx.state.checkpointing = "full"
+            ctx.state.snapshot()  # a checkpoint was taken: the keys stored and forgotten are marked from now on
+            forgotten = []
+            operator._mark = forgotten.append  # the keys each store and each eviction marks
+            for k, rows in enumerate(batches):
+                watermark, late = watermarks[k], watermarks[k - 1] if k else 0
+                operator.on_batch_start(BatchInfo(k, watermark=watermark, late_watermark=late))
+                operator.process([((i, t), {"id": i, "ts": t}) for i, t in rows], 0)
+                if model == "continuous":
+                    operator.on_watermark(watermark)
+                else:
+                    operator.on_batch_end(BatchInfo(k, watermark=watermark, late_watermark=late))
+            results.append((model, ctx.emitted, [sorted(keys) for keys in forgotten]))
+    assert results[:2] == results[2:]

@@ -100,8 +100,9 @@ def _recovery_backends(backend: str):
 @pytest.mark.parametrize("backend", ["memory", *STORES, "changelog"])
 @pytest.mark.parametrize("key", ["id", "id_and_time", "within"])
 def test_deduplication_recovers_on_every_backend(key, backend):
-    """Deduplication keeps its keys flat in memory and in the table ``"seen"`` in a store, and lays them out by
-    key group for a checkpoint: a crash at any of several points, recovered from full and incremental
+    """Deduplication keeps its keys in memory (flat, or by the second of their expiry when the key holds the
+    event time: ``id_and_time``) and in the table ``"seen"`` in a store, and lays them out by key group for a
+    checkpoint: a crash at any of several points, recovered from full and incremental
     checkpoints (or a changelog), at another parallelism, gives the failure-free output."""
     lesson = get_lesson("deduplication")
     for crash, settings in itertools.product(
