@@ -463,59 +463,86 @@ class StreamJoin(Operator):
     def _evict(self, side: int, watermark: int) -> list[dict]:
         """Rule 4: remove the rows that can no longer match; an outer side pads its unmatched ones.
 
-        The heap gives the keys with a row at or below the limit, earliest first (each key once); a key whose
-        rows are in eviction order loses a prefix of them and goes back on the heap with its new earliest row."""
+        The heap gives the keys with a row at or below the limit, earliest first. A key whose rows are in
+        eviction order loses a prefix of them (a binary search in its times finds where it ends), and leaves
+        the table when that is all its rows, or goes back on the heap with its new earliest row; an older
+        entry of a key cleaned already finds no row to cut. Keys whose rows are in another order are scanned
+        (:meth:`_evict_scanning`)."""
         limit = self._state_watermark(side, watermark)
         if limit is None:
             return []
-        column, in_order = self.evicted_by[side], self.in_eviction_order[side]
-        pads, pad, tracing = self._preserved(side), self._pad, self.ctx.tracing
-        time_of = self.time_of[side]
-        out = []
+        if not self.in_eviction_order[side]:
+            return self._evict_scanning(side, limit)
+        pads, out = self._preserved(side), []
+        table, times_table, changed, heap = self.state[side], self.times[side], self.changed[side], self.by_time[side]
+        while heap and heap[0][0] <= limit:
+            key = heappop(heap)[2]
+            times = times_table.get(key)  # the key's sorted times (None: the key left state already)
+            cut = 0 if times is None else bisect_right(times, limit)  # its first `cut` rows leave
+            if not cut:
+                continue
+            changed[key] = None  # shrunk or removed
+            group = key_group_of(key)
+            keys = table[group]
+            rows, flags = keys[key]
+            if pads:
+                self._pad_evicted(side, rows[:cut], flags[:cut], limit, out)
+            if cut == len(rows):  # every row leaves: so does the key
+                del keys[key], times_table[key]
+                if not keys:
+                    del table[group]
+            else:
+                del rows[:cut], flags[:cut], times[:cut]
+                heappush(heap, (times[0], next(self.stored), key))  # back on the heap, by its earliest row left
+        return out
+
+    def _evict_scanning(self, side: int, limit: int) -> list[dict]:
+        """Rule 4 for a side whose keys' rows are not sorted by the column that evicts them (a time in the key):
+        every row has an entry on the heap, and each key due is scanned once for its rows at or below the limit."""
+        column, pads, time_of = self.evicted_by[side], self._preserved(side), self.time_of[side]
         table, times_table, changed, heap = self.state[side], self.times[side], self.changed[side], self.by_time[side]
         due = {}  # {key: None}: the keys with rows at or below the limit, each once
         while heap and heap[0][0] <= limit:
             due[heappop(heap)[2]] = None
+        out: list[dict] = []
         for key in due:
             group = key_group_of(key)
             kept = table.get(group, _EMPTY).get(key)
             if not kept:
                 continue  # the key's rows are gone already (an entry of the index stays until its time comes)
             rows, flags = kept
-            times = times_table.get(key)  # the key's sorted times, with a time range
-            if in_order:  # the rows that leave are the first ones: a binary search in their times finds them
-                cut = bisect_right(times, limit)
-                gone = list(zip(rows[:cut], flags[:cut]))  # (row, matched) of the rows that leave
-                del rows[:cut], flags[:cut], times[:cut]
-            else:
-                stays = [row[column] > limit for row in rows]
-                gone = [(row, flag) for row, flag, stay in zip(rows, flags, stays) if not stay]
-                rows[:] = list(compress(rows, stays))
-                flags[:] = list(compress(flags, stays))
-                if times is not None and gone:
-                    times[:] = [time_of(row) for row in rows]
-            if not gone:
+            stays = [row[column] > limit for row in rows]
+            if all(stays):
                 continue  # nothing evicted: the key is unchanged
             changed[key] = None  # shrunk or removed
             if pads:
-                for row, matched in gone:
-                    if not matched:
-                        out.append(pad(side, row))
-                        if tracing:
-                            self._explain_emit(
-                                out[-1:],
-                                f"{self.sides[side].name} row evicted unmatched "
-                                f"({column} {format_ts(row[column])} <= {format_ts(limit)}): "
-                                "padded with nulls",
-                            )
-            if not rows:
+                leaves = [not stay for stay in stays]
+                self._pad_evicted(side, list(compress(rows, leaves)), list(compress(flags, leaves)), limit, out)
+            if not any(stays):
                 del table[group][key]
                 times_table.pop(key, None)
                 if not table[group]:
                     del table[group]
-            elif in_order:  # back on the heap, by its earliest row left
-                heappush(heap, (rows[0][column], next(self.stored), key))
+                continue
+            rows[:] = list(compress(rows, stays))
+            flags[:] = list(compress(flags, stays))
+            if time_of is not None:
+                times_table[key] = [time_of(row) for row in rows]
         return out
+
+    def _pad_evicted(self, side: int, rows: list, flags: list, limit: int, out: list) -> None:
+        """An outer side's evicted ``rows``: each one that never matched (its flag in ``flags`` is false) is
+        added to ``out`` padded with nulls."""
+        for row, matched in zip(rows, flags):
+            if not matched:
+                out.append(self._pad(side, row))
+                if self.ctx.tracing:
+                    column = self.evicted_by[side]
+                    self._explain_emit(
+                        out[-1:],
+                        f"{self.sides[side].name} row evicted unmatched "
+                        f"({column} {format_ts(row[column])} <= {format_ts(limit)}): padded with nulls",
+                    )
 
     def restore(self, snapshot, key_groups=None):
         """Load the rows of the subtask's key groups, then sort each key's rows by time, list their times and
