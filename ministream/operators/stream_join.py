@@ -108,10 +108,19 @@ class StreamJoin(Operator):
     cleans just those keys, never looking at the others: a key's rows sorted by the evicting time leave as a
     prefix, and the key goes back on the heap with its earliest row left. An entry whose key has no rows
     there is skipped. (When a key's rows are not sorted by the column evicting them, a time in the key, every
-    row gets an entry.) During a batch the new rows wait in ``self.arrived``, because Spark joins all left rows
-    before any right row: per side, ``(keys, rows)``, two parallel lists (the n-th key is the n-th row's), not
-    a ``(key, row)`` tuple per row, for the same reason.
-    ``self.changed``, ``{key: None}`` per side: the keys stored, matched or evicted since the last checkpoint.
+    row gets an entry.)
+
+    During a batch the new rows wait in ``self.arrived``, because Spark joins all left rows before any right
+    row: per side, ``(keys, rows)``, two parallel lists (the n-th key is the n-th row's), not a ``(key, row)``
+    tuple per row, for the same reason as above. ``self.changed``, ``{key: None}`` per side: the keys stored,
+    matched or evicted since the last checkpoint.
+
+    A key whose rows all leave leaves the table, and its lists (rows, flags and times), emptied, wait in
+    ``self.spare`` and ``self.spare_times`` (per side, ``[[rows, matched], ...]`` and ``[times, ...]`` at the
+    same positions) for a new key to take instead of making its own: with small batches most keys leave at
+    each eviction and come back in the next batch, and lists made afresh each time would live just long
+    enough to reach the collector's oldest generation, whose full collections walk every object there. There
+    are never more spare lists than keys in state: the oldest go first.
 
     >>> from ministream.core.operator import StepContext, BatchInfo
     >>> join = StreamJoin("inner", TimeRange("t", "u", lower=0, upper=10),
@@ -183,6 +192,10 @@ class StreamJoin(Operator):
         self.changed = (ctx.state.track_changes("left"), ctx.state.track_changes("right"))
         self.by_time: tuple[list, list] = ([], [])  # per side, heap of (time, n, key): see the class
         self.stored = count()  # n of the next heap entry
+        # per side, the emptied lists of the keys that left state at its last eviction, for new keys to take:
+        # [[rows, matched], ...] and, at the same positions, [times, ...] (see the class)
+        self.spare: tuple[list, list] = ([], [])
+        self.spare_times: tuple[list, list] = ([], [])
         # per side: the column its rows are sorted by (its column of the time range), or None; how to read
         # a stored entry's time in it (for the binary searches)
         self.sort_column = tuple(self._time_column(side) for side in (0, 1))
@@ -299,6 +312,7 @@ class StreamJoin(Operator):
         is taken into local names first."""
         condition = self.pre_join[side]
         table, times, changed, heap = self.state[side], self.times[side], self.changed[side], self.by_time[side]
+        spare, spare_times = self.spare[side], self.spare_times[side]
         other_table, other_times = self.state[1 - side], self.times[1 - side]
         column, reach = self.sort_column[side], self.reach[side]
         evicted_by, every_row_indexed = self.evicted_by[side], not self.in_eviction_order[side]
@@ -337,6 +351,9 @@ class StreamJoin(Operator):
             if keys is None:
                 keys = table[group] = {}
             kept = keys.get(key)
+            if kept is None and spare:  # a new key takes the emptied lists of a key that left state
+                kept = keys[key] = spare.pop()
+                times[key] = spare_times.pop()
             if kept is None:
                 keys[key] = [[row], [bool(matches)]]
                 if column is not None:
@@ -348,7 +365,7 @@ class StreamJoin(Operator):
                 position = len(kept[0]) - 1
             else:
                 time, key_times = row[column], times[key]
-                position = len(key_times) if key_times[-1] <= time else bisect_right(key_times, time)
+                position = len(key_times) if not key_times or key_times[-1] <= time else bisect_right(key_times, time)
                 key_times.insert(position, time)
                 kept[0].insert(position, row)
                 kept[1].insert(position, bool(matches))
@@ -475,6 +492,7 @@ class StreamJoin(Operator):
             return self._evict_scanning(side, limit)
         pads, out = self._preserved(side), []
         table, times_table, changed, heap = self.state[side], self.times[side], self.changed[side], self.by_time[side]
+        spare, spare_times = self.spare[side], self.spare_times[side]
         while heap and heap[0][0] <= limit:
             key = heappop(heap)[2]
             times = times_table.get(key)  # the key's sorted times (None: the key left state already)
@@ -484,16 +502,23 @@ class StreamJoin(Operator):
             changed[key] = None  # shrunk or removed
             group = key_group_of(key)
             keys = table[group]
-            rows, flags = keys[key]
+            kept = keys[key]
+            rows, flags = kept
             if pads:
                 self._pad_evicted(side, rows[:cut], flags[:cut], limit, out)
-            if cut == len(rows):  # every row leaves: so does the key
+            if cut == len(rows):  # every row leaves: so does the key, its lists emptied for a new key to take
                 del keys[key], times_table[key]
                 if not keys:
                     del table[group]
+                rows.clear(), flags.clear(), times.clear()
+                spare.append(kept)
+                spare_times.append(times)
             else:
                 del rows[:cut], flags[:cut], times[:cut]
                 heappush(heap, (times[0], next(self.stored), key))  # back on the heap, by its earliest row left
+        extra = len(spare) - len(times_table)  # never more spare lists than keys in state: the oldest go
+        if extra > 0:
+            del spare[:extra], spare_times[:extra]
         return out
 
     def _evict_scanning(self, side: int, limit: int) -> list[dict]:
@@ -549,6 +574,7 @@ class StreamJoin(Operator):
         index them for eviction (times and index are not part of a checkpoint: they are made from the tables)."""
         super().restore(snapshot, key_groups)
         self.by_time, self.times = ([], []), ({}, {})
+        self.spare, self.spare_times = ([], []), ([], [])
         for side in (0, 1):
             time_of, evicted_by = self.time_of[side], self.evicted_by[side]
             for keys in self.state[side].values():
