@@ -393,8 +393,9 @@ class StreamJoin(Operator):
         out = []
         rows, matched = stored
         if self.how != "left_semi" and self.where is None:  # the usual join: every candidate matches
+            joined = self._joined if self.using else joined_row
             for position in range(first, last):
-                out.append(self._joined(*_sides(side, row, rows[position])))
+                out.append(joined(row, rows[position]) if side == 0 else joined(rows[position], row))
                 if not matched[position]:
                     matched[position] = True
                     self.changed[1 - side][key] = None  # the stored row changed in place: it matched
