@@ -505,7 +505,7 @@ class StreamJoin(Operator):
             keys = table[group]
             kept = keys[key]
             rows, flags = kept
-            if pads:
+            if pads and False in flags[:cut]:  # some of the rows that leave never matched
                 self._pad_evicted(side, rows[:cut], flags[:cut], limit, out)
             if cut == len(rows):  # every row leaves: so does the key, its lists emptied for a new key to take
                 del keys[key], times_table[key]
