@@ -108,10 +108,19 @@ class StreamJoin(Operator):
     cleans just those keys, never looking at the others: a key's rows sorted by the evicting time leave as a
     prefix, and the key goes back on the heap with its earliest row left. An entry whose key has no rows
     there is skipped. (When a key's rows are not sorted by the column evicting them, a time in the key, every
-    row gets an entry.) During a batch the new rows wait in ``self.arrived``, because Spark joins all left rows
-    before any right row: per side, ``(keys, rows)``, two parallel lists (the n-th key is the n-th row's), not
-    a ``(key, row)`` tuple per row, for the same reason.
-    ``self.changed``, ``{key: None}`` per side: the keys stored, matched or evicted since the last checkpoint.
+    row gets an entry.)
+
+    During a batch the new rows wait in ``self.arrived``, because Spark joins all left rows before any right
+    row: per side, ``(keys, rows)``, two parallel lists (the n-th key is the n-th row's), not a ``(key, row)``
+    tuple per row, for the same reason as above. ``self.changed``, ``{key: None}`` per side: the keys stored,
+    matched or evicted since the last checkpoint.
+
+    A key whose rows all leave leaves the table, and its lists (rows, flags and times), emptied, wait in
+    ``self.spare`` and ``self.spare_times`` (per side, ``[[rows, matched], ...]`` and ``[times, ...]`` at the
+    same positions) for a new key to take instead of making its own: with small batches most keys leave at
+    each eviction and come back in the next batch, and lists made afresh each time would live just long
+    enough to reach the collector's oldest generation, whose full collections walk every object there. There
+    are never more spare lists than keys in state: the oldest go first.
 
     >>> from ministream.core.operator import StepContext, BatchInfo
     >>> join = StreamJoin("inner", TimeRange("t", "u", lower=0, upper=10),
@@ -183,6 +192,10 @@ class StreamJoin(Operator):
         self.changed = (ctx.state.track_changes("left"), ctx.state.track_changes("right"))
         self.by_time: tuple[list, list] = ([], [])  # per side, heap of (time, n, key): see the class
         self.stored = count()  # n of the next heap entry
+        # per side, the emptied lists of the keys that left state at its last eviction, for new keys to take:
+        # [[rows, matched], ...] and, at the same positions, [times, ...] (see the class)
+        self.spare: tuple[list, list] = ([], [])
+        self.spare_times: tuple[list, list] = ([], [])
         # per side: the column its rows are sorted by (its column of the time range), or None; how to read
         # a stored entry's time in it (for the binary searches)
         self.sort_column = tuple(self._time_column(side) for side in (0, 1))
@@ -299,6 +312,7 @@ class StreamJoin(Operator):
         is taken into local names first."""
         condition = self.pre_join[side]
         table, times, changed, heap = self.state[side], self.times[side], self.changed[side], self.by_time[side]
+        spare, spare_times = self.spare[side], self.spare_times[side]
         other_table, other_times = self.state[1 - side], self.times[1 - side]
         column, reach = self.sort_column[side], self.reach[side]
         evicted_by, every_row_indexed = self.evicted_by[side], not self.in_eviction_order[side]
@@ -337,6 +351,9 @@ class StreamJoin(Operator):
             if keys is None:
                 keys = table[group] = {}
             kept = keys.get(key)
+            if kept is None and spare:  # a new key takes the emptied lists of a key that left state
+                kept = keys[key] = spare.pop()
+                times[key] = spare_times.pop()
             if kept is None:
                 keys[key] = [[row], [bool(matches)]]
                 if column is not None:
@@ -348,7 +365,7 @@ class StreamJoin(Operator):
                 position = len(kept[0]) - 1
             else:
                 time, key_times = row[column], times[key]
-                position = len(key_times) if key_times[-1] <= time else bisect_right(key_times, time)
+                position = len(key_times) if not key_times or key_times[-1] <= time else bisect_right(key_times, time)
                 key_times.insert(position, time)
                 kept[0].insert(position, row)
                 kept[1].insert(position, bool(matches))
@@ -376,8 +393,9 @@ class StreamJoin(Operator):
         out = []
         rows, matched = stored
         if self.how != "left_semi" and self.where is None:  # the usual join: every candidate matches
+            joined = self._joined if self.using else joined_row
             for position in range(first, last):
-                out.append(self._joined(*_sides(side, row, rows[position])))
+                out.append(joined(row, rows[position]) if side == 0 else joined(rows[position], row))
                 if not matched[position]:
                     matched[position] = True
                     self.changed[1 - side][key] = None  # the stored row changed in place: it matched
@@ -463,65 +481,101 @@ class StreamJoin(Operator):
     def _evict(self, side: int, watermark: int) -> list[dict]:
         """Rule 4: remove the rows that can no longer match; an outer side pads its unmatched ones.
 
-        The heap gives the keys with a row at or below the limit, earliest first (each key once); a key whose
-        rows are in eviction order loses a prefix of them and goes back on the heap with its new earliest row."""
+        The heap gives the keys with a row at or below the limit, earliest first. A key whose rows are in
+        eviction order loses a prefix of them (a binary search in its times finds where it ends), and leaves
+        the table when that is all its rows, or goes back on the heap with its new earliest row; an older
+        entry of a key cleaned already finds no row to cut. Keys whose rows are in another order are scanned
+        (:meth:`_evict_scanning`)."""
         limit = self._state_watermark(side, watermark)
         if limit is None:
             return []
-        column, in_order = self.evicted_by[side], self.in_eviction_order[side]
-        pads, pad, tracing = self._preserved(side), self._pad, self.ctx.tracing
-        time_of = self.time_of[side]
-        out = []
+        if not self.in_eviction_order[side]:
+            return self._evict_scanning(side, limit)
+        pads, out = self._preserved(side), []
+        table, times_table, changed, heap = self.state[side], self.times[side], self.changed[side], self.by_time[side]
+        spare, spare_times = self.spare[side], self.spare_times[side]
+        while heap and heap[0][0] <= limit:
+            key = heappop(heap)[2]
+            times = times_table.get(key)  # the key's sorted times (None: the key left state already)
+            cut = 0 if times is None else bisect_right(times, limit)  # its first `cut` rows leave
+            if not cut:
+                continue
+            changed[key] = None  # shrunk or removed
+            group = key_group_of(key)
+            keys = table[group]
+            kept = keys[key]
+            rows, flags = kept
+            if pads and False in flags[:cut]:  # some of the rows that leave never matched
+                self._pad_evicted(side, rows[:cut], flags[:cut], limit, out)
+            if cut == len(rows):  # every row leaves: so does the key, its lists emptied for a new key to take
+                del keys[key], times_table[key]
+                if not keys:
+                    del table[group]
+                rows.clear(), flags.clear(), times.clear()
+                spare.append(kept)
+                spare_times.append(times)
+            else:
+                del rows[:cut], flags[:cut], times[:cut]
+                heappush(heap, (times[0], next(self.stored), key))  # back on the heap, by its earliest row left
+        extra = len(spare) - len(times_table)  # never more spare lists than keys in state: the oldest go
+        if extra > 0:
+            del spare[:extra], spare_times[:extra]
+        return out
+
+    def _evict_scanning(self, side: int, limit: int) -> list[dict]:
+        """Rule 4 for a side whose keys' rows are not sorted by the column that evicts them (a time in the key):
+        every row has an entry on the heap, and each key due is scanned once for its rows at or below the limit."""
+        column, pads, time_of = self.evicted_by[side], self._preserved(side), self.time_of[side]
         table, times_table, changed, heap = self.state[side], self.times[side], self.changed[side], self.by_time[side]
         due = {}  # {key: None}: the keys with rows at or below the limit, each once
         while heap and heap[0][0] <= limit:
             due[heappop(heap)[2]] = None
+        out: list[dict] = []
         for key in due:
             group = key_group_of(key)
             kept = table.get(group, _EMPTY).get(key)
             if not kept:
                 continue  # the key's rows are gone already (an entry of the index stays until its time comes)
             rows, flags = kept
-            times = times_table.get(key)  # the key's sorted times, with a time range
-            if in_order:  # the rows that leave are the first ones: a binary search in their times finds them
-                cut = bisect_right(times, limit)
-                gone = list(zip(rows[:cut], flags[:cut]))  # (row, matched) of the rows that leave
-                del rows[:cut], flags[:cut], times[:cut]
-            else:
-                stays = [row[column] > limit for row in rows]
-                gone = [(row, flag) for row, flag, stay in zip(rows, flags, stays) if not stay]
-                rows[:] = list(compress(rows, stays))
-                flags[:] = list(compress(flags, stays))
-                if times is not None and gone:
-                    times[:] = [time_of(row) for row in rows]
-            if not gone:
+            stays = [row[column] > limit for row in rows]
+            if all(stays):
                 continue  # nothing evicted: the key is unchanged
             changed[key] = None  # shrunk or removed
             if pads:
-                for row, matched in gone:
-                    if not matched:
-                        out.append(pad(side, row))
-                        if tracing:
-                            self._explain_emit(
-                                out[-1:],
-                                f"{self.sides[side].name} row evicted unmatched "
-                                f"({column} {format_ts(row[column])} <= {format_ts(limit)}): "
-                                "padded with nulls",
-                            )
-            if not rows:
+                leaves = [not stay for stay in stays]
+                self._pad_evicted(side, list(compress(rows, leaves)), list(compress(flags, leaves)), limit, out)
+            if not any(stays):
                 del table[group][key]
                 times_table.pop(key, None)
                 if not table[group]:
                     del table[group]
-            elif in_order:  # back on the heap, by its earliest row left
-                heappush(heap, (rows[0][column], next(self.stored), key))
+                continue
+            rows[:] = list(compress(rows, stays))
+            flags[:] = list(compress(flags, stays))
+            if time_of is not None:
+                times_table[key] = [time_of(row) for row in rows]
         return out
+
+    def _pad_evicted(self, side: int, rows: list, flags: list, limit: int, out: list) -> None:
+        """An outer side's evicted ``rows``: each one that never matched (its flag in ``flags`` is false) is
+        added to ``out`` padded with nulls."""
+        for row, matched in zip(rows, flags):
+            if not matched:
+                out.append(self._pad(side, row))
+                if self.ctx.tracing:
+                    column = self.evicted_by[side]
+                    self._explain_emit(
+                        out[-1:],
+                        f"{self.sides[side].name} row evicted unmatched "
+                        f"({column} {format_ts(row[column])} <= {format_ts(limit)}): padded with nulls",
+                    )
 
     def restore(self, snapshot, key_groups=None):
         """Load the rows of the subtask's key groups, then sort each key's rows by time, list their times and
         index them for eviction (times and index are not part of a checkpoint: they are made from the tables)."""
         super().restore(snapshot, key_groups)
         self.by_time, self.times = ([], []), ({}, {})
+        self.spare, self.spare_times = ([], []), ([], [])
         for side in (0, 1):
             time_of, evicted_by = self.time_of[side], self.evicted_by[side]
             for keys in self.state[side].values():

@@ -68,8 +68,9 @@ class WatermarkOperator(Operator):
                 f"a row has {', '.join(rows[0]) or 'no columns'}. (Spark: 'Cannot resolve column name "
                 f'"{column}"\'.)'
             )
-        pushed = self.pushed
-        rows_seen = [row for row in rows if all(condition(row) for condition in pushed)] if pushed else rows
+        rows_seen = rows
+        for condition in self.pushed:  # each condition pushed below the watermark keeps its rows, in turn
+            rows_seen = list(filter(condition, rows_seen))
         if self.ctx.model == "microbatch":
             top = _latest(rows_seen, column)
             if top is not None:

@@ -20,7 +20,7 @@ watermark moved, to evict with it. :func:`watermarks` computes them once for a s
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 
 from ministream.tools.bench.workload import DELAY, GAP, SLIDE, WINDOW
 
@@ -157,23 +157,33 @@ def join(sides: dict, how: str, lower: int = 0, upper: int = 100, delay: int = D
     then are stored; then right rows meet the left state; then each side evicts the rows that can no longer
     match, and an outer side pads those that never matched. A left-semi row is emitted at its first match.
 
-    Each side keeps, per key, its rows sorted by time as ``[time, row, matched]``: a new row finds the other
-    side's rows in its range by binary search (``bisect`` on ``[time]``: a one-item list sorts before any
-    entry of the same time, so only times are compared; times are whole ms, so ``[t + 1]`` is "after every
-    entry at t"), and eviction cuts a prefix. A key holds the rows of about two batches (WM_k, which evicts,
-    comes from the batches before k), so a scan of them would cost more the larger the batches."""
+    Each side keeps, per key, its rows sorted by time in three parallel lists, ``(times, rows, matched)``: a
+    new row finds the other side's rows in its range by binary search in the times, and eviction cuts a
+    prefix. A key holds the rows of about two batches (WM_k, which evicts, comes from the batches before k),
+    so a scan of them would cost more the larger the batches; and parallel lists rather than a
+    ``[time, row, matched]`` list per row, because Python's garbage collector walks every list that lives
+    long enough at each of its full collections (the rows, dicts of plain values, it does not track)."""
     impressions, clicks = sides["impressions"], sides["clicks"]
     marks = watermarks([impressions, clicks], delay, ("ts", "click_time"), inputs=2)
-    stored: tuple[dict, dict] = ({}, {})  # per side {key: [[time, row, matched], ...]}, sorted by time
+    stored: tuple[dict, dict] = ({}, {})  # per side {key: (times, rows, matched)}, parallel lists sorted by time
     pads = (how in ("left_outer", "full_outer"), how in ("right_outer", "full_outer"))
     semi = how == "left_semi"
 
     def store(table: dict, key, time: int, row: dict, matched: bool) -> None:
-        entries = table.setdefault(key, [])
-        if not entries or entries[-1][0] <= time:  # rows mostly come in time order
-            entries.append([time, row, matched])
+        kept = table.get(key)
+        if kept is None:
+            table[key] = ([time], [row], [matched])
+            return
+        times, rows, flags = kept
+        if times[-1] <= time:  # rows mostly come in time order
+            times.append(time)
+            rows.append(row)
+            flags.append(matched)
         else:
-            entries.insert(bisect_left(entries, [time + 1]), [time, row, matched])
+            at = bisect_right(times, time)
+            times.insert(at, time)
+            rows.insert(at, row)
+            flags.insert(at, matched)
 
     output = []
     for left_rows, late, watermark in batches_with_watermarks(impressions, marks):
@@ -185,11 +195,12 @@ def join(sides: dict, how: str, lower: int = 0, upper: int = 100, delay: int = D
             if ts <= late:
                 continue
             key, matched = row["key"], False
-            entries = stored[1].get(key)
-            if entries:  # the clicks timed from ts + lower to ts + upper
-                for entry in entries[bisect_left(entries, [ts + lower]) : bisect_left(entries, [ts + upper + 1])]:
-                    entry[2] = matched = True
-                    out.append(dict(row) if semi else {**row, **entry[1]})
+            kept = stored[1].get(key)
+            if kept:  # the clicks timed from ts + lower to ts + upper
+                times, rows, flags = kept
+                for i in range(bisect_left(times, ts + lower), bisect_right(times, ts + upper)):
+                    flags[i] = matched = True
+                    out.append(dict(row) if semi else {**row, **rows[i]})
                     if semi:
                         break
             if not (semi and matched):
@@ -199,13 +210,14 @@ def join(sides: dict, how: str, lower: int = 0, upper: int = 100, delay: int = D
             if time <= late:
                 continue
             key, matched = row["click_key"], False
-            entries = stored[0].get(key)
-            if entries:  # the impressions timed from time - upper to time - lower
-                for entry in entries[bisect_left(entries, [time - upper]) : bisect_left(entries, [time - lower + 1])]:
-                    if semi and entry[2]:
+            kept = stored[0].get(key)
+            if kept:  # the impressions timed from time - upper to time - lower
+                times, rows, flags = kept
+                for i in range(bisect_left(times, time - upper), bisect_right(times, time - lower)):
+                    if semi and flags[i]:
                         continue
-                    entry[2] = matched = True
-                    out.append(dict(entry[1]) if semi else {**entry[1], **row})
+                    flags[i] = matched = True
+                    out.append(dict(rows[i]) if semi else {**rows[i], **row})
             store(stored[1], key, time, row, matched)
         # state watermarks of an inclusive range: left rows go at ts <= WM - upper - 1, right at time <= WM + lower - 1
         for side, limit, padding in (
@@ -214,16 +226,16 @@ def join(sides: dict, how: str, lower: int = 0, upper: int = 100, delay: int = D
         ):
             table = stored[side]
             for key in list(table):
-                entries = table[key]
-                cut = bisect_left(entries, [limit + 1])  # the entries timed at or before the limit
+                times, rows, flags = table[key]
+                cut = bisect_right(times, limit)  # the rows timed at or before the limit
                 if pads[side]:
-                    for _, row, matched in entries[:cut]:
+                    for row, matched in zip(rows[:cut], flags[:cut]):
                         if not matched:
                             out.append({**row, **padding} if side == 0 else {**padding, **row})
-                if cut == len(entries):
+                if cut == len(times):
                     del table[key]
                 else:
-                    del entries[:cut]
+                    del times[:cut], rows[:cut], flags[:cut]
         output.append(out)
     return output
 
