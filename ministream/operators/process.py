@@ -297,9 +297,12 @@ class ProcessOperator(Operator):
             self.rows_by_key = defaultdict(list)
             handle_expired_timer = self.processor.handle_expired_timer
             queue = self.timers.queues.get(self.time_mode)  # the time mode's timers (none in time mode "none")
+            info = None  # the ExpiredTimerInfo of the timers due at the same time: one object, as it is frozen
             for expiry, key in self._expired_timers(batch.watermark):
+                if info is None or info.expiry_time != expiry:
+                    info = ExpiredTimerInfo(expiry)
                 set_current_key(key)
-                result = handle_expired_timer(key, values, ExpiredTimerInfo(expiry))
+                result = handle_expired_timer(key, values, info)
                 if result is not None:
                     out += result
                 # Spark deletes a fired timer after its handler, even if re-registered: straight from the time
