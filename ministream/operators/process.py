@@ -292,7 +292,7 @@ class ProcessOperator(Operator):
             for key, rows in self.rows_by_key.items():
                 set_current_key(key)
                 result = handle_input_rows(key, rows, values)
-                if result is not None:
+                if result:  # rows, or a generator of them (None, or an empty list or tuple, adds nothing)
                     out += result
             self.rows_by_key = defaultdict(list)
             handle_expired_timer = self.processor.handle_expired_timer
@@ -303,7 +303,7 @@ class ProcessOperator(Operator):
                     info = ExpiredTimerInfo(expiry)
                 set_current_key(key)
                 result = handle_expired_timer(key, values, info)
-                if result is not None:
+                if result:
                     out += result
                 # Spark deletes a fired timer after its handler, even if re-registered: straight from the time
                 # mode's queue (``handle.delete_timer`` would find the queue again for every timer)
