@@ -292,15 +292,18 @@ class ProcessOperator(Operator):
             for key, rows in self.rows_by_key.items():
                 set_current_key(key)
                 result = handle_input_rows(key, rows, values)
-                if result is not None:
+                if result:  # rows, or a generator of them (None, or an empty list or tuple, adds nothing)
                     out += result
             self.rows_by_key = defaultdict(list)
             handle_expired_timer = self.processor.handle_expired_timer
             queue = self.timers.queues.get(self.time_mode)  # the time mode's timers (none in time mode "none")
+            info = None  # the ExpiredTimerInfo of the timers due at the same time: one object, as it is frozen
             for expiry, key in self._expired_timers(batch.watermark):
+                if info is None or info.expiry_time != expiry:
+                    info = ExpiredTimerInfo(expiry)
                 set_current_key(key)
-                result = handle_expired_timer(key, values, ExpiredTimerInfo(expiry))
-                if result is not None:
+                result = handle_expired_timer(key, values, info)
+                if result:
                     out += result
                 # Spark deletes a fired timer after its handler, even if re-registered: straight from the time
                 # mode's queue (``handle.delete_timer`` would find the queue again for every timer)

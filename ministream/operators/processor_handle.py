@@ -158,7 +158,9 @@ class ProcessorHandle:
         """Ask for ``handle_expired_timer`` for the current key at ``expiry_time`` (ms, in the time mode's
         clock); registering the same time twice makes one timer."""
         if self.queue is not None:  # straight into the time mode's queue: a handler registers millions of timers
-            self.queue.add(self.backend.current_key, whole_ms(expiry_time))
+            # an int goes in as it is (type(True) is bool, not int); whole_ms refuses anything else
+            ms = expiry_time if type(expiry_time) is int else whole_ms(expiry_time)
+            self.queue.add(self.backend.current_key, ms)
         else:
             raise PipelineError(
                 "timers need a time mode: process(..., time_mode='event_time' or "

@@ -318,7 +318,17 @@ class ValueState(_KeyedState):
 
     def update(self, value) -> None:
         """Replace the current key's value."""
-        self.backend.put(self.name, value)
+        # backend.put written out, as value() is: a handler writes its values millions of times
+        backend = self.backend
+        table = backend.tables.get(self.name)
+        group = None if table is None else table.get(backend._current_group)
+        if group is None:
+            backend.put(self.name, value)  # the first value of the key group: put creates the table or group
+            return
+        group[backend.current_key] = value
+        changes = backend.changes.get(self.name)
+        if changes is not None:
+            changes[backend.current_key] = None
 
 
 class ListState(_KeyedState):

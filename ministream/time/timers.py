@@ -105,14 +105,15 @@ class TimerQueue:
         bucket = self.buckets.get(timestamp)
         if bucket is None or key not in bucket:
             return
-        bucket.discard(key)
+        bucket.remove(key)
         if not bucket:
             del self.buckets[timestamp]
             self.times.remove(timestamp)
         stamps = self.by_key[key]
-        stamps.remove(timestamp)
-        if not stamps:
+        if len(stamps) == 1:  # the key's last timer
             del self.by_key[key]
+        else:
+            stamps.remove(timestamp)
         self.count -= 1
         if self.changed is not None:
             self.changed[key] = None

@@ -300,7 +300,7 @@ def flush_every_second(script, every: int = WINDOW, delay: int = DELAY) -> list[
     """A keyed process function in event time (``workload.FlushEverySecond``): each key counts its rows, and
     a timer at the end of the second of its latest row of the batch emits the count so far and resets it."""
     counts: dict = {}  # {key: rows since the last flush}
-    timers: dict = {}  # {key: {expiry: None}}
+    timers: dict = {}  # {expiry: {key: None}}: the keys with a timer at each expiry
     output = []
     for rows, late, watermark in batches_with_watermarks(script, watermarks(script, delay)):
         by_key: dict = {}  # {key: [ts, ...]}: the batch's rows that are not late, by key
@@ -309,14 +309,11 @@ def flush_every_second(script, every: int = WINDOW, delay: int = DELAY) -> list[
                 by_key.setdefault(event["key"], []).append(event["ts"])
         for key, times in by_key.items():
             counts[key] = counts.get(key, 0) + len(times)
-            timers.setdefault(key, {})[(max(times) // every + 1) * every] = None
-        due = sorted((expiry, key) for key, expiries in timers.items() for expiry in expiries if expiry <= watermark)
+            timers.setdefault((max(times) // every + 1) * every, {})[key] = None
         out = []
-        for expiry, key in due:
-            out.append({"key": key, "count": counts.pop(key, 0), "at": expiry})
-            del timers[key][expiry]
-            if not timers[key]:
-                del timers[key]
+        for expiry in sorted(expiry for expiry in timers if expiry <= watermark):  # due, in expiry then key order
+            for key in sorted(timers.pop(expiry)):
+                out.append({"key": key, "count": counts.pop(key, 0), "at": expiry})
         output.append(out)
     return output
 
