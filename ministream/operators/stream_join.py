@@ -266,6 +266,9 @@ class StreamJoin(Operator):
         if condition is None and not nulls_out:
             return keys, rows
         if condition is None:
+            kinds = set(map(type, keys))  # one pass in C: plain keys are null only as None itself
+            if type(None) not in kinds and tuple not in kinds:
+                return keys, rows  # the usual case: no key is null, nothing to drop
             passes = [not _has_null(key) for key in keys]
         else:
             passes = [condition.fn(row) and not (nulls_out and _has_null(key)) for key, row in zip(keys, rows)]
@@ -320,6 +323,7 @@ class StreamJoin(Operator):
         check_nulls = not self.null_safe and self._preserved(side)
         semi_left = self.how == "left_semi" and side == 0
         tracing, name, other_name = self.ctx.tracing, self.sides[side].name, self.sides[1 - side].name
+        marking = self.ctx.state.reads_marks(("left", "right")[side])  # a checkpoint will read the stored keys
         out: list[dict] = []
         stored = semi_matched = padded = 0
         for key, row in zip(keys, rows):  # zip reuses its pair tuple: no object per row
@@ -347,15 +351,15 @@ class StreamJoin(Operator):
                 self._explain_emit(matches, "left semi: the left row matched, emitted once and not stored")
                 continue
             # the store: the row goes at its place in time order (mostly last), its time at the same place
-            keys = table.get(group)
-            if keys is None:
-                keys = table[group] = {}
-            kept = keys.get(key)
+            by_key = table.get(group)
+            if by_key is None:
+                by_key = table[group] = {}
+            kept = by_key.get(key)
             if kept is None and spare:  # a new key takes the emptied lists of a key that left state
-                kept = keys[key] = spare.pop()
+                kept = by_key[key] = spare.pop()
                 times[key] = spare_times.pop()
             if kept is None:
-                keys[key] = [[row], [bool(matches)]]
+                by_key[key] = [[row], [bool(matches)]]
                 if column is not None:
                     times[key] = [row[column]]
                 position = 0
@@ -371,7 +375,8 @@ class StreamJoin(Operator):
                 kept[1].insert(position, bool(matches))
             if evicted_by is not None and (position == 0 or every_row_indexed):  # the key's new earliest row
                 heappush(heap, (row[evicted_by], next(self.stored), key))
-            changed[key] = None
+            if marking:
+                changed[key] = None
             stored += 1
             if matches:
                 out += matches
