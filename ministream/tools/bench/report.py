@@ -93,9 +93,10 @@ def run_benchmarks(
     progress=None,
     more_parts=(),
 ) -> dict:
-    """Every figure, in one run: engine throughput, the loop floor, memory, checkpoints, Spark (every
-    operator, or those of ``spark_operators``, on the first ``spark_events`` events, all of them by default),
-    the workshop path, then ``more_parts`` (``(name, measure(figures))``, such as the curves);
+    """Every figure, in one run: engine throughput, the loop floor, memory, checkpoints, ``more_parts``
+    (``(name, measure(figures))``, such as the curves), then Spark (every operator, or those of
+    ``spark_operators``, on the first ``spark_events`` events, all of them by default) and the workshop path:
+    the engine's parts run before Spark's, whose JVM stays busy for a while after its runs;
     ``stage(name, done, total)`` is told as each part begins (``done`` parts finished) and at the end,
     ``progress(text)`` where a long part is."""
     figures: dict = {}
@@ -106,6 +107,7 @@ def run_benchmarks(
         ("memory", lambda: bench_memory(figures, say)),
         ("checkpoints", lambda: bench_checkpoints(figures, say)),
     ]
+    parts += [(name, lambda measure=measure: measure(figures)) for name, measure in more_parts]
     if spark:
         parts.append(("spark", lambda: bench_spark(figures, data, say)))
         parts.append(
@@ -114,7 +116,6 @@ def run_benchmarks(
                 spark_operators_part(figures, spark_events or events, events, say, progress, spark_operators),
             )
         )
-    parts += [(name, lambda measure=measure: measure(figures)) for name, measure in more_parts]
     run_parts(parts, stage)
     return {"machine": described, "figures": figures}
 
@@ -183,7 +184,8 @@ HOW_MEASURED = """\
   (`spark_<operator>_wall_events_per_s`). Its rows are counted in `foreachBatch` and checked against the
   engine's on the same events, batch for batch (`spark_<operator>_same_rows`; a difference is printed and the
   command exits with 1).
-- **Flat cost** (`bench --curves`, `bench/curves.py`): one run per point, CPU time. The run-length curve's
+- **Flat cost** (`bench --curves`, `bench/curves.py`), run before the Spark parts (a JVM still busy after
+  its queries slowed the first curve's runs): CPU time. The run-length curve's
   events are made batch by batch as the run reads them, the time spent making them taken out, and the output
   is counted, not kept, so that a run of 10 million events holds one batch and the state the watermark leaves
   (the process's peak resident memory is sampled at every batch). The batch-size curve's events are made once
@@ -530,7 +532,7 @@ def main(argv=None, out=None) -> int:
         def say(text: str) -> None:
             bar.write(text, file=lines)
 
-        more_parts = []  # parts after the others, given the figures: the curves, a part of the bar like them
+        more_parts = []  # parts given the figures, run before Spark's: the curves, a part of the bar like them
         if args.curves:
 
             def measure_curves(figures: dict) -> None:
@@ -544,16 +546,16 @@ def main(argv=None, out=None) -> int:
                 parts = [("state backends", lambda: bench_state_backends(figures, say))]
             else:
                 parts = [("operators", lambda: bench_operators(figures, make_events(args.events), say))]
-                if not args.no_spark:
-                    parts.append(
-                        (
-                            "spark operators",
-                            spark_operators_part(
-                                figures, args.spark_events or args.events, args.events, say, progress, spark_names
-                            ),
-                        )
-                    )
             parts += [(name, lambda measure=measure: measure(figures)) for name, measure in more_parts]
+            if not args.state and not args.no_spark:
+                parts.append(
+                    (
+                        "spark operators",
+                        spark_operators_part(
+                            figures, args.spark_events or args.events, args.events, say, progress, spark_names
+                        ),
+                    )
+                )
             run_parts(parts, stage)
         else:
             report = run_benchmarks(
