@@ -116,15 +116,12 @@ class Deduplicate(Operator):
         expires = self.seen.expires  # {key: expires}
         stored, expiries = [], []  # the keys stored, in order, and their expiries
         out = []
-        duplicates = 0  # counted here without a trace, where each one is a line of its own
+        duplicates = 0  # counted without a trace (_duplicate)
         for key, row in pairs:
             if late_watermark is not None and row[event_time] <= late_watermark:
                 self._late(row, late_watermark)
             elif key in expires:
-                if tracing:
-                    self.ctx.drop("duplicate", row, text=f"duplicate of key {key!r}: dropped")
-                else:
-                    duplicates += 1
+                duplicates += self._duplicate(key, row, tracing)
             else:
                 # when the key may be forgotten: its event time + delay (within), its event time, or never
                 if within_delay is not None:
@@ -153,7 +150,7 @@ class Deduplicate(Operator):
         second, expires = None, None  # the second of the last row's expiry, and its table {key: expires}
         # the keys stored, in order, only when a checkpoint will read their marks (``_mark``), and their rows
         stored, out = ([] if self.ctx.state.reads_marks("seen") else None), []
-        duplicates = 0  # counted here without a trace, where each one is a line of its own
+        duplicates = 0  # counted without a trace (_duplicate)
         for key, row in pairs:
             if late_watermark is not None and row[event_time] <= late_watermark:
                 self._late(row, late_watermark)
@@ -163,10 +160,7 @@ class Deduplicate(Operator):
             if expires is None or at_second != second:
                 second, expires = at_second, seen.table(at_second)
             if key in expires:
-                if tracing:
-                    self.ctx.drop("duplicate", row, text=f"duplicate of key {key!r}: dropped")
-                else:
-                    duplicates += 1
+                duplicates += self._duplicate(key, row, tracing)
             else:
                 expires[key] = at
                 if stored is not None:
@@ -179,6 +173,14 @@ class Deduplicate(Operator):
         if duplicates:
             self.ctx.drop("duplicate", rows=duplicates)
         self.ctx.emit(out)
+
+    def _duplicate(self, key, row: dict, tracing: bool) -> int:
+        """A row whose key is in state is dropped: traced with its key, or counted (1 returned) for the batch's
+        one ``drop`` call, where a line per duplicate would be too many."""
+        if tracing:
+            self.ctx.drop("duplicate", row, text=f"duplicate of key {key!r}: dropped")
+            return 0
+        return 1
 
     def _late(self, row: dict, late_watermark: int) -> None:
         rule = (
