@@ -297,17 +297,17 @@ class ProcessOperator(Operator):
             self.rows_by_key = defaultdict(list)
             handle_expired_timer = self.processor.handle_expired_timer
             queue = self.timers.queues.get(self.time_mode)  # the time mode's timers (none in time mode "none")
-            info = None  # the ExpiredTimerInfo of the timers due at the same time: one object, as it is frozen
-            for expiry, key in self._expired_timers(batch.watermark):
-                if info is None or info.expiry_time != expiry:
-                    info = ExpiredTimerInfo(expiry)
-                set_current_key(key)
-                result = handle_expired_timer(key, values, info)
-                if result:
-                    out += result
-                # Spark deletes a fired timer after its handler, even if re-registered: straight from the time
-                # mode's queue (``handle.delete_timer`` would find the queue again for every timer)
-                queue.discard(key, expiry)
+            for expiry, keys in self._expired_timers(batch.watermark):
+                info = ExpiredTimerInfo(expiry)  # one for all the keys due at this time: it is frozen
+                for key in keys:
+                    set_current_key(key)
+                    result = handle_expired_timer(key, values, info)
+                    if result:
+                        out += result
+                # Spark deletes a fired timer after its handler, even if re-registered. A handler sees and
+                # changes only its own key's timers, so the timers of one time are deleted together, after
+                # their handlers and before the next time's: straight from the time mode's queue
+                queue.discard_keys(expiry, keys)
         self.ctx.emit(out)
         if self.processing_time is not None:
             self._clean_up(self.processing_time)
@@ -319,8 +319,9 @@ class ProcessOperator(Operator):
             why = f"{len(rows)} row{'s' if len(rows) != 1 else ''} of this batch"
             out += self._call(key, "input", why, self.processor.handle_input_rows, rows, values)
         self.rows_by_key = defaultdict(list)
-        for expiry, key in self._expired_timers(watermark):
-            out += self._fire(key, expiry, values)
+        for expiry, keys in self._expired_timers(watermark):
+            for key in keys:
+                out += self._fire(key, expiry, values)
 
     def _apply_initial_state(self, values: TimerValues) -> None:
         """Rule 0: in the query's first batch (not after a restart from a checkpoint), before any input row,
@@ -334,8 +335,8 @@ class ProcessOperator(Operator):
             if self.ctx.tracing:
                 self.ctx.explain("initial", f"key {key!r}: its initial state was set")
 
-    def _expired_timers(self, watermark) -> list[tuple[int, object]]:
-        """Rule 3: the timers due now, in expiry order, found before any handler runs (so a timer that a
+    def _expired_timers(self, watermark) -> list[tuple[int, list]]:
+        """Rule 3: the timers due now, ``(expiry, [key, ...])`` in expiry order, found before any handler runs (so a timer that a
         handler registers waits for the next batch). They stay registered until their handler has run:
         ``list_timers()`` in a handler still lists the timer being handled."""
         if self.time_mode == EVENT_TIME:

@@ -21,6 +21,8 @@ watermark moved, to evict with it. :func:`watermarks` computes them once for a s
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from collections import Counter, defaultdict
+from operator import itemgetter
 
 from ministream.tools.bench.workload import DELAY, GAP, SLIDE, WINDOW
 
@@ -62,11 +64,9 @@ def running_count(script) -> list[list[dict]]:
     counts: dict = {}  # {key: count}
     output = []
     for batch in script:
-        changed: dict = {}  # {key: None}, in the order first changed
-        for event in batch:
-            key = event["key"]
-            counts[key] = counts.get(key, 0) + 1
-            changed[key] = None
+        changed = Counter(map(itemgetter("key"), batch))  # {key: rows in this batch}, in the order first seen
+        for key, rows in changed.items():
+            counts[key] = counts.get(key, 0) + rows
         output.append([{"key": key, "count": counts[key]} for key in changed])
     return output
 
@@ -303,10 +303,10 @@ def flush_every_second(script, every: int = WINDOW, delay: int = DELAY) -> list[
     timers: dict = {}  # {expiry: {key: None}}: the keys with a timer at each expiry
     output = []
     for rows, late, watermark in batches_with_watermarks(script, watermarks(script, delay)):
-        by_key: dict = {}  # {key: [ts, ...]}: the batch's rows that are not late, by key
+        by_key: defaultdict = defaultdict(list)  # {key: [ts, ...]}: the batch's rows that are not late, by key
         for event in rows:
             if event["ts"] > late:
-                by_key.setdefault(event["key"], []).append(event["ts"])
+                by_key[event["key"]].append(event["ts"])
         for key, times in by_key.items():
             counts[key] = counts.get(key, 0) + len(times)
             timers.setdefault((max(times) // every + 1) * every, {})[key] = None

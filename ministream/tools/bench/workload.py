@@ -7,6 +7,7 @@ import os
 import random
 import time
 from collections.abc import Callable
+from operator import itemgetter
 
 from ministream.core.aggregates import Count
 from ministream.core.plan import Dataflow
@@ -282,7 +283,7 @@ class FlushEverySecond(Processor):
 
     def handle_input_rows(self, key, rows, timer_values):
         self.count.update(self.count.value() + len(rows))
-        self.handle.register_timer((max(row["ts"] for row in rows) // WINDOW + 1) * WINDOW)
+        self.handle.register_timer((max(map(itemgetter("ts"), rows)) // WINDOW + 1) * WINDOW)
         return ()
 
     def handle_expired_timer(self, key, timer_values, expired_timer_info):
