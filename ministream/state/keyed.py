@@ -35,6 +35,7 @@ an operator that writes a table directly marks what it writes (:meth:`KeyedState
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import attrs
@@ -63,6 +64,13 @@ class KeyedStateBackend:
 
     def __init__(self, max_parallelism: int = MAX_PARALLELISM):
         self.max_parallelism = max_parallelism
+        # a key's group: asked of the cache with the key alone when the number of groups is the default (twice
+        # as quick as with the number too), the choice made once rather than at every set_current_key
+        self._key_group_of = (
+            key_group_of
+            if max_parallelism == MAX_PARALLELISM
+            else partial(key_group_of, max_parallelism=max_parallelism)
+        )
         # {state_name: {key_group: {key: value}}}
         self.tables: dict[str, dict[int, dict]] = {}
         self.current_key = None
@@ -87,10 +95,7 @@ class KeyedStateBackend:
     def set_current_key(self, key) -> None:
         """Scope every state primitive to ``key`` until the next call."""
         self.current_key = key
-        if self.max_parallelism == MAX_PARALLELISM:  # the key alone: the cache of key groups is twice as quick
-            self._current_group = key_group_of(key)
-        else:
-            self._current_group = key_group_of(key, self.max_parallelism)
+        self._current_group = self._key_group_of(key)
 
     def table(self, name: str) -> dict[int, dict]:
         """The per-key-group table of one state, created empty on first use."""

@@ -273,6 +273,10 @@ def dedup_within_watermark_flow(script, sink=None) -> Dataflow:
     return flow
 
 
+_event_time = itemgetter("ts")
+"""A row's event time, as a function (``max(map(_event_time, rows))`` reads the rows' times in C)."""
+
+
 class FlushEverySecond(Processor):
     """Per key, count the rows, and at the end of each second of event time that had rows emit the count so
     far and reset it: a value state and an event-time timer per key and second."""
@@ -283,7 +287,7 @@ class FlushEverySecond(Processor):
 
     def handle_input_rows(self, key, rows, timer_values):
         self.count.update(self.count.value() + len(rows))
-        self.handle.register_timer((max(map(itemgetter("ts"), rows)) // WINDOW + 1) * WINDOW)
+        self.handle.register_timer((max(map(_event_time, rows)) // WINDOW + 1) * WINDOW)
         return ()
 
     def handle_expired_timer(self, key, timer_values, expired_timer_info):
