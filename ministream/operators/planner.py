@@ -86,7 +86,7 @@ from ministream.operators.process import ProcessOperator
 from ministream.operators.sessions import SessionWindowAggregate, SessionWindowAggregateWithoutWatermark
 from ministream.operators.static_join import StaticJoin
 from ministream.operators.stream_join import JoinSide, StreamJoin
-from ministream.operators.watermark import WatermarkOperator
+from ministream.operators.watermark import KeysNotNull, WatermarkOperator
 from ministream.operators.window import WindowAggregate, WindowAggregateWithoutWatermark
 
 Model = Literal["microbatch", "continuous"]
@@ -232,32 +232,8 @@ def _pushed_by_join(spec: JoinSpec, side: int, event_time: str, rename: dict | N
         pushed.append(_renamed(condition.fn, rename))
     keys = (spec.left_keys, spec.right_keys)[side]
     if not spec.null_safe and all(here(column) != event_time for column in keys):
-        pushed.append(_renamed(_keys_not_null(keys), rename))
+        pushed.append(_renamed(KeysNotNull(keys), rename))
     return pushed
-
-
-def _keys_not_null(keys: tuple[str, ...]):
-    """``key IS NOT NULL`` for a row: none of ``keys`` is null (a key column the row lacks is not tested).
-
-    >>> not_null = _keys_not_null(("ad",))
-    >>> not_null({"ad": "a"}), not_null({"ad": None}), not_null({"other": 1})
-    (True, False, True)
-    """
-
-    # a missing column reads as its own name, never null; one key column (the usual join) is tested alone,
-    # without a generator for each row
-    if len(keys) == 1:
-        [column] = keys
-
-        def one_not_null(row: dict) -> bool:
-            return row.get(column, column) is not None
-
-        return one_not_null
-
-    def not_null(row: dict) -> bool:
-        return all(row.get(column, column) is not None for column in keys)
-
-    return not_null
 
 
 def select_columns(columns: tuple[tuple[str, str], ...]):

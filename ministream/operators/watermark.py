@@ -6,6 +6,7 @@ makes one from its channels) are in ``time/watermarks.py``; this operator applie
 
 from __future__ import annotations
 
+from itertools import repeat
 from operator import itemgetter
 
 from ministream.core.operator import Operator
@@ -29,6 +30,38 @@ def _latest(rows: list[dict], column: str) -> int | None:
         return max(map(itemgetter(column), rows), default=None)
     except (KeyError, TypeError):
         return max((time for row in rows if (time := row.get(column)) is not None), default=None)
+
+
+class KeysNotNull:
+    """``key IS NOT NULL`` for a row: none of the key columns is null. Spark's optimizer adds it to a join side
+    whose keys are compared with ``=`` and that is not preserved (a null key could never match), and runs it
+    below the watermark (``planner.pushed_below_watermark``). A column the row lacks is not tested.
+
+    Called on one row it tests that row; :meth:`keeps_all` answers for a whole chunk with one pass in C per
+    key column, the usual case (no null key) needing no call per row.
+
+    >>> not_null = KeysNotNull(("ad",))
+    >>> not_null({"ad": "a"}), not_null({"ad": None}), not_null({"other": 1})
+    (True, False, True)
+    >>> not_null.keeps_all([{"ad": "a"}, {"other": 1}]), not_null.keeps_all([{"ad": "a"}, {"ad": None}])
+    (True, False)
+    """
+
+    __slots__ = ("columns",)
+
+    def __init__(self, columns: tuple[str, ...]):
+        self.columns = columns
+
+    def __call__(self, row: dict) -> bool:
+        # a missing column reads as its own name, never null
+        return all(row.get(column, column) is not None for column in self.columns)
+
+    def keeps_all(self, rows: list[dict]) -> bool:
+        """Whether no row of ``rows`` has a null key: ``dict.get(row, column, column)`` mapped over the rows."""
+        try:
+            return all(None not in map(dict.get, rows, repeat(column), repeat(column)) for column in self.columns)
+        except TypeError:  # a row that is not a dict: row by row
+            return all(map(self, rows))
 
 
 class WatermarkOperator(Operator):
@@ -70,7 +103,8 @@ class WatermarkOperator(Operator):
             )
         rows_seen = rows
         for condition in self.pushed:  # each condition pushed below the watermark keeps its rows, in turn
-            rows_seen = list(filter(condition, rows_seen))
+            if not (isinstance(condition, KeysNotNull) and condition.keeps_all(rows_seen)):
+                rows_seen = list(filter(condition, rows_seen))
         if self.ctx.model == "microbatch":
             top = _latest(rows_seen, column)
             if top is not None:
