@@ -71,6 +71,7 @@ from ministream.time.ranges import TimeRange
 from ministream.time.units import format_ts
 
 _EMPTY: dict = {}  # a key group with no rows (never written to)
+_NO_MATCHES: list = []  # the matches of a row that has none (never written to)
 
 
 @attrs.frozen
@@ -322,6 +323,10 @@ class StreamJoin(Operator):
         # with '=', a null key matches nothing (on a side not preserved, such rows were dropped before)
         check_nulls = not self.null_safe and self._preserved(side)
         semi_left = self.how == "left_semi" and side == 0
+        # the usual join (inner or outer, no condition on the pair): every candidate matches, and the loop
+        # below joins them itself (a call of _matches per row that matches costs as much as the joining)
+        plain, joined = self.how != "left_semi" and self.where is None, self._joined if self.using else joined_row
+        other_changed = self.changed[1 - side]
         tracing, name, other_name = self.ctx.tracing, self.sides[side].name, self.sides[1 - side].name
         marking = self.ctx.state.reads_marks(("left", "right")[side])  # a checkpoint will read the stored keys
         out: list[dict] = []
@@ -334,7 +339,7 @@ class StreamJoin(Operator):
                 continue
             group = key_group_of(key)
             # the probe: the other side's rows of the key, those in range of the row's time (see _reach)
-            matches = []
+            matches: list[dict] = _NO_MATCHES
             others = None if check_nulls and _has_null(key) else other_table.get(group, _EMPTY).get(key)
             if others:
                 first, last = 0, len(others[0])  # the candidates: the stored rows first to last - 1
@@ -343,7 +348,16 @@ class StreamJoin(Operator):
                     time, key_times = row[own_column], other_times[key]
                     first = 0 if low is None else bisect_left(key_times, time + low)
                     last = len(key_times) if high is None else bisect_right(key_times, time + high, first)
-                if first < last:
+                if first < last and plain:  # each candidate joins, and is flagged as matched
+                    other_rows, flags = others
+                    matches = []
+                    for position in range(first, last):
+                        other = other_rows[position]
+                        matches.append(joined(row, other) if side == 0 else joined(other, row))
+                        if not flags[position]:  # the stored row changed in place: it matched
+                            flags[position] = True
+                            other_changed[key] = None
+                elif first < last:
                     matches = self._matches(side, key, row, others, first, last)
             if matches and semi_left:
                 semi_matched += 1
@@ -393,18 +407,11 @@ class StreamJoin(Operator):
 
     def _matches(self, side: int, key, row: dict, stored: list, first: int, last: int) -> list[dict]:
         """The output rows of a new ``row`` of ``side`` with the other side's stored rows of its key that are
-        in its time range: ``stored`` is the key's ``[rows, matched]``, the candidates are its rows ``first``
+        in its time range, in a left semi join or one with a condition on the pair (:meth:`_join_side` joins
+        the others itself): ``stored`` is the key's ``[rows, matched]``, the candidates are its rows ``first``
         to ``last - 1``; each one that matches gets its ``matched`` flag set."""
         out = []
         rows, matched = stored
-        if self.how != "left_semi" and self.where is None:  # the usual join: every candidate matches
-            joined = self._joined if self.using else joined_row
-            for position in range(first, last):
-                out.append(joined(row, rows[position]) if side == 0 else joined(rows[position], row))
-                if not matched[position]:
-                    matched[position] = True
-                    self.changed[1 - side][key] = None  # the stored row changed in place: it matched
-            return out
         semi = self.how == "left_semi"
         for position in range(first, last):
             left, right = _sides(side, row, rows[position])
