@@ -413,6 +413,18 @@ class StreamJoin(Operator):
         out = []
         rows, matched = stored
         semi = self.how == "left_semi"
+        if semi and self.where is None:  # every candidate matches: a left semi join without a condition
+            if side == 0:  # a new left row: emitted once, at its first match
+                if not matched[first]:
+                    matched[first] = True
+                    self.changed[1][key] = None  # the stored row changed in place: it matched
+                return [dict(row)]
+            for position in range(first, last):  # a new right row: each stored left row not emitted yet
+                if not matched[position]:
+                    matched[position] = True
+                    self.changed[0][key] = None
+                    out.append(dict(rows[position]))
+            return out
         for position in range(first, last):
             left, right = _sides(side, row, rows[position])
             if semi and side == 1 and matched[position]:
