@@ -319,6 +319,7 @@ class StreamJoin(Operator):
         spare, spare_times = self.spare[side], self.spare_times[side]
         other_table, other_times = self.state[1 - side], self.times[1 - side]
         column, reach = self.sort_column[side], self.reach[side]
+        own_column, low, high = reach if reach is not None else (None, None, None)
         evicted_by, every_row_indexed = self.evicted_by[side], not self.in_eviction_order[side]
         # with '=', a null key matches nothing (on a side not preserved, such rows were dropped before)
         check_nulls = not self.null_safe and self._preserved(side)
@@ -344,7 +345,6 @@ class StreamJoin(Operator):
             if others:
                 first, last = 0, len(others[0])  # the candidates: the stored rows first to last - 1
                 if reach is not None:  # two binary searches in the key's times, O(log n)
-                    own_column, low, high = reach
                     time, key_times = row[own_column], other_times[key]
                     first = 0 if low is None else bisect_left(key_times, time + low)
                     last = len(key_times) if high is None else bisect_right(key_times, time + high, first)
