@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import os
 import resource
+import tempfile
 from collections.abc import Callable
 from functools import partial
 
@@ -43,8 +44,6 @@ def checkpointed_tumbling_count(flow: Dataflow, incremental: int | None = None) 
     """The tumbling count with a checkpoint at the end of every micro-batch (every 10,000 events), written to
     a directory as a real run would (``coordinator.MicroBatchCheckpoints``); with ``incremental=k``, k deltas
     after each full checkpoint."""
-    import tempfile
-
     with tempfile.TemporaryDirectory() as folder:
         run_microbatch(
             flow,
