@@ -28,6 +28,7 @@ def test_the_engine_figures_are_all_measured():
         "tumbling_count_checkpoint_load",
         "operator_events",
         "operator_batches",
+        "operator_repeat",
     }
     for name in OPERATORS:
         expected |= {

@@ -128,10 +128,11 @@ def bench_operators(
     """Every operator of :data:`OPERATORS` against its floor, on ``events`` in ``batches`` micro-batches:
     ``<operator>_events_per_s``, ``<operator>_floor_events_per_s``, ``<operator>_ratio_to_floor`` and the
     load average while it ran, ``<operator>_load``; the size of the run, ``operator_events`` and
-    ``operator_batches``."""
+    ``operator_batches``, and the runs of each kept the best of, ``operator_repeat``."""
     script = in_batches(events, batches)
     figures["operator_events"] = len(events)
     figures["operator_batches"] = len(script)
+    figures["operator_repeat"] = repeat
     for name in OPERATORS:
         result = bench_operator(name, script, repeat)
         figures[f"{name}_events_per_s"] = result["engine"]

@@ -302,7 +302,8 @@ def operator_table(figures: dict) -> list[str]:
     lines = [
         (
             f"ministream and its floor: {engine_events:,} events in {engine_batches} micro-batches of "
-            f"{-(-engine_events // engine_batches):,}, CPU time, the best of 3 taken in turns."
+            f"{-(-engine_events // engine_batches):,}, CPU time, the best of {figures.get('operator_repeat', 3)} "
+            "taken in turns."
         ),
     ]
     spark_events = figures.get("spark_operator_events")
