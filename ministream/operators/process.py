@@ -336,9 +336,9 @@ class ProcessOperator(Operator):
                 self.ctx.explain("initial", f"key {key!r}: its initial state was set")
 
     def _expired_timers(self, watermark) -> list[tuple[int, list]]:
-        """Rule 3: the timers due now, ``(expiry, [key, ...])`` in expiry order, found before any handler runs (so a timer that a
-        handler registers waits for the next batch). They stay registered until their handler has run:
-        ``list_timers()`` in a handler still lists the timer being handled."""
+        """Rule 3: the timers due now, ``(expiry, [key, ...])`` in expiry order, found before any handler runs
+        (so a timer that a handler registers waits for the next batch). They stay registered until their
+        handler has run: ``list_timers()`` in a handler still lists the timer being handled."""
         if self.time_mode == EVENT_TIME:
             return self.timers.due_event_time(watermark)
         if self.time_mode == PROCESSING_TIME:

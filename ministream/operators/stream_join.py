@@ -325,7 +325,7 @@ class StreamJoin(Operator):
         check_nulls = not self.null_safe and self._preserved(side)
         semi_left = self.how == "left_semi" and side == 0
         # the usual join (inner or outer, no condition on the pair): every candidate matches, and the loop
-        # below joins them itself (a call of _matches per row that matches costs as much as the joining)
+        # below joins them itself, without a call of _matches for each row that matches
         plain, joined = self.how != "left_semi" and self.where is None, self._joined if self.using else joined_row
         other_changed = self.changed[1 - side]
         tracing, name, other_name = self.ctx.tracing, self.sides[side].name, self.sides[1 - side].name

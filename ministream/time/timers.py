@@ -243,7 +243,7 @@ class TimerService:
 
     def due_event_time(self, watermark: int) -> list[tuple[int, list]]:
         """The event-time timers with ``ts <= watermark``, as ``(ts, [key, ...])`` in firing order, left
-        registered (a micro-batch fires them and deletes each after its handler: rule 5).
+        registered (a micro-batch fires them and deletes them after their handlers: rule 5).
 
         >>> timers = TimerService(); timers.register_event_time_timer("a", 7)
         >>> timers.due_event_time(7), timers.event_time_timers("a")
