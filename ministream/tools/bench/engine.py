@@ -118,8 +118,8 @@ def bench_operator(name: str, script: list, repeat: int = 3) -> dict:
 
 
 OPERATOR_REPEAT = 5
-"""Runs of each operator and of its floor, in turns, of which the bench keeps the best: the ratio of the two
-moved by up to 7% between runs of three on this machine, whose timings move by 10% between processes."""
+"""Runs of each operator and of its floor, in turns, of which the bench keeps the best: on a shared machine
+more runs make the ratio of the two steadier."""
 
 
 def bench_operators(
@@ -149,9 +149,9 @@ def bench_engine(
     figures: dict, events: list[dict], say, repeat: int = 3, operator_repeat: int = OPERATOR_REPEAT
 ) -> None:
     """The operators against their floors (:func:`bench_operators`, the best of ``operator_repeat`` runs
-    each); a stateless pipeline, and the tumbling
-    count at parallelism 4 (every subtask in this process: the cost of routing by key group); the tumbling
-    count with a checkpoint at every batch."""
+    each); a stateless pipeline, and the tumbling count at parallelism 4 (every subtask in this process: the
+    cost of routing by key group); the tumbling count with a checkpoint at every batch (the best of
+    ``repeat`` runs each)."""
     bench_operators(figures, events, say, operator_repeat)
     script = in_batches(events)
     n = len(events)
