@@ -150,8 +150,8 @@ def bench_engine(
 ) -> None:
     """The operators against their floors (:func:`bench_operators`, the best of ``operator_repeat`` runs
     each); a stateless pipeline, and the tumbling count at parallelism 4 (every subtask in this process: the
-    cost of routing by key group); the tumbling count with a checkpoint at every batch (the best of
-    ``repeat`` runs each)."""
+    cost of routing by key group); the tumbling count with a checkpoint at every batch (these run ``repeat``
+    times each)."""
     bench_operators(figures, events, say, operator_repeat)
     script = in_batches(events)
     n = len(events)
