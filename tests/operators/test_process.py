@@ -149,6 +149,36 @@ def test_a_fired_timer_is_deleted_after_its_handler_even_if_registered_again():
     assert [b.rows for b in result.output()] == [[], [{"key": "a", "timers": [1000]}], []]
 
 
+class TwoTimers(Processor):
+    """Keys ``a`` and ``b``: timers at 1.5 s and 2 s each; every timer handler reports the key's timers."""
+
+    def init(self, handle):
+        self.handle = handle
+
+    def handle_input_rows(self, key, rows, timer_values):
+        if key in ("a", "b"):
+            self.handle.register_timer(1_500)
+            self.handle.register_timer(2_000)
+        return []
+
+    def handle_expired_timer(self, key, timer_values, expired_timer_info):
+        yield {"key": key, "t": expired_timer_info.expiry_time, "timers": tuple(self.handle.list_timers())}
+
+
+def test_timers_due_together_are_each_deleted_before_the_next_time_fires():
+    """Two keys with two timers each, all due in one batch: the handlers run by time, then key, and each
+    sees its own timer being handled and the later ones, never a timer that fired before it (deleted after
+    its handler, as Spark deletes each fired timer). The engine deletes the timers of one time together,
+    after their handlers: a handler sees only its own key's timers, so no handler can tell."""
+    result = run(TwoTimers(), [[row("a", 1), row("b", 1), row("z", 10)], [row("z", 20)]], delay=0)
+    assert [(r["key"], r["t"], r["timers"]) for r in result.output()[1].rows] == [
+        ("a", 1500, (1500, 2000)),
+        ("b", 1500, (1500, 2000)),
+        ("a", 2000, (2000,)),
+        ("b", 2000, (2000,)),
+    ]
+
+
 class Collect(Processor):
     """Emits, per call of the input handler, the key and the times of its rows."""
 
