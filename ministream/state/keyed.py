@@ -335,20 +335,6 @@ class ValueState(_KeyedState):
         if changes is not None:
             changes[backend.current_key] = None
 
-    def clear(self) -> None:
-        """Forget the current key's value."""
-        # backend.remove written out, as value() is: a handler clears its values millions of times
-        backend = self.backend
-        table = backend.tables.get(self.name)
-        group = None if table is None else table.get(backend._current_group)
-        if table is None or group is None or group.pop(backend.current_key, _MISSING) is _MISSING:
-            return
-        changes = backend.changes.get(self.name)
-        if changes is not None:
-            changes[backend.current_key] = None
-        if not group:
-            del table[backend._current_group]
-
 
 class ListState(_KeyedState):
     """A list per key.

@@ -102,26 +102,12 @@ class TimerQueue:
 
     def discard(self, key, timestamp: int) -> None:
         """Remove the timer (key, timestamp) if it is there. Cost: O(1), O(log B) when its bucket empties."""
-        bucket = self.buckets.get(timestamp)
-        if bucket is None or key not in bucket:
-            return
-        bucket.remove(key)
-        if not bucket:
-            del self.buckets[timestamp]
-            self.times.remove(timestamp)
-        stamps = self.by_key[key]
-        if len(stamps) == 1:  # the key's last timer
-            del self.by_key[key]
-        else:
-            stamps.remove(timestamp)
-        self.count -= 1
-        if self.changed is not None:
-            self.changed[key] = None
+        self.discard_keys(timestamp, (key,))
 
     def discard_keys(self, timestamp: int, keys) -> None:
-        """Remove the timers at ``timestamp`` of ``keys``, those that are there: :meth:`discard` for each key,
-        with the bucket looked up once (a micro-batch deletes the timers of one time together, after their
-        handlers). Cost: O(k) for k keys, O(log B) when the bucket empties.
+        """Remove the timers at ``timestamp`` of ``keys``, those that are there, with the bucket looked up once
+        (a micro-batch deletes the timers of one time together, after their handlers). Cost: O(k) for k keys,
+        O(log B) when the bucket empties.
 
         >>> queue = TimerQueue(); queue.add("a", 3); queue.add("b", 3); queue.add("b", 5)
         >>> queue.discard_keys(3, ["a", "b", "c"]); list(queue.times), queue.timestamps("b"), len(queue)

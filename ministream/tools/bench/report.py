@@ -236,25 +236,26 @@ HOW_MEASURED = """\
 - *A cost per key per batch as small as a cost per row* (running aggregate, process step): with batches of
   1,000 rows over 1,000 keys a key has one or two rows in a batch, so what the operator does once per key
   counts as much as what it does per row. The running aggregate finds each key's state once (one list
-  comprehension over the chunk's keys), folds every key
-  of a chunk aggregate by aggregate (`aggregates.add_groups`: one `map` over the keys, not a call per key;
+  comprehension over the chunk's keys), folds every key of a chunk aggregate by aggregate
+  (`aggregates.add_groups`: one `map` over the keys, not a call per key;
   `count("*")` alone only counts each key's rows, `collections.Counter`, with no list of rows per key),
   keeps the touched keys' accumulator lists for the batch's end, and builds the usual row (one key column,
   one aggregate) as a dict display. Its floor counts each batch's keys with `collections.Counter` too: written
   with a dict operation per event it ran at 0.8 of the engine's speed, which made it no floor. The process
   step calls its handlers in a plain loop; `register_timer` goes straight to its time mode's queue,
-  `ValueState.value`, `update` and `clear` reach their table directly, the current key's group is asked of
+  `ValueState.value` and `update` reach their table directly, the current key's group is asked of
   the cache with the key alone (half the cost of passing the number of groups too), and the timers due come
   grouped by time: one `ExpiredTimerInfo` per time, and the timers of a time deleted together after their
   handlers (`TimerQueue.discard_keys`; a handler sees only its own key's timers, so this is Spark's
   delete-after-handler). The bench's handler reads its rows' times with `max(map(itemgetter("ts"), rows))`,
-  as the floor reads them in C: a generator expression over the rows cost about 5% of the run. What is left is the
-  handlers' calls and their state and timer calls: with batches of 10,000, about 0.3 s per million events
-  (two handler calls, two key switches, two state reads, a write, a clear, a timer added and one deleted per
-  key and batch), where the floor spends about 0.1 s on the same keys and timers in dict operations; and the
-  handler's reading of rows that lie scattered over the batch's (the floor reads each row's time in arrival
-  order). Grouping the rows by key costs the engine what it costs the floor. Its floor keeps its timers by expiry (`{expiry: {key: None}}`) and pops
-  the due ones, rather than looking through every key's timers at every batch: 1.25 to 1.6 times faster,
+  as the floor reads them in C: a generator expression over the rows cost about 5% of the run. What is left
+  is the handlers' calls and their state and timer calls: with batches of 10,000, about 0.3 s per million
+  events (two handler calls, two key switches, two state reads, a write, a clear, a timer added and one
+  deleted per key and batch), where the floor spends about 0.1 s on the same keys and timers in dict
+  operations; and the handler's reading of rows that lie scattered over the batch's (the floor reads each
+  row's time in arrival order). Grouping the rows by key costs the engine what it costs the floor. Its floor
+  keeps its timers by expiry (`{expiry: {key: None}}`) and pops the due ones, rather than looking through
+  every key's timers at every batch: 1.25 to 1.6 times faster,
   which lowered the process step's ratio as much; it groups a batch's times with `defaultdict(list)`, not a
   new list for every row (`setdefault(key, [])`), 4% faster.
 - *Less fixed cost per batch* (`core/physical.Scheduler`, `models/microbatch.py`): the scheduler looks only at
