@@ -142,9 +142,10 @@ AGREES = re.compile(r"^(\d+) of \1 batches match; (\d+) of \2 rows match$")
 
 
 def plan_kind(plan: str) -> str:
-    """The stateful steps of a plan's description, in a few words: ``dedup, then sliding windows``."""
-    steps = [
-        kind
+    """The stateful steps of a plan's description, in a few words and in the plan's order: ``dedup, then sliding
+    windows``, ``join, then tumbling windows``."""
+    found = [
+        (plan.index(word), kind)
         for kind, word in (
             ("dedup", "dedup by"),
             ("aggregate", "aggregate"),
@@ -156,6 +157,7 @@ def plan_kind(plan: str) -> str:
         )
         if word in plan
     ]
+    steps = [kind for _, kind in sorted(found)]
     if "join" in steps and "dedup" in steps:
         return "dedup on each side, then join"
     return ", then ".join(steps)

@@ -3,7 +3,8 @@
 ``ministream fuzz LESSON`` draws random *events* for a fixed pipeline. ``ministream fuzz --pipelines N`` draws the
 pipelines too: one or two sources, a watermark or none, a few stateless steps, then one or two chained
 stateful steps (a running aggregate, tumbling, sliding or session windows, deduplication, a stream-stream join;
-deduplication then an aggregate or a window, or on each side of a join), with random durations, output modes
+deduplication then an aggregate or a window, or on each side of a join; a join then a window over its rows),
+with random durations, output modes
 and watermark policies, each drawn only where Spark accepts it (append mode needs a watermark, session windows
 refuse update mode, joins run in append mode...), and keyed process functions (the processors of
 ``tools/random_processors.py``: a per-key counter, and a counter of quiet keys on an event-time timer, which
@@ -36,8 +37,9 @@ from ministream.time.units import format_duration
 FIELDS = {"key": str, "value": float}
 """Every random pipeline's events: a key among a few (``fuzz.KEYS``) and a small whole number."""
 
-AGGREGATES = {"count": "Count()", "sum": 'Sum("value")', "max": 'Max("value")', "min": 'Min("value")'}
-"""The aggregates a step may compute, and how a pipeline file writes them."""
+AGGREGATES = {"count": "Count()", "sum": 'Sum("{value}")', "max": 'Max("{value}")', "min": 'Min("{value}")'}
+"""The aggregates a step may compute, and how a pipeline file writes them (``{value}``: the value column's name,
+``value``, or ``l_value`` after a join)."""
 
 JOIN_TYPES = ("inner", "left_outer", "right_outer", "full_outer", "left_semi")
 
@@ -74,6 +76,8 @@ class RandomPlan:
     stateless steps, its chain of stateful steps, its output mode and watermark policy."""
 
     stateful: tuple[Stateful, ...]
+    """The chain, in order: one or two steps; with two inputs, a join, with a dedup before it (on each side) or a
+    window after it (over the joined rows, :data:`AFTER_JOIN`)."""
     inputs: tuple[str, ...] = ("events",)
     delays: tuple[int | None, ...] = (None,)
     stateless: tuple[tuple[Stateless, ...], ...] = ((),)
@@ -89,7 +93,10 @@ class RandomPlan:
         ]
         for name, steps in zip(self.inputs, self.stateless):
             parts += [_describe_stateless(step, name) for step in steps]
-        parts += [_describe_stateful(step, len(self.inputs) > 1) for step in self.stateful]
+        joined = False  # a step after the join runs on its rows
+        for step in self.stateful:
+            parts.append(_describe_stateful(step, len(self.inputs) > 1) + (" of the joined rows" if joined else ""))
+            joined = joined or step.kind == "join"
         policy = f", {self.policy} watermark policy" if len(self.inputs) > 1 else ""
         return f"A random pipeline: {'; '.join(parts)} ({self.output_mode} mode{policy})."
 
@@ -134,6 +141,8 @@ def random_plan(rng: random.Random, kinds: tuple[str, ...] | None = None) -> Ran
     ['aggregate', 'dedup', 'join', 'process', 'session', 'sliding', 'tumbling']
     >>> sorted({len(plan.stateful) for plan in plans}), sorted({len(plan.inputs) for plan in plans})
     ([1, 2], [1, 2])
+    >>> sorted({plan.stateful[-1].kind for plan in plans if plan.stateful[0].kind == "join"})  # a window after
+    ['join', 'session', 'sliding']
     """
     kinds = kinds or STATEFUL_KINDS
     first = rng.choice(kinds)
@@ -159,6 +168,39 @@ def random_plan(rng: random.Random, kinds: tuple[str, ...] | None = None) -> Ran
 
 STATEFUL_KINDS = ("aggregate", "tumbling", "sliding", "session", "dedup", "join", "process")
 WINDOWED = ("tumbling", "sliding", "session")
+AFTER_JOIN = WINDOWED
+"""The steps a plan may run on a join's rows: windows over the left row's event time ``l_ts``, per ``l_key`` or
+global, in append mode (Spark's ``MultiStatefulOperatorsSuite`` chains a time-interval join and a window the
+same way). Each step then runs with the join's output watermark (``models/watermark_propagation.py``)."""
+
+DUPLICATE_SENSITIVE = ("count", "sum")
+"""The aggregates whose result changes when a row is repeated. A window after a left or full outer join computes
+at least one of them: over the left rows with only ``max`` and ``min``, Spark's optimizer removes the join
+(``EliminateOuterJoin``: the aggregate reads one side only and no aggregate counts duplicates), so the twin runs
+another query, with no join state and no watermark from the right input (``tutorials/spark-facts.md``)."""
+
+
+def valid_chain(chain, inputs: int) -> bool:
+    """Whether a chain of stateful steps is one the generator draws: with two inputs, a join, and after it
+    only a step of :data:`AFTER_JOIN` (after a left or full outer join, one with an aggregate of
+    :data:`DUPLICATE_SENSITIVE`); with one input, no join.
+
+    >>> valid_chain([Stateful("join"), Stateful("tumbling")], 2), valid_chain([Stateful("tumbling")], 2)
+    (True, False)
+    >>> valid_chain([Stateful("join"), Stateful("dedup")], 2), valid_chain([Stateful("dedup")], 1)
+    (False, True)
+    >>> valid_chain([Stateful("join", how="left_outer"), Stateful("tumbling", aggregates=("max",))], 2)
+    False
+    """
+    kinds = [step.kind for step in chain]
+    if "join" not in kinds:
+        return inputs == 1
+    join = kinds.index("join")
+    after = chain[join + 1 :]
+    outer = chain[join].how in ("left_outer", "full_outer")  # Spark would remove the join (DUPLICATE_SENSITIVE)
+    if outer and any(not set(step.aggregates) & set(DUPLICATE_SENSITIVE) for step in after):
+        return False
+    return inputs == 2 and all(step.kind in AFTER_JOIN for step in after)
 
 
 def _stateful(rng: random.Random, kind: str) -> Stateful:
@@ -214,8 +256,14 @@ def _join_plan(rng: random.Random) -> RandomPlan:
         upper = rng.choice((0, 1_000, 2_000, 5_000))
     join = Stateful("join", how=how, lower=lower, upper=upper)
     chain: tuple[Stateful, ...] = (join,)
-    if rng.random() < 0.3:  # each side deduplicated, then joined: two chained stateful steps per side
+    draw = rng.random()
+    if draw < 0.3:  # each side deduplicated, then joined: two chained stateful steps per side
         chain = (Stateful("dedup", dedup=rng.choice(("key", "key_ts", "row", "within"))), join)
+    elif draw < 0.6:  # joined, then windowed over the joined rows' left event time (a watermark on each side)
+        window = _stateful(rng, rng.choice(AFTER_JOIN))
+        if not valid_chain((join, window), 2):  # max and min only, after an outer join: count the rows too
+            window = attrs.evolve(window, aggregates=tuple(sorted({*window.aggregates, "count"})))
+        chain = (join, window)
     if how == "inner" and not bounded and len(chain) == 1:
         delays = (rng.choice((None, *DELAYS)), rng.choice((None, *DELAYS)))
     else:
@@ -264,7 +312,7 @@ def pipeline_source(plan: RandomPlan) -> str:
     lines.append(f'OUTPUT_MODE = "{plan.output_mode}"')
     lines += ["", "", f"def pipeline({', '.join(plan.inputs)}):"]
     body: list[str] = []
-    join = plan.stateful[-1].kind == "join"
+    join = any(step.kind == "join" for step in plan.stateful)
     for name, delay, steps in zip(plan.inputs, plan.delays, plan.stateless):
         prefix = f"{name[0]}_" if join else ""  # a join's sides have their own column names (l_key, r_key...)
         columns = ", ".join(f'{prefix}{column}="{prefix}{column}"' for column in ("key", "ts", "value"))
@@ -285,10 +333,13 @@ def pipeline_source(plan: RandomPlan) -> str:
         if join and plan.stateful[0].kind == "dedup":  # a join's dedup runs on each side, on its own columns
             body.append(f"{name} = {name}.{_dedup_call(plan.stateful[0], f'{name}_dedup', prefix)}")
     stream = plan.inputs[0]
+    joined = False  # a step after the join reads its rows: the left side's columns, l_key, l_ts and l_value
     for index, step in enumerate(plan.stateful):
         if join and step.kind == "dedup":
             continue
-        call = _stateful_call(step, f"{step.kind}" if index == 0 else f"{step.kind}_{index}", plan)
+        name = f"{step.kind}" if index == 0 else f"{step.kind}_{index}"
+        call = _stateful_call(step, name, plan, prefix="l_" if joined else "")
+        joined = joined or step.kind == "join"
         if index == len(plan.stateful) - 1:
             body.append(f"return {stream}.{call}")
         else:
@@ -314,9 +365,12 @@ def _dedup_call(step: Stateful, name: str, prefix: str = "") -> str:
     return f"drop_duplicates({arguments})"
 
 
-def _stateful_call(step: Stateful, name: str, plan: RandomPlan) -> str:
-    aggregates = ", ".join(f"{aggregate}={AGGREGATES[aggregate]}" for aggregate in step.aggregates)
-    key = 'key_by("key")' if step.keyed else "key_by([])"
+def _stateful_call(step: Stateful, name: str, plan: RandomPlan, prefix: str = "") -> str:
+    """The call of one stateful step; ``prefix``: its input's column names start with it (``l_`` after a join,
+    whose windows then name their event-time column, as the join's rows carry two)."""
+    value = f"{prefix}value"
+    aggregates = ", ".join(f"{aggregate}={AGGREGATES[aggregate].format(value=value)}" for aggregate in step.aggregates)
+    key = f'key_by("{prefix}key")' if step.keyed else "key_by([])"
     if step.kind == "aggregate":
         return f'{key}.aggregate("{name}", {aggregates})'
     if step.kind in WINDOWED:
@@ -326,7 +380,8 @@ def _stateful_call(step: Stateful, name: str, plan: RandomPlan) -> str:
             assigner = f'Sliding("{format_duration(step.size)}", "{format_duration(step.slide)}")'
         else:
             assigner = f'Session("{format_duration(step.size)}")'
-        return f'{key}.window("{name}", {assigner}, {aggregates})'
+        column = f', column="{prefix}ts"' if prefix else ""
+        return f'{key}.window("{name}", {assigner}{column}, {aggregates})'
     if step.kind == "dedup":
         return _dedup_call(step, name)
     if step.kind == "join":

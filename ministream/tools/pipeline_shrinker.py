@@ -24,7 +24,7 @@ import attrs
 
 from ministream.errors import PipelineError
 from ministream.tools.fuzz import Outcome, check_script, shrink_candidates, trimmed
-from ministream.tools.pipeline_generator import RandomPlan, modes_for, plan_lesson
+from ministream.tools.pipeline_generator import RandomPlan, modes_for, plan_lesson, valid_chain
 
 Check = Callable[[RandomPlan, object], Outcome]
 """``check(plan, script)``: run both engines on the plan's pipeline and the script, and say how they compare
@@ -56,7 +56,7 @@ def smaller_plans(plan: RandomPlan) -> list[RandomPlan]:
         candidate
         for candidate in candidates
         if plan.output_mode in modes_for(candidate.stateful)
-        and (len(candidate.inputs) > 1) == (candidate.stateful[-1].kind == "join")  # two inputs: a join last
+        and valid_chain(candidate.stateful, len(candidate.inputs))  # two inputs: a join, and only a window after it
         and (candidate.delays[0] is not None or not _event_time_timers(candidate))
     ]
 

@@ -3,6 +3,7 @@ scripts, a disagreement written as a pipeline file and an events file that repla
 sample in which ministream and the compiled twins agree."""
 
 import io
+import random
 
 import pytest
 
@@ -10,8 +11,10 @@ from ministream.core.compare import compare_batches
 from ministream.core.events import read_events
 from ministream.lessons.pipeline_file import load_pipeline_file
 from ministream.tools.cli import main
-from ministream.tools.fuzz import Outcome
+from ministream.tools.fuzz import Outcome, random_script
 from ministream.tools.pipeline_fuzz import fuzz_pipelines
+from ministream.tools.pipeline_generator import AFTER_JOIN, plan_lesson, random_plan
+from ministream.tools.pipeline_shrinker import spark_check
 from tests.tools.test_pipeline_shrinker import planted
 
 
@@ -64,3 +67,58 @@ def test_a_fixed_seed_sample_agrees_with_the_compiled_twins(tmp_path):
     assert status == 0 and list(tmp_path.iterdir()) == []
     assert sum(line.startswith("pipeline ") and ": A random pipeline:" in line for line in lines) == 6
     assert any("process: rows per key until quiet for 500 milliseconds (event-time timer)" in line for line in lines)
+
+
+@pytest.mark.spark
+def test_windows_after_joins_agree_with_their_compiled_twins():
+    """The first three plans of seed 5 drawn among joins that have a window after the join (a right outer join
+    then session windows, a left semi join then sliding windows, a left outer join then session windows, with
+    both watermark policies): ministream
+    and the compiled twin agree batch for batch on two random scripts each. The window step runs with the
+    join's output watermark in both engines (Spark's WatermarkPropagator)."""
+    plans = []
+    for index in range(100):
+        plan = random_plan(random.Random(f"pipelines:5:{index}"), kinds=("join",))
+        if plan.stateful[-1].kind in AFTER_JOIN:
+            plans.append((index, plan))
+    assert [plan.stateful[0].how for _, plan in plans[:3]] == ["right_outer", "left_semi", "left_outer"]
+    for index, plan in plans[:3]:
+        check = spark_check(f"joined_{index}")
+        lesson = plan_lesson(plan, f"joined_{index}")
+        for number in range(2):
+            script = random_script(lesson, random.Random(f"pipelines:5:{index}:{number}"), {})
+            outcome = check(plan, script)
+            assert outcome.matches, (plan.describe(), script, outcome)
+
+
+@pytest.mark.spark
+def test_spark_removes_an_outer_join_under_max_and_min_of_its_left_rows(spark):
+    """Why the generator counts the rows in a window after an outer join (DUPLICATE_SENSITIVE): Spark's optimizer
+    (EliminateOuterJoin) drops a left or full outer join under a window that reads only the left's columns with
+    max and min alone, and keeps it once a count sits beside them, or for an inner or right outer join."""
+    from pyspark.sql import functions as F
+
+    def side(prefix):
+        rows = spark.range(4).select(F.col("id").cast("string").alias("key"), F.timestamp_seconds("id").alias("ts"))
+        return rows.select(
+            F.col("key").alias(f"{prefix}_key"),
+            F.col("ts").alias(f"{prefix}_ts"),
+            F.lit(1.0).alias(f"{prefix}_value"),
+        )
+
+    def has_join(how, aggregates):
+        joined = side("l").join(
+            side("r"), F.expr("l_key = r_key AND r_ts BETWEEN l_ts AND l_ts + interval 1 second"), how
+        )
+        windows = joined.groupBy("l_key", F.window("l_ts", "10 seconds")).agg(*aggregates)
+        return "Join " in windows._jdf.queryExecution().optimizedPlan().toString()
+
+    max_min = (F.max("l_value"), F.min("l_value"))
+    counted = (F.count("*"), F.max("l_value"))
+    assert [has_join(how, max_min) for how in ("left_outer", "full_outer", "right_outer", "inner")] == [
+        False,
+        False,
+        True,
+        True,
+    ]
+    assert all(has_join(how, counted) for how in ("left_outer", "full_outer"))

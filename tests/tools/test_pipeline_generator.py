@@ -8,6 +8,7 @@ import pytest
 
 from ministream.tools.fuzz import random_script
 from ministream.tools.pipeline_generator import (
+    AFTER_JOIN,
     STATEFUL_KINDS,
     RandomPlan,
     Stateful,
@@ -15,6 +16,7 @@ from ministream.tools.pipeline_generator import (
     pipeline_source,
     plan_lesson,
     random_plan,
+    valid_chain,
 )
 
 PLANS = [random_plan(random.Random(f"pipelines:0:{index}")) for index in range(300)]
@@ -37,8 +39,11 @@ def test_every_plan_is_valid_and_runs_in_the_engine(index):
     assert plan.output_mode in modes_for(plan.stateful)
     if plan.output_mode == "append" and any(step.kind in ("tumbling", "sliding", "session") for step in plan.stateful):
         assert plan.delays[0] is not None
-    if plan.stateful[-1].kind == "join":
+    if any(step.kind == "join" for step in plan.stateful):
         assert plan.inputs == ("left", "right") and plan.output_mode == "append"
+        assert valid_chain(plan.stateful, 2)
+    if plan.stateful[-1].kind in AFTER_JOIN and plan.stateful[0].kind == "join":
+        assert None not in plan.delays  # the window closes by the join's output watermark: both sides have one
     lesson = plan_lesson(plan, f"p{index}")
     assert lesson.doc == plan.describe() and lesson.mode({}) == plan.output_mode
     for number in range(2):
@@ -49,14 +54,17 @@ def test_every_plan_is_valid_and_runs_in_the_engine(index):
 
 def test_the_plans_cover_every_kind_mode_and_shape():
     """Over 300 seeds: every stateful kind, every output mode, one and two inputs, one and two stateful steps
-    (dedup before an aggregate, a window, a session or a join), every join type, and stateless steps."""
+    (dedup before an aggregate, a window, a session or a join; a window or a session after a join), every join
+    type, and stateless steps."""
     kinds = Counter(plan.stateful[0].kind for plan in PLANS)
     assert set(kinds) == set(STATEFUL_KINDS)
     assert {plan.output_mode for plan in PLANS} == {"append", "update", "complete"}
     assert {len(plan.inputs) for plan in PLANS} == {1, 2} and {len(plan.stateful) for plan in PLANS} == {1, 2}
     chains = {tuple(step.kind for step in plan.stateful) for plan in PLANS if len(plan.stateful) == 2}
-    assert chains == {("dedup", kind) for kind in ("aggregate", "tumbling", "sliding", "session", "join")}
-    assert {plan.stateful[-1].how for plan in PLANS if plan.stateful[-1].kind == "join"} == {
+    assert chains == {("dedup", kind) for kind in ("aggregate", "tumbling", "sliding", "session", "join")} | {
+        ("join", kind) for kind in ("tumbling", "sliding", "session")
+    }
+    assert {step.how for plan in PLANS for step in plan.stateful if step.kind == "join"} == {
         "inner",
         "left_outer",
         "right_outer",
@@ -78,6 +86,44 @@ def test_a_plan_is_written_as_a_pipeline_file():
         '    events = events.drop_duplicates("dedup", ["key", "ts"])',
         '    return events.key_by("key").window("tumbling_1", Tumbling("5 seconds"), count=Count(), sum=Sum("value"))',
     ]
+
+
+def test_a_window_after_a_join_is_written_over_the_left_rows_and_runs_in_the_engine():
+    """A left outer join then a tumbling window per l_key: the window names l_ts, the join's left event time,
+    and sums l_value. Run on three batches: a left row that finds no match is emitted padded with nulls once
+    the watermark passes its range, and the window counts it with the matched pair when the join's output
+    watermark closes it (the window step runs with the join's output watermark, not the global one)."""
+    join = Stateful("join", how="left_outer", lower=0, upper=1_000)
+    plan = RandomPlan(
+        stateful=(join, Stateful("tumbling", size=5_000, aggregates=("count", "sum"))),
+        inputs=("left", "right"),
+        delays=(0, 0),
+        stateless=((), ()),
+    )
+    assert plan.describe() == (
+        "A random pipeline: watermark 0 seconds on left; watermark 0 seconds on right; left_outer join on key "
+        "within [0, 1000] ms; tumbling 5 seconds windows per key of the joined rows (append mode, min watermark "
+        "policy)."
+    )
+    c = {"ts": 30_000, "key": "c", "value": 1.0}  # c and b move the watermark past the window
+    b = {"ts": 20_000, "key": "b", "value": 1.0}
+    assert pipeline_source(plan).splitlines()[-2:] == [
+        (
+            '    left = left.key_by("l_key").join("join", right.key_by("r_key"), how="left_outer", '
+            'between=TimeRange("l_ts", "r_ts", lower=0, upper=1000))'
+        ),
+        (
+            '    return left.key_by("l_key").window("tumbling_1", Tumbling("5 seconds"), column="l_ts", '
+            'count=Count(), sum=Sum("l_value"))'
+        ),
+    ]
+    script = {
+        "left": [[{"ts": 1_000, "key": "a", "value": 2.0}, {"ts": 2_000, "key": "a", "value": 3.0}], [], [c]],
+        "right": [[{"ts": 1_500, "key": "a", "value": 1.0}], [{"ts": 4_000, "key": "b", "value": 1.0}], [b]],
+    }
+    rows = [row for batch in plan_lesson(plan, "joined").run(script).output() for row in batch.rows]
+    # the pair (1 s, 1.5 s) and the left row at 2 s, padded with nulls, in the window [0 s, 5 s) of key a
+    assert [(row["l_key"], row["window_start"], row["count"], row["sum"]) for row in rows] == [("a", 0, 2, 5.0)]
 
 
 def test_process_steps_are_drawn_with_both_processors_and_a_watermark_for_timers():

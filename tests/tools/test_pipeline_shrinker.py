@@ -85,3 +85,24 @@ def test_smaller_plans_keep_an_output_mode_spark_accepts():
     plan = RandomPlan(stateful=(Stateful("dedup"), Stateful("aggregate")), output_mode="complete")
     kinds = [tuple(step.kind for step in candidate.stateful) for candidate in smaller_plans(plan)]
     assert kinds == [("aggregate",)]
+
+
+def test_smaller_plans_of_a_join_then_a_window_keep_the_join():
+    """A join then a window may lose the window (the join alone is a plan of two inputs), never the join: a
+    window alone has one input."""
+    join = Stateful("join", how="inner", lower=0, upper=1_000)
+    plan = RandomPlan(
+        stateful=(join, Stateful("tumbling", size=5_000)), inputs=("left", "right"), delays=(0, 0), stateless=((), ())
+    )
+    kinds = [tuple(step.kind for step in candidate.stateful) for candidate in smaller_plans(plan)]
+    assert ("join",) in kinds and ("tumbling",) not in kinds
+
+
+def test_smaller_plans_keep_a_count_in_a_window_after_an_outer_join():
+    """After a left outer join, a window of count and max may lose its max, not its count: with max alone,
+    Spark's optimizer would remove the join (pipeline_generator.DUPLICATE_SENSITIVE)."""
+    join = Stateful("join", how="left_outer", lower=0, upper=1_000)
+    window = Stateful("tumbling", size=5_000, aggregates=("count", "max"))
+    plan = RandomPlan(stateful=(join, window), inputs=("left", "right"), delays=(0, 0), stateless=((), ()))
+    cut = [candidate.stateful[-1].aggregates for candidate in smaller_plans(plan) if len(candidate.stateful) == 2]
+    assert ("count",) in cut and ("max",) not in cut
