@@ -13,7 +13,9 @@ What happens in micro-batch k (Spark's ``StreamingSymmetricHashJoinExec``):
    (a ``with_watermark`` upstream of it, or a window column made from one) filters late rows: the other
    side's rows are never late, even though the global watermark moves;
 2. **the left rows** join the right state, then are stored (a left-semi row that matched is emitted once and
-   not stored);
+   not stored; in a left semi join, a row that did not match and is at or below the left state watermark of
+   WM_k, so would leave at step 4, is not stored either: this batch's right rows do not see it, as measured
+   on Spark 4.3, where an inner join's left rows are all stored);
 3. **the right rows** join the left state, which already holds this batch's left rows, then are stored;
 4. **state is evicted** with WM_k: a row leaves when its event time ``<=`` its side's state watermark. An
    outer join emits an evicted row padded with nulls if it never matched: never earlier, because until then
@@ -137,7 +139,7 @@ class StreamJoin(Operator):
     """
 
     keyed = True
-    counts_rows = True  # each row that is not late is "stored in state", or "matched once, not stored" (semi)
+    counts_rows = True  # each row that is not late is "stored in state", or not stored (left semi, two ways)
 
     def __init__(
         self,
@@ -310,7 +312,8 @@ class StreamJoin(Operator):
         """Rules 2 and 3 for the batch's new rows of one side, in their order: each meets the other side's
         stored rows of its key that are in its time range (a binary search in the key's times, then
         :meth:`_matches`), then is stored (in time order, and in the eviction index when it is its key's
-        earliest row); a left-semi row that matched is emitted once and not stored. A row that fails its
+        earliest row); a left-semi row that matched is emitted once and not stored, and one that did not and is
+        at or below the left state watermark of WM_k is not stored (rule 2). A row that fails its
         side's condition (kept in the join because the side is preserved) can never match: its null-padded
         row comes out at once and it is not stored. The loop runs once per row: what it reads of the operator
         is taken into local names first."""
@@ -324,6 +327,10 @@ class StreamJoin(Operator):
         # with '=', a null key matches nothing (on a side not preserved, such rows were dropped before)
         check_nulls = not self.null_safe and self._preserved(side)
         semi_left = self.how == "left_semi" and side == 0
+        # left semi: the left rows at or below this leave at step 4, and Spark does not store them (rule 2)
+        semi_limit = None
+        if semi_left and self.batch is not None and self.batch.watermark is not None and evicted_by is not None:
+            semi_limit = self._state_watermark(0, self.batch.watermark)
         # the usual join (inner or outer, no condition on the pair): every candidate matches, and the loop
         # below joins them itself, without a call of _matches for each row that matches
         plain, joined = self.how != "left_semi" and self.where is None, self._joined if self.using else joined_row
@@ -331,7 +338,7 @@ class StreamJoin(Operator):
         tracing, name, other_name = self.ctx.tracing, self.sides[side].name, self.sides[1 - side].name
         marking = self.ctx.state.reads_marks(("left", "right")[side])  # a checkpoint will read the stored keys
         out: list[dict] = []
-        stored = semi_matched = padded = 0
+        stored = semi_matched = semi_leaving = padded = 0
         for key, row in zip(keys, rows):  # zip reuses its pair tuple: no object per row
             if condition is not None and not condition.fn(row):
                 padded += 1
@@ -363,6 +370,16 @@ class StreamJoin(Operator):
                 semi_matched += 1
                 out += matches
                 self._explain_emit(matches, "left semi: the left row matched, emitted once and not stored")
+                continue
+            if semi_limit is not None and row[evicted_by] <= semi_limit:
+                semi_leaving += 1
+                if tracing:
+                    self.ctx.explain(
+                        "state",
+                        f"left semi: the left row matched no stored right row and is at or before the left state "
+                        f"watermark {format_ts(semi_limit)}: not stored, so this batch's right rows cannot match it",
+                        row,
+                    )
                 continue
             # the store: the row goes at its place in time order (mostly last), its time at the same place
             by_key = table.get(group)
@@ -399,6 +416,7 @@ class StreamJoin(Operator):
         for outcome, how_many in (
             ("stored in state", stored),
             ("matched once, not stored (left semi)", semi_matched),
+            ("not stored: at or below the left state watermark (left semi)", semi_leaving),
             ("emitted padded with nulls at once (fails its side's condition)", padded),
         ):
             if how_many:

@@ -142,6 +142,31 @@ def test_left_semi_emits_a_left_row_once_at_its_first_match_and_does_not_keep_it
     assert state_sizes_by_side(run.trace, "join")["left"] == [1, 1]  # L(1 s) stored, L(2 s) not
 
 
+# Left rows a (4 s) then a (2.9 s), right rows a (11 s) then a (3 s), a range of 0..1 s, watermarks of 0 s: the
+# second pair arrives in batch 2, whose WM_k is 4 s (the left state watermark 3 s) and whose WM_{k-1} is 0, so
+# neither row is late, and the left row is at or below the left state watermark. Found by `ministream fuzz` on a
+# random pipeline (a left semi join, then a session window), confirmed on Spark below.
+LEAVING_LEFT = [[L(4 * S)], [], [L(2_900)]]
+LEAVING_RIGHT = [[], [R(11 * S)], [R(3 * S)]]
+ONE_SECOND = TimeRange("l_time", "r_time", 0, 1 * S)
+
+
+def test_left_semi_does_not_store_a_left_row_that_leaves_this_batch():
+    """Left semi: a new left row that matched no stored right row, and is at or below the left state watermark
+    of WM_k, is not stored, so the same batch's right rows cannot match it (Spark 4.3); an inner join stores
+    every left row, and emits the pair. A left row above the state watermark is stored and matched."""
+    semi = join_flow(LEAVING_LEFT, LEAVING_RIGHT, how="left_semi", between=ONE_SECOND)
+    assert batches(semi)[2] == (2, 4000, [])
+    outcomes = run_microbatch(semi).accounting().step("join").outcomes
+    assert outcomes["not stored: at or below the left state watermark (left semi)"] == 1
+    inner = join_flow(LEAVING_LEFT, LEAVING_RIGHT, between=ONE_SECOND)
+    assert batches(inner)[2] == (2, 4000, [(2900, 3000)])
+    staying = join_flow(
+        [[L(4 * S)], [], [L(3_500)]], [[], [R(11 * S)], [R(4 * S)]], how="left_semi", between=ONE_SECOND
+    )
+    assert batches(staying)[2] == (2, 4000, [(3500, None), (4000, None)])
+
+
 def test_state_grows_without_a_time_range_and_shrinks_with_one():
     """An inner join without a range never evicts; with one, each side's state shrinks as the watermark
     moves, and a no-data batch runs to evict after the last data."""
@@ -291,3 +316,27 @@ def test_a_window_in_the_join_key_matches_spark(how):
         assert [batch.rows for batch in run_microbatch(window_join_flow(how)).output()][-1] == [
             {"l_key": "c", "l_end": 50000, "r_key": None, "r_end": None}
         ]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("how", ["left_semi", "inner"])
+def test_a_left_row_leaving_in_its_batch_matches_spark(how):
+    """The rows of test_left_semi_does_not_store_a_left_row_that_leaves_this_batch, in Spark: a left semi join
+    emits nothing in batch 2, an inner join the pair, as ministream does."""
+    from pyspark.sql import functions as F
+
+    from ministream.core.compare import compare_batches
+    from ministream.spark import run_query, scripted_stream, spark_session
+
+    spark = spark_session()
+
+    def side(script, p):
+        df = scripted_stream(spark, f"{p}_key STRING, {p}_time TIMESTAMP", script)
+        return df.withWatermark(f"{p}_time", "0 seconds")
+
+    condition = "l_key = r_key AND r_time BETWEEN l_time AND l_time + interval 1 second"
+    joined = side(LEAVING_LEFT, "l").join(side(LEAVING_RIGHT, "r"), F.expr(condition), how)
+    twin = joined.select("l_key", "l_time") if how == "left_semi" else joined
+    ours = run_microbatch(join_flow(LEAVING_LEFT, LEAVING_RIGHT, how=how, between=ONE_SECOND)).output()
+    result = compare_batches(ours, run_query(twin, "append"))
+    assert result.matches, result.table()
