@@ -14,8 +14,8 @@ What happens in micro-batch k (Spark's ``StreamingSymmetricHashJoinExec``):
    side's rows are never late, even though the global watermark moves;
 2. **the left rows** join the right state, then are stored (a left-semi row that matched is emitted once and
    not stored; in a left semi join, a row that did not match and is at or below the left state watermark of
-   WM_k, so would leave at step 4, is not stored either: this batch's right rows do not see it, as measured
-   on Spark 4.3, where an inner join's left rows are all stored);
+   WM_k, so would leave at step 4, is not stored either, and this batch's right rows do not see it, while an
+   inner or outer join stores every left row: Spark 4.3 does so, ``tutorials/spark-facts.md``);
 3. **the right rows** join the left state, which already holds this batch's left rows, then are stored;
 4. **state is evicted** with WM_k: a row leaves when its event time ``<=`` its side's state watermark. An
    outer join emits an evicted row padded with nulls if it never matched: never earlier, because until then

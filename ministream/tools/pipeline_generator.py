@@ -4,12 +4,11 @@
 pipelines too: one or two sources, a watermark or none, a few stateless steps, then one or two chained
 stateful steps (a running aggregate, tumbling, sliding or session windows, deduplication, a stream-stream join;
 deduplication then an aggregate or a window, or on each side of a join; a join then a window over its rows),
-with random durations, output modes
-and watermark policies, each drawn only where Spark accepts it (append mode needs a watermark, session windows
-refuse update mode, joins run in append mode...), and keyed process functions (the processors of
-``tools/random_processors.py``: a per-key counter, and a counter of quiet keys on an event-time timer, which
-needs a watermark), which the compiler runs through ``spark/processor_adapter.py``. A :class:`RandomPlan` is
-typed data; :func:`pipeline_source` writes it as a pipeline file
+with random durations, output modes and watermark policies, each drawn only where Spark accepts it (append mode
+needs a watermark, session windows refuse update mode, joins run in append mode...), and keyed process
+functions (the processors of ``tools/random_processors.py``: a per-key counter, and a counter of quiet keys on
+an event-time timer, which needs a watermark), which the compiler runs through ``spark/processor_adapter.py``.
+A :class:`RandomPlan` is typed data; :func:`pipeline_source` writes it as a pipeline file
 (``lessons/pipeline_file.py``), and the lesson is loaded from that very text, so the file a disagreement
 leaves behind is exactly the pipeline that was run.
 
