@@ -13,10 +13,11 @@ What happens in micro-batch k (Spark's ``StreamingSymmetricHashJoinExec``):
    (a ``with_watermark`` upstream of it, or a window column made from one) filters late rows: the other
    side's rows are never late, even though the global watermark moves;
 2. **the left rows** join the right state, then are stored (a left-semi row that matched is emitted once and
-   not stored; in a left semi join, a row that did not match and is at or below the left state watermark of
-   WM_k, so would leave at step 4, is not stored either, and this batch's right rows do not see it, while an
-   inner or outer join stores every left row: Spark 4.3 does so, ``tutorials/spark-facts.md``);
-3. **the right rows** join the left state, which already holds this batch's left rows, then are stored;
+   not stored);
+3. **the right rows** join the left state, which already holds this batch's left rows, then are stored; in a
+   left semi join, a right row at or below the right state watermark of WM_k (so it leaves at step 4) meets
+   only the left rows stored in earlier batches, not this batch's (Spark 4.3 does so: ``tutorials/spark-facts.md``;
+   an inner or outer join's right rows meet them all);
 4. **state is evicted** with WM_k: a row leaves when its event time ``<=`` its side's state watermark. An
    outer join emits an evicted row padded with nulls if it never matched: never earlier, because until then
    a match could still come.
@@ -139,7 +140,7 @@ class StreamJoin(Operator):
     """
 
     keyed = True
-    counts_rows = True  # each row that is not late is "stored in state", or not stored (left semi, two ways)
+    counts_rows = True  # each row that is not late is "stored in state", or "matched once, not stored" (semi)
 
     def __init__(
         self,
@@ -189,6 +190,7 @@ class StreamJoin(Operator):
         # {key_group: {key: [rows, matched]}}, one per side: parallel lists, see the class
         self.state = (ctx.state.table("left"), ctx.state.table("right"))
         self.arrived = (([], []), ([], []))  # per side, (keys, rows): parallel lists, see the class
+        self.new_left: set[int] | None = None  # left semi: ids of the left rows stored in this batch (rule 3)
         self.batch = None  # the batch running, then the last one this run ran
         self.late_rows = []  # every LateRow (time/lateness.py): what Run.late_rows() reports
         # marked for incremental checkpoints; not copy on write: a snapshot copies the lists
@@ -235,6 +237,7 @@ class StreamJoin(Operator):
         self.arrived = (([], []), ([], []))
         out = self._join_side(0, *left)  # rule 2: left rows meet the right state first
         out += self._join_side(1, *right)  # rule 3: then right rows meet the left state
+        self.new_left = None
         if batch.watermark is not None:  # rule 4: eviction, and the outer rows it releases
             for side in (0, 1):
                 out += self._evict(side, batch.watermark)
@@ -312,8 +315,8 @@ class StreamJoin(Operator):
         """Rules 2 and 3 for the batch's new rows of one side, in their order: each meets the other side's
         stored rows of its key that are in its time range (a binary search in the key's times, then
         :meth:`_matches`), then is stored (in time order, and in the eviction index when it is its key's
-        earliest row); a left-semi row that matched is emitted once and not stored, and one that did not and is
-        at or below the left state watermark of WM_k is not stored (rule 2). A row that fails its
+        earliest row); a left-semi row that matched is emitted once and not stored, and a left-semi right row
+        that leaves this batch meets only the left rows of earlier batches (rule 3). A row that fails its
         side's condition (kept in the join because the side is preserved) can never match: its null-padded
         row comes out at once and it is not stored. The loop runs once per row: what it reads of the operator
         is taken into local names first."""
@@ -327,10 +330,16 @@ class StreamJoin(Operator):
         # with '=', a null key matches nothing (on a side not preserved, such rows were dropped before)
         check_nulls = not self.null_safe and self._preserved(side)
         semi_left = self.how == "left_semi" and side == 0
-        # left semi: the left rows at or below this leave at step 4, and Spark does not store them (rule 2)
+        # left semi, rule 3: a right row at or below this leaves at step 4, and meets only the left rows of
+        # earlier batches, not those of this batch (whose ids the left side's pass collects in new_left)
         semi_limit = None
-        if semi_left and self.batch is not None and self.batch.watermark is not None and evicted_by is not None:
-            semi_limit = self._state_watermark(0, self.batch.watermark)
+        if self.how == "left_semi":
+            watermark = None if self.batch is None else self.batch.watermark
+            if side == 0:
+                self.new_left = set() if watermark is not None else None
+            elif watermark is not None and evicted_by is not None:
+                semi_limit = self._state_watermark(1, watermark)
+        new_left = self.new_left
         # the usual join (inner or outer, no condition on the pair): every candidate matches, and the loop
         # below joins them itself, without a call of _matches for each row that matches
         plain, joined = self.how != "left_semi" and self.where is None, self._joined if self.using else joined_row
@@ -338,7 +347,7 @@ class StreamJoin(Operator):
         tracing, name, other_name = self.ctx.tracing, self.sides[side].name, self.sides[1 - side].name
         marking = self.ctx.state.reads_marks(("left", "right")[side])  # a checkpoint will read the stored keys
         out: list[dict] = []
-        stored = semi_matched = semi_leaving = padded = 0
+        stored = semi_matched = padded = 0
         for key, row in zip(keys, rows):  # zip reuses its pair tuple: no object per row
             if condition is not None and not condition.fn(row):
                 padded += 1
@@ -365,21 +374,12 @@ class StreamJoin(Operator):
                             flags[position] = True
                             other_changed[key] = None
                 elif first < last:
-                    matches = self._matches(side, key, row, others, first, last)
+                    leaving = semi_limit is not None and row[evicted_by] <= semi_limit
+                    matches = self._matches(side, key, row, others, first, last, new_left if leaving else None)
             if matches and semi_left:
                 semi_matched += 1
                 out += matches
                 self._explain_emit(matches, "left semi: the left row matched, emitted once and not stored")
-                continue
-            if semi_limit is not None and row[evicted_by] <= semi_limit:
-                semi_leaving += 1
-                if tracing:
-                    self.ctx.explain(
-                        "state",
-                        f"left semi: the left row matched no stored right row and is at or before the left state "
-                        f"watermark {format_ts(semi_limit)}: not stored, so this batch's right rows cannot match it",
-                        row,
-                    )
                 continue
             # the store: the row goes at its place in time order (mostly last), its time at the same place
             by_key = table.get(group)
@@ -409,6 +409,8 @@ class StreamJoin(Operator):
             if marking:
                 changed[key] = None
             stored += 1
+            if semi_left and new_left is not None:
+                new_left.add(id(row))
             if matches:
                 out += matches
                 if tracing:
@@ -416,18 +418,20 @@ class StreamJoin(Operator):
         for outcome, how_many in (
             ("stored in state", stored),
             ("matched once, not stored (left semi)", semi_matched),
-            ("not stored: at or below the left state watermark (left semi)", semi_leaving),
             ("emitted padded with nulls at once (fails its side's condition)", padded),
         ):
             if how_many:
                 self.ctx.count(outcome, how_many)
         return out
 
-    def _matches(self, side: int, key, row: dict, stored: list, first: int, last: int) -> list[dict]:
+    def _matches(
+        self, side: int, key, row: dict, stored: list, first: int, last: int, skip: set[int] | None = None
+    ) -> list[dict]:
         """The output rows of a new ``row`` of ``side`` with the other side's stored rows of its key that are
         in its time range, in a left semi join or one with a condition on the pair (:meth:`_join_side` joins
         the others itself): ``stored`` is the key's ``[rows, matched]``, the candidates are its rows ``first``
-        to ``last - 1``; each one that matches gets its ``matched`` flag set."""
+        to ``last - 1``; each one that matches gets its ``matched`` flag set. ``skip``: the ids of stored rows
+        a new right row of a left semi join does not meet (this batch's left rows, when it leaves at step 4)."""
         out = []
         rows, matched = stored
         semi = self.how == "left_semi"
@@ -438,15 +442,15 @@ class StreamJoin(Operator):
                     self.changed[1][key] = None  # the stored row changed in place: it matched
                 return [dict(row)]
             for position in range(first, last):  # a new right row: each stored left row not emitted yet
-                if not matched[position]:
+                if not matched[position] and (skip is None or id(rows[position]) not in skip):
                     matched[position] = True
                     self.changed[0][key] = None
                     out.append(dict(rows[position]))
             return out
         for position in range(first, last):
             left, right = _sides(side, row, rows[position])
-            if semi and side == 1 and matched[position]:
-                continue  # left semi: a left row is emitted at its first match only
+            if semi and side == 1 and (matched[position] or (skip is not None and id(rows[position]) in skip)):
+                continue  # left semi: a left row is emitted at its first match only (and see skip)
             if self.where is not None and not self.where(left, right):
                 continue
             if not matched[position]:

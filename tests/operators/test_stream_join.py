@@ -142,29 +142,40 @@ def test_left_semi_emits_a_left_row_once_at_its_first_match_and_does_not_keep_it
     assert state_sizes_by_side(run.trace, "join")["left"] == [1, 1]  # L(1 s) stored, L(2 s) not
 
 
-# Left rows a (4 s) then a (2.9 s), right rows a (11 s) then a (3 s), a range of 0..1 s, watermarks of 0 s: the
-# second pair arrives in batch 2, whose WM_k is 4 s (the left state watermark 3 s) and whose WM_{k-1} is 0, so
-# neither row is late, and the left row is at or below the left state watermark. Found by `ministream fuzz` on a
-# random pipeline (a left semi join, then a session window), confirmed on Spark below.
-LEAVING_LEFT = [[L(4 * S)], [], [L(2_900)]]
-LEAVING_RIGHT = [[], [R(11 * S)], [R(3 * S)]]
+# A range of 0..1 s, watermarks of 0 s; left a (4 s) in batch 0, right a (11 s) in batch 1, then new rows in
+# batch 2, which runs with WM_{k-1} = 0 (nothing is late) and WM_k = 4 s: the right state watermark is 3.999 s
+# (the lower bound, 0 s, is inclusive), the left one 2.999 s. Found by `ministream fuzz --pipelines` (a left
+# semi join, then a session window; and a left semi join alone), and confirmed on Spark below.
 ONE_SECOND = TimeRange("l_time", "r_time", 0, 1 * S)
+FIRST_LEFT, FIRST_RIGHT = [[L(4 * S)], []], [[], [R(11 * S)]]
+NEW_ROWS = {  # batch 2's new rows (left, right), and the left times a left semi join emits in batch 2
+    "right row leaving, left row new": ([L(3_500)], [R(3_600)], []),
+    "both leaving": ([L(2_900)], [R(3_000)], []),
+    "right row staying, left row new": ([L(3_500)], [R(4_000)], [3_500, 4_000]),
+}
 
 
-def test_left_semi_does_not_store_a_left_row_that_leaves_this_batch():
-    """Left semi: a new left row that matched no stored right row, and is at or below the left state watermark
-    of WM_k, is not stored, so the same batch's right rows cannot match it (Spark 4.3); an inner join stores
-    every left row, and emits the pair. A left row above the state watermark is stored and matched."""
-    semi = join_flow(LEAVING_LEFT, LEAVING_RIGHT, how="left_semi", between=ONE_SECOND)
-    assert batches(semi)[2] == (2, 4000, [])
-    outcomes = run_microbatch(semi).accounting().step("join").outcomes
-    assert outcomes["not stored: at or below the left state watermark (left semi)"] == 1
-    inner = join_flow(LEAVING_LEFT, LEAVING_RIGHT, between=ONE_SECOND)
-    assert batches(inner)[2] == (2, 4000, [(2900, 3000)])
-    staying = join_flow(
-        [[L(4 * S)], [], [L(3_500)]], [[], [R(11 * S)], [R(4 * S)]], how="left_semi", between=ONE_SECOND
-    )
-    assert batches(staying)[2] == (2, 4000, [(3500, None), (4000, None)])
+def leaving_flow(case, how="left_semi"):
+    left, right, _ = NEW_ROWS[case]
+    return join_flow(FIRST_LEFT + [left], FIRST_RIGHT + [right], how=how, between=ONE_SECOND)
+
+
+@pytest.mark.parametrize("case", sorted(NEW_ROWS))
+def test_left_semi_a_right_row_leaving_in_its_batch_meets_only_earlier_left_rows(case):
+    """Left semi: a new right row at or below the right state watermark of WM_k meets the left rows stored in
+    earlier batches, not this batch's (Spark 4.3); one above it meets them all. An inner join's right rows
+    meet this batch's left rows either way."""
+    emitted = [left for left, _ in batches(leaving_flow(case))[2][2]]
+    assert emitted == NEW_ROWS[case][2]
+    left, right, _ = NEW_ROWS[case]
+    inner = batches(leaving_flow(case, how="inner"))[2][2]
+    assert (left[0]["l_time"], right[0]["r_time"]) in inner
+
+
+def test_left_semi_a_right_row_leaving_in_its_batch_meets_a_left_row_of_an_earlier_batch():
+    """The left row at 3.5 s stored in batch 0: the right row at 3.6 s, leaving in batch 2, matches it."""
+    flow = join_flow([[L(4 * S), L(3_500)], [], []], FIRST_RIGHT + [[R(3_600)]], how="left_semi", between=ONE_SECOND)
+    assert batches(flow)[2][2] == [(3500, None)]
 
 
 def test_state_grows_without_a_time_range_and_shrinks_with_one():
@@ -320,23 +331,24 @@ def test_a_window_in_the_join_key_matches_spark(how):
 
 @pytest.mark.spark
 @pytest.mark.parametrize("how", ["left_semi", "inner"])
-def test_a_left_row_leaving_in_its_batch_matches_spark(how):
-    """The rows of test_left_semi_does_not_store_a_left_row_that_leaves_this_batch, in Spark: a left semi join
-    emits nothing in batch 2, an inner join the pair, as ministream does."""
+@pytest.mark.parametrize("case", sorted(NEW_ROWS))
+def test_a_right_row_leaving_in_its_batch_matches_spark(case, how):
+    """The rows of test_left_semi_a_right_row_leaving_in_its_batch_meets_only_earlier_left_rows, in Spark: the
+    same rows, batch for batch, in a left semi join and an inner join."""
     from pyspark.sql import functions as F
 
     from ministream.core.compare import compare_batches
     from ministream.spark import run_query, scripted_stream, spark_session
 
     spark = spark_session()
+    left, right, _ = NEW_ROWS[case]
 
     def side(script, p):
         df = scripted_stream(spark, f"{p}_key STRING, {p}_time TIMESTAMP", script)
         return df.withWatermark(f"{p}_time", "0 seconds")
 
     condition = "l_key = r_key AND r_time BETWEEN l_time AND l_time + interval 1 second"
-    joined = side(LEAVING_LEFT, "l").join(side(LEAVING_RIGHT, "r"), F.expr(condition), how)
+    joined = side(FIRST_LEFT + [left], "l").join(side(FIRST_RIGHT + [right], "r"), F.expr(condition), how)
     twin = joined.select("l_key", "l_time") if how == "left_semi" else joined
-    ours = run_microbatch(join_flow(LEAVING_LEFT, LEAVING_RIGHT, how=how, between=ONE_SECOND)).output()
-    result = compare_batches(ours, run_query(twin, "append"))
+    result = compare_batches(run_microbatch(leaving_flow(case, how)).output(), run_query(twin, "append"))
     assert result.matches, result.table()
