@@ -520,8 +520,10 @@ class StreamJoin(Operator):
         """A stored row leaves (padded, in an outer join) only when its time is at or before its side's state
         watermark, which lags the input watermark: the join's output watermark is the smallest of the two
         state watermarks and the input watermark (Spark's ``StreamingSymmetricHashJoinExec``), so that the
-        step after it does not take those rows for late."""
-        limits = [self._state_watermark(side, input_watermark) for side in (0, 1)]
+        step after it does not take those rows for late. A left semi join emits left rows only: the left state
+        watermark and the input watermark (Spark 4.3 does so: ``tutorials/spark-facts.md``)."""
+        sides = (0,) if self.how == "left_semi" else (0, 1)
+        limits = [self._state_watermark(side, input_watermark) for side in sides]
         return min([limit for limit in limits if limit is not None] + [input_watermark])
 
     def _evict(self, side: int, watermark: int) -> list[dict]:

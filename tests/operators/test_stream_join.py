@@ -4,7 +4,7 @@ tests/lessons/test_outer_join.py)."""
 
 import pytest
 
-from ministream import CollectingSink, Dataflow, ScriptedSource, run_microbatch
+from ministream import CollectingSink, Count, Dataflow, ScriptedSource, Session, run_microbatch
 from ministream.errors import PipelineError
 from ministream.operators.stream_join import TimeRange, state_sizes_by_side
 
@@ -30,8 +30,10 @@ def join_flow(
     delay=0,
     watermarks=(True, True),
     key_time=None,
+    then=None,
 ):
-    """Left and right scripts joined on their key; both watermarked with ``delay`` unless told otherwise."""
+    """Left and right scripts joined on their key; both watermarked with ``delay`` unless told otherwise;
+    ``then(joined)``: the steps after the join, if any."""
     flow = Dataflow("rules")
     sides = []
     for name, script, prefix, watermarked in (("left", left, "l", watermarks[0]), ("right", right, "r", watermarks[1])):
@@ -41,7 +43,8 @@ def join_flow(
         if watermarked:
             stream = stream.with_watermark(f"{name}_watermark", f"{prefix}_time", delay)
         sides.append(stream.key_by(f"{prefix}_key"))
-    sides[0].join("join", sides[1], how=how, between=between, key_time=key_time).sink("output", CollectingSink())
+    joined = sides[0].join("join", sides[1], how=how, between=between, key_time=key_time)
+    (joined if then is None else then(joined)).sink("output", CollectingSink())
     return flow
 
 
@@ -176,6 +179,30 @@ def test_left_semi_a_right_row_leaving_in_its_batch_meets_a_left_row_of_an_earli
     """The left row at 3.5 s stored in batch 0: the right row at 3.6 s, leaving in batch 2, matches it."""
     flow = join_flow([[L(4 * S), L(3_500)], [], []], FIRST_RIGHT + [[R(3_600)]], how="left_semi", between=ONE_SECOND)
     assert batches(flow)[2][2] == [(3500, None)]
+
+
+# A left semi join within -5..1 s (watermarks of 0 s, max policy), then session windows of 5 s per key over its
+# rows: the right row c (14.001 s) moves the watermark to 14.001 s, so the left state watermark is 13 s and the
+# right one 9 s. Found by `ministream fuzz --pipelines` (seed 0, pipeline 15), confirmed on Spark below.
+SEMI_RANGE = TimeRange("l_time", "r_time", -5 * S, 1 * S)
+SESSION_ENDS = {7_000: [(7_000, 12_000)], 8_500: []}  # the left row's time: the sessions closed in batch 1
+
+
+def semi_then_session_flow(left_time):
+    def sessions(joined):
+        return joined.key_by("l_key").window("sessions", Session("5 seconds"), column="l_time", n=Count())
+
+    left, right = [[L(left_time, "b")]], [[R(14_001, "c"), R(left_time, "b")]]
+    return join_flow(left, right, how="left_semi", between=SEMI_RANGE, then=sessions)
+
+
+@pytest.mark.parametrize("left_time", sorted(SESSION_ENDS))
+def test_a_left_semi_joins_output_watermark_is_its_left_state_watermark(left_time):
+    """A left semi join emits left rows only, so its output watermark is the left state watermark (13 s), not
+    the lower right one (9 s): the session [7 s, 12 s) closes when the watermark reaches 14.001 s, the session
+    [8.5 s, 13.5 s) does not."""
+    output = run_microbatch(semi_then_session_flow(left_time), watermark_policy="max").output()
+    assert [(row["window_start"], row["window_end"]) for row in output[1].rows] == SESSION_ENDS[left_time]
 
 
 def test_state_grows_without_a_time_range_and_shrinks_with_one():
@@ -351,4 +378,31 @@ def test_a_right_row_leaving_in_its_batch_matches_spark(case, how):
     joined = side(FIRST_LEFT + [left], "l").join(side(FIRST_RIGHT + [right], "r"), F.expr(condition), how)
     twin = joined.select("l_key", "l_time") if how == "left_semi" else joined
     result = compare_batches(run_microbatch(leaving_flow(case, how)).output(), run_query(twin, "append"))
+    assert result.matches, result.table()
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("left_time", sorted(SESSION_ENDS))
+def test_a_left_semi_joins_output_watermark_matches_spark(left_time):
+    """The flow of test_a_left_semi_joins_output_watermark_is_its_left_state_watermark, in Spark (max policy):
+    the same sessions, batch for batch."""
+    from pyspark.sql import functions as F
+
+    from ministream.core.compare import compare_batches
+    from ministream.spark import run_query, scripted_stream, spark_session
+
+    spark = spark_session()
+
+    def side(script, p):
+        df = scripted_stream(spark, f"{p}_key STRING, {p}_time TIMESTAMP", script)
+        return df.withWatermark(f"{p}_time", "0 seconds")
+
+    left, right = [[L(left_time, "b")]], [[R(14_001, "c"), R(left_time, "b")]]
+    condition = "l_key = r_key AND r_time BETWEEN l_time - interval 5 seconds AND l_time + interval 1 second"
+    joined = side(left, "l").join(side(right, "r"), F.expr(condition), "left_semi")
+    sessions = joined.groupBy("l_key", F.session_window("l_time", "5 seconds").alias("w")).agg(F.count("*").alias("n"))
+    twin = sessions.select("l_key", F.col("w.start").alias("window_start"), F.col("w.end").alias("window_end"), "n")
+    ours = run_microbatch(semi_then_session_flow(left_time), watermark_policy="max").output()
+    conf = {"spark.sql.streaming.multipleWatermarkPolicy": "max"}
+    result = compare_batches(ours, run_query(twin, "append", conf=conf))
     assert result.matches, result.table()
