@@ -190,7 +190,8 @@ class StreamJoin(Operator):
         # {key_group: {key: [rows, matched]}}, one per side: parallel lists, see the class
         self.state = (ctx.state.table("left"), ctx.state.table("right"))
         self.arrived = (([], []), ([], []))  # per side, (keys, rows): parallel lists, see the class
-        self.new_left: set[int] | None = None  # left semi: ids of the left rows stored in this batch (rule 3)
+        self.batch_left: list = []  # the batch's left rows (that were not late), while its right rows join
+        self.new_left: set[int] | None = None  # their ids, made when a left semi join's rule 3 first needs them
         self.batch = None  # the batch running, then the last one this run ran
         self.late_rows = []  # every LateRow (time/lateness.py): what Run.late_rows() reports
         # marked for incremental checkpoints; not copy on write: a snapshot copies the lists
@@ -236,8 +237,9 @@ class StreamJoin(Operator):
         left, right = (self._drop_late(side, keys, rows, batch) for side, (keys, rows) in enumerate(arrived))
         self.arrived = (([], []), ([], []))
         out = self._join_side(0, *left)  # rule 2: left rows meet the right state first
+        self.batch_left, self.new_left = left[1], None
         out += self._join_side(1, *right)  # rule 3: then right rows meet the left state
-        self.new_left = None
+        self.batch_left, self.new_left = [], None
         if batch.watermark is not None:  # rule 4: eviction, and the outer rows it releases
             for side in (0, 1):
                 out += self._evict(side, batch.watermark)
@@ -331,15 +333,12 @@ class StreamJoin(Operator):
         check_nulls = not self.null_safe and self._preserved(side)
         semi_left = self.how == "left_semi" and side == 0
         # left semi, rule 3: a right row at or below this leaves at step 4, and meets only the left rows of
-        # earlier batches, not those of this batch (whose ids the left side's pass collects in new_left)
+        # earlier batches, not those of this batch (self.batch_left)
         semi_limit = None
-        if self.how == "left_semi":
+        if self.how == "left_semi" and side == 1 and evicted_by is not None:
             watermark = None if self.batch is None else self.batch.watermark
-            if side == 0:
-                self.new_left = set() if watermark is not None else None
-            elif watermark is not None and evicted_by is not None:
+            if watermark is not None:
                 semi_limit = self._state_watermark(1, watermark)
-        new_left = self.new_left
         # the usual join (inner or outer, no condition on the pair): every candidate matches, and the loop
         # below joins them itself, without a call of _matches for each row that matches
         plain, joined = self.how != "left_semi" and self.where is None, self._joined if self.using else joined_row
@@ -375,7 +374,9 @@ class StreamJoin(Operator):
                             other_changed[key] = None
                 elif first < last:
                     leaving = semi_limit is not None and row[evicted_by] <= semi_limit
-                    matches = self._matches(side, key, row, others, first, last, new_left if leaving else None)
+                    if leaving and self.new_left is None:  # the ids of this batch's left rows, made once
+                        self.new_left = set(map(id, self.batch_left))
+                    matches = self._matches(side, key, row, others, first, last, self.new_left if leaving else None)
             if matches and semi_left:
                 semi_matched += 1
                 out += matches
@@ -409,8 +410,6 @@ class StreamJoin(Operator):
             if marking:
                 changed[key] = None
             stored += 1
-            if semi_left and new_left is not None:
-                new_left.add(id(row))
             if matches:
                 out += matches
                 if tracing:
