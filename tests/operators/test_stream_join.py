@@ -188,12 +188,16 @@ SEMI_RANGE = TimeRange("l_time", "r_time", -5 * S, 1 * S)
 SESSION_ENDS = {7_000: [(7_000, 12_000)], 8_500: []}  # the left row's time: the sessions closed in batch 1
 
 
+def semi_then_session_scripts(left_time):
+    """Left b at ``left_time``; right c at 14.001 s and b at ``left_time``; all in batch 0."""
+    return [[L(left_time, "b")]], [[R(14_001, "c"), R(left_time, "b")]]
+
+
 def semi_then_session_flow(left_time):
     def sessions(joined):
         return joined.key_by("l_key").window("sessions", Session("5 seconds"), column="l_time", n=Count())
 
-    left, right = [[L(left_time, "b")]], [[R(14_001, "c"), R(left_time, "b")]]
-    return join_flow(left, right, how="left_semi", between=SEMI_RANGE, then=sessions)
+    return join_flow(*semi_then_session_scripts(left_time), how="left_semi", between=SEMI_RANGE, then=sessions)
 
 
 @pytest.mark.parametrize("left_time", sorted(SESSION_ENDS))
@@ -356,6 +360,15 @@ def test_a_window_in_the_join_key_matches_spark(how):
         ]
 
 
+def spark_side(script, prefix):
+    """One side of the joins below as Spark reads it: the script as a stream of (key, time), watermarked
+    0 seconds behind its time."""
+    from ministream.spark import scripted_stream, spark_session
+
+    df = scripted_stream(spark_session(), f"{prefix}_key STRING, {prefix}_time TIMESTAMP", script)
+    return df.withWatermark(f"{prefix}_time", "0 seconds")
+
+
 @pytest.mark.spark
 @pytest.mark.parametrize("how", ["left_semi", "inner"])
 @pytest.mark.parametrize("case", sorted(NEW_ROWS))
@@ -365,17 +378,11 @@ def test_a_right_row_leaving_in_its_batch_matches_spark(case, how):
     from pyspark.sql import functions as F
 
     from ministream.core.compare import compare_batches
-    from ministream.spark import run_query, scripted_stream, spark_session
+    from ministream.spark import run_query
 
-    spark = spark_session()
     left, right, _ = NEW_ROWS[case]
-
-    def side(script, p):
-        df = scripted_stream(spark, f"{p}_key STRING, {p}_time TIMESTAMP", script)
-        return df.withWatermark(f"{p}_time", "0 seconds")
-
     condition = "l_key = r_key AND r_time BETWEEN l_time AND l_time + interval 1 second"
-    joined = side(FIRST_LEFT + [left], "l").join(side(FIRST_RIGHT + [right], "r"), F.expr(condition), how)
+    joined = spark_side(FIRST_LEFT + [left], "l").join(spark_side(FIRST_RIGHT + [right], "r"), F.expr(condition), how)
     twin = joined.select("l_key", "l_time") if how == "left_semi" else joined
     result = compare_batches(run_microbatch(leaving_flow(case, how)).output(), run_query(twin, "append"))
     assert result.matches, result.table()
@@ -389,17 +396,11 @@ def test_a_left_semi_joins_output_watermark_matches_spark(left_time):
     from pyspark.sql import functions as F
 
     from ministream.core.compare import compare_batches
-    from ministream.spark import run_query, scripted_stream, spark_session
+    from ministream.spark import run_query
 
-    spark = spark_session()
-
-    def side(script, p):
-        df = scripted_stream(spark, f"{p}_key STRING, {p}_time TIMESTAMP", script)
-        return df.withWatermark(f"{p}_time", "0 seconds")
-
-    left, right = [[L(left_time, "b")]], [[R(14_001, "c"), R(left_time, "b")]]
+    left, right = semi_then_session_scripts(left_time)
     condition = "l_key = r_key AND r_time BETWEEN l_time - interval 5 seconds AND l_time + interval 1 second"
-    joined = side(left, "l").join(side(right, "r"), F.expr(condition), "left_semi")
+    joined = spark_side(left, "l").join(spark_side(right, "r"), F.expr(condition), "left_semi")
     sessions = joined.groupBy("l_key", F.session_window("l_time", "5 seconds").alias("w")).agg(F.count("*").alias("n"))
     twin = sessions.select("l_key", F.col("w.start").alias("window_start"), F.col("w.end").alias("window_end"), "n")
     ours = run_microbatch(semi_then_session_flow(left_time), watermark_policy="max").output()
