@@ -6,7 +6,9 @@ every stateful operator, is when it may forget one. Spark's answers (``Streaming
 
 ``dropDuplicates(cols)``, in micro-batch k:
 
-1. with a watermark, **late rows are dropped first**: event time ``<= WM_{k-1}``, whatever their key;
+1. with a watermark, **late rows are dropped first**: event time ``<= WM_{k-1}``, whatever their key; but
+   not when the event-time column is not a key column and no step after the deduplication reads it: Spark's
+   optimizer then prunes the column below it, and it sees no watermarked column (``core/pruning.py``);
 2. a row whose key is not in state is emitted and its key stored; a row whose key is there is dropped;
 3. a key is evicted when ``key's event time <= WM_k``, **only if the key includes the event-time column**.
    Otherwise keys are kept forever: the watermark says nothing about when a copy of ``event_id`` may come.
@@ -52,6 +54,7 @@ class Deduplicate(Operator):
         event_time: the column the upstream watermark tracks (``None`` without a watermark).
         key_has_event_time: whether ``event_time`` is one of ``columns``.
         within_delay: the watermark delay, for ``dropDuplicatesWithinWatermark``; ``None`` otherwise.
+        drops_late: whether rule 1 applies (``False`` when Spark prunes ``event_time`` below the step).
     """
 
     keyed = True
@@ -62,11 +65,13 @@ class Deduplicate(Operator):
         event_time: str | None,
         key_has_event_time: bool,
         within_delay: int | None = None,
+        drops_late: bool = True,
     ):
         self.columns = columns
         self.event_time = event_time
         self.key_has_event_time = key_has_event_time
         self.within_delay = within_delay
+        self.drops_late = drops_late
 
     @staticmethod
     def check_output_mode(step_name: str, output_mode: str, has_watermark: bool) -> None:
@@ -104,8 +109,9 @@ class Deduplicate(Operator):
             self.ctx.explain("state", f"keys in state: {self.state_size()}", {"keys": self.state_size()})
 
     def _late_watermark(self) -> int | None:
-        """Micro-batch: rows at or before this (WM_{k-1}) are late; ``None`` without a watermark."""
-        return None if self.event_time is None else self.batch.late_watermark
+        """Micro-batch: rows at or before this (WM_{k-1}) are late; ``None`` without a watermark, or when
+        the event-time column is pruned."""
+        return None if self.event_time is None or not self.drops_late else self.batch.late_watermark
 
     def _keep_first(self, pairs, late_watermark: int | None = None) -> None:
         """Emit each row whose key is not in state, and store its key with when it may be forgotten; drop the

@@ -56,6 +56,7 @@ from ministream.core.operator import (
 )
 from ministream.core.physical import PhysicalGraph
 from ministream.core.plan import Dataflow
+from ministream.core.pruning import columns_read_after, join_side_reads
 from ministream.core.sinks import SinkOperator
 from ministream.core.steps import (
     AggregateSpec,
@@ -105,16 +106,28 @@ def window_operator_class(step: Step) -> type[WindowAggregate]:
     return WindowAggregate if watermarked else WindowAggregateWithoutWatermark
 
 
-def join_sides(step: Step) -> tuple[JoinSide, JoinSide]:
+def join_sides(step: Step, flow: Dataflow | None = None) -> tuple[JoinSide, JoinSide]:
     """What a join knows of its two inputs (their names, event-time columns and known columns), from the
-    lineage; two inputs from one source are called ``left`` and ``right``."""
+    lineage; two inputs from one source are called ``left`` and ``right``. With ``flow``, the plan the join
+    is in (micro-batch), a side whose event time nothing at or after the join reads drops no late row: Spark
+    prunes the column (``core/pruning.py``)."""
+    spec = step.spec
+    assert isinstance(spec, JoinSpec)
     left, right = (input_lineage(edge.upstream) for edge in step.inputs)
     names = (left.source, right.source) if left.source != right.source else ("left", "right")
+    after = None if flow is None else columns_read_after(flow, step)
     sides = []
-    for name, edge in zip(names, step.inputs):
+    for side, (name, edge) in enumerate(zip(names, step.inputs)):
         times = distinct_event_times(event_time_columns(edge.upstream))
-        sides.append(JoinSide(name, times[0].column if times else None, output_columns(edge.upstream)))
+        column = times[0].column if times else None
+        drops_late = read(column, join_side_reads(spec, side)) or read(column, after)
+        sides.append(JoinSide(name, column, output_columns(edge.upstream), drops_late))
     return sides[0], sides[1]
+
+
+def read(column: str | None, columns: frozenset[str] | None) -> bool:
+    """Whether ``column`` is among ``columns`` (``None``: any column may be read)."""
+    return columns is None or column in columns
 
 
 def aggregate_event_time(step: Step) -> str | None:
@@ -330,7 +343,7 @@ def operator_for(step: Step, model: Model = "microbatch", flow: Dataflow | None 
             processing_time=spec.processing_time,
         )
     if isinstance(spec, JoinSpec):
-        left, right = join_sides(step)
+        left, right = join_sides(step, flow if model == "microbatch" else None)
         if model == "continuous":
             return ContinuousJoin(spec.how, spec.between, left, right, spec.key_time)
         using = spec.left_keys if spec.using else ()
@@ -352,7 +365,10 @@ def operator_for(step: Step, model: Model = "microbatch", flow: Dataflow | None 
         column = None if event_time is None else event_time.column
         within = event_time.delay if spec.within_watermark and event_time is not None else None
         key_has_event_time = column is not None and (not spec.columns or column in spec.columns)
-        return Deduplicate(spec.columns, column, key_has_event_time, within)
+        # Spark prunes an event time that neither the key nor a later step reads (core/pruning.py)
+        after = columns_read_after(flow, step) if flow is not None and model == "microbatch" else None
+        drops_late = within is not None or key_has_event_time or read(column, after)
+        return Deduplicate(spec.columns, column, key_has_event_time, within, drops_late)
     if isinstance(spec, ProcessSpec):
         times = distinct_event_times(event_time_columns(step.inputs[0].upstream))
         column = times[0].column if times else input_lineage(step.inputs[0].upstream).watermark_column

@@ -11,7 +11,9 @@ What happens in micro-batch k (Spark's ``StreamingSymmetricHashJoinExec``):
 1. **late rows are dropped**: a row whose watermarked event time is ``<= WM_{k-1}`` (the previous batch's
    watermark) is not joined and not stored; the trace counts it. Only a side with an event time of its own
    (a ``with_watermark`` upstream of it, or a window column made from one) filters late rows: the other
-   side's rows are never late, even though the global watermark moves;
+   side's rows are never late, even though the global watermark moves. Nor are a side's rows late when
+   nothing at or after the join reads its event-time column: Spark's optimizer prunes the column below the
+   join, and the join no longer sees a watermarked column on that side (``core/pruning.py``);
 2. **the left rows** join the right state, then are stored (a left-semi row that matched is emitted once and
    not stored);
 3. **the right rows** join the left state, which already holds this batch's left rows, then are stored; in a
@@ -80,8 +82,10 @@ _NO_MATCHES: list = []  # the matches of a row that has none (never written to)
 @attrs.frozen
 class JoinSide:
     """What the join knows of one input: a name for traces, its event-time column (the column its watermark
-    tracks, or the end of a window column; ``None`` without a watermark: its rows are never late), and its
-    columns when the plan knows them (``select``, a source's columns), for null padding.
+    tracks, or the end of a window column; ``None`` without a watermark: its rows are never late), its
+    columns when the plan knows them (``select``, a source's columns), for null padding, and whether it
+    drops late rows (rule 1): not when nothing at or after the join reads the event-time column, which
+    Spark's optimizer then prunes below the join (``core/pruning.py``).
 
     >>> JoinSide("clicks", watermark_column="click_time", columns=("click_ad", "click_time")).columns
     ('click_ad', 'click_time')
@@ -90,6 +94,7 @@ class JoinSide:
     name: str
     watermark_column: str | None = None
     columns: tuple[str, ...] | None = None
+    drops_late: bool = True
 
 
 class StreamJoin(Operator):
@@ -295,9 +300,10 @@ class StreamJoin(Operator):
     def _drop_late(self, side: int, keys: list, rows: list, batch) -> tuple[list, list]:
         """Rule 1: rows at or before the previous batch's watermark are late: not joined, not stored. The
         column tested is the side's own event time (its watermarked column, or its window's end); a side
-        without a watermark has no late rows, even when the other side's watermark evicts its state."""
+        without a watermark has no late rows, even when the other side's watermark evicts its state, and
+        neither has a side whose event time Spark prunes (:class:`JoinSide`)."""
         column = self.sides[side].watermark_column
-        if column is None or batch.late_watermark is None:
+        if column is None or not self.sides[side].drops_late or batch.late_watermark is None:
             return keys, rows
         late = batch.late_watermark
         on_time = [row[column] > late for row in rows]  # a flag per row (shared True/False objects)

@@ -77,6 +77,43 @@ def test_a_no_data_batch_runs_when_the_watermark_moved():
     assert [(batch_id, wm) for batch_id, wm, _ in out] == [(0, 0), (1, 5000), (2, 15000)]
 
 
+# Spark prunes a column that nothing at or after the deduplication reads (core/pruning.py): dropDuplicates(id)
+# followed by a select without ts loses ts below the deduplication, and with it the late-row filter.
+PRUNED_SCRIPT = [[E(10 * S, "a")], [], [E(5 * S, "b")]]  # WM_1 = 10 s: b at 5 s is late in batch 2
+PRUNED_SELECTS = {"id": ["a", "b"], "id, ts": ["a"]}  # the columns kept after it: the ids it emits
+
+
+def pruned_dedup(columns: str):
+    flow = Dataflow("pruned")
+    events = flow.source("events", ScriptedSource(PRUNED_SCRIPT)).with_watermark("watermark", "ts", 0)
+    kept = {column: column for column in columns.split(", ")}
+    events.drop_duplicates("dedup", ["id"]).select("kept", **kept).sink("output", CollectingSink())
+    return flow
+
+
+@pytest.mark.parametrize("columns", sorted(PRUNED_SELECTS))
+def test_a_deduplication_whose_event_time_nothing_reads_drops_no_late_row(columns):
+    """b at 5 s is at or before WM_1 = 10 s: late when ts is kept after the deduplication, emitted when it is
+    not (Spark prunes ts below dropDuplicates(id), which then sees no watermarked column)."""
+    run = run_microbatch(pruned_dedup(columns), trace=True)
+    assert [row["id"] for batch in run.output() for row in batch.rows] == PRUNED_SELECTS[columns]
+    assert [line.row["id"] for line in run.trace.of_kind("late")] == ([] if columns == "id" else ["b"])
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("columns", sorted(PRUNED_SELECTS))
+def test_a_pruned_event_time_matches_spark(columns):
+    """The flows of test_a_deduplication_whose_event_time_nothing_reads_drops_no_late_row, in Spark: the same
+    rows, batch for batch."""
+    from ministream.core.compare import compare_batches
+    from ministream.spark import run_query, scripted_stream, spark_session
+
+    events = scripted_stream(spark_session(), "id STRING, ts TIMESTAMP", PRUNED_SCRIPT).withWatermark("ts", "0 seconds")
+    twin = events.dropDuplicates(["id"]).select(*columns.split(", "))
+    result = compare_batches(run_microbatch(pruned_dedup(columns)).output(), run_query(twin, "append"))
+    assert result.matches, result.table()
+
+
 @pytest.mark.parametrize("within", [False, True])
 def test_keys_by_second_give_the_rows_and_evictions_of_one_flat_dict(within):
     """A key that holds the event time is kept in the table of its expiry's second (seen_keys.SeenBySecond):
