@@ -54,6 +54,7 @@ from ministream.core.operator import (
     SortOperator,
     UnionOperator,
 )
+from ministream.core.outer_join_elimination import kept_side, removed_watermarks
 from ministream.core.physical import PhysicalGraph
 from ministream.core.plan import Dataflow
 from ministream.core.pruning import columns_read_after, join_side_reads
@@ -84,6 +85,7 @@ from ministream.operators.aggregate import RunningAggregate, WatermarkedAggregat
 from ministream.operators.dedup import Deduplicate
 from ministream.operators.interval_join import ContinuousJoin
 from ministream.operators.process import ProcessOperator
+from ministream.operators.removed_outer_join import RemovedOuterJoin, reaches_nothing
 from ministream.operators.sessions import SessionWindowAggregate, SessionWindowAggregateWithoutWatermark
 from ministream.operators.static_join import StaticJoin
 from ministream.operators.stream_join import JoinSide, StreamJoin
@@ -320,6 +322,8 @@ def operator_for(step: Step, model: Model = "microbatch", flow: Dataflow | None 
         return StaticJoin(spec.table, spec.stream_keys, spec.table_keys, spec.how, spec.changes)
     if isinstance(spec, WatermarkSpec):
         pushed = pushed_below_watermark(flow, step) if flow is not None else []
+        if flow is not None and model == "microbatch" and step.name in removed_watermarks(flow):
+            pushed = [reaches_nothing]  # its rows only lead to a join Spark removes: its watermark stays at 0
         return WatermarkOperator(spec.column, spec.delay, pushed)
     if isinstance(spec, AggregateSpec):
         event_time = aggregate_event_time(step)
@@ -344,6 +348,9 @@ def operator_for(step: Step, model: Model = "microbatch", flow: Dataflow | None 
         )
     if isinstance(spec, JoinSpec):
         left, right = join_sides(step, flow if model == "microbatch" else None)
+        kept = kept_side(flow, step) if flow is not None and model == "microbatch" else None
+        if kept is not None:  # Spark's optimizer runs the query without this join (core/outer_join_elimination.py)
+            return RemovedOuterJoin(kept, (left, right)[1 - kept].name)
         if model == "continuous":
             return ContinuousJoin(spec.how, spec.between, left, right, spec.key_time)
         using = spec.left_keys if spec.using else ()

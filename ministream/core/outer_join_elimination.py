@@ -1,0 +1,114 @@
+"""Outer join elimination: when Spark runs a query without the outer join it was written with.
+
+A left outer join emits every left row at least once, with its matches or padded with nulls. Under an
+aggregation that reads only left columns and whose aggregates ignore duplicates (``max``, ``min``), the join
+therefore cannot change the result, and Spark's optimizer rule ``EliminateOuterJoin`` removes it: the
+aggregation reads the left rows directly. In a batch query that only saves work. In a streaming query it
+changes the rows, because the join was what held the rows back and what the right input's watermark went
+through. Measured on Spark 4.3 (``tutorials/spark-facts.md``, "Chained stateful operators"):
+
+- the join is removed under a tumbling window, a session window, or a sliding window whose slide is its size
+  (Spark runs that one as a tumbling window), also through selects and filters of the kept side's columns;
+  not under a sliding window (it runs through an ``Expand`` node, which hides the join from the rule), and not
+  when an aggregate counts or sums;
+- a right outer join likewise, under a window of the right side's columns; a full outer join under a window
+  of one side's columns too (the window drops rows whose time is null, which makes the join an outer join of
+  that side first);
+- the other side's rows then reach nothing: its watermark never moves, and counts as 0 in the watermark
+  policy (under ``min`` the query's watermark stays at 0, and an append-mode window never closes; under
+  ``max`` it is the kept side's);
+- the window runs with the query's watermark, and the kept side's rows reach it in their own batch.
+
+ministream does the same, so that its rows are Spark's: :func:`kept_side` says which side of a join Spark keeps
+when it removes the join, the planner then runs the join as
+:class:`~ministream.operators.removed_outer_join.RemovedOuterJoin`, and :func:`removed_watermarks` names the
+``with_watermark`` steps whose rows Spark never runs (their watermark stays at 0).
+
+>>> from ministream.core.aggregates import Count, Max
+>>> from ministream.core.plan import Dataflow
+>>> from ministream.core.sources import ScriptedSource
+>>> from ministream.time.ranges import TimeRange
+>>> from ministream.time.windows import Tumbling
+>>> flow = Dataflow("f")
+>>> left = flow.source("left", ScriptedSource([], columns=("l_key", "l_ts", "l_value")))
+>>> right = flow.source("right", ScriptedSource([], columns=("r_key", "r_ts"))).with_watermark("wm", "r_ts", 0)
+>>> joined = left.with_watermark("l_wm", "l_ts", 0).key_by("l_key").join(
+...     "join", right.key_by("r_key"), how="left_outer", between=TimeRange("l_ts", "r_ts", 0, 1_000))
+>>> _ = joined.key_by("l_key").window("highest", Tumbling(1_000), column="l_ts", top=Max("l_value"))
+>>> kept_side(flow, flow.step("join")), sorted(removed_watermarks(flow))
+(0, ['wm'])
+"""
+
+from __future__ import annotations
+
+from ministream.core.lineage import output_columns
+from ministream.core.pruning import columns_read_after
+from ministream.core.steps import FilterSpec, JoinSpec, SelectSpec, Step, WatermarkSpec, WindowSpec
+from ministream.time.windows import Sliding
+
+DUPLICATE_AGNOSTIC = ("max", "min")
+"""The aggregates whose result does not change when a row is repeated."""
+
+PRESERVED = {"left_outer": (0,), "right_outer": (1,), "full_outer": (0, 1)}
+"""The sides (0: left, 1: right) whose rows an outer join emits even without a match."""
+
+
+def kept_side(flow, join: Step) -> int | None:
+    """The side (0: left, 1: right) whose rows Spark's optimizer passes on when it removes ``join``, or
+    ``None`` when it keeps the join. ``flow`` is the plan (a ``Dataflow``) the join is in."""
+    spec = join.spec
+    if not isinstance(spec, JoinSpec) or spec.how not in PRESERVED:
+        return None
+    window = _window_after(flow, join)
+    if window is None or not all(f.name in DUPLICATE_AGNOSTIC for f in window.aggregates.values()):
+        return None
+    assigner = window.assigner
+    if isinstance(assigner, Sliding) and assigner.slide != assigner.size:
+        return None  # Spark's Expand node sits between the aggregation and the join
+    read = columns_read_after(flow, join)
+    if read is None:
+        return None
+    sides = [output_columns(edge.upstream) for edge in join.inputs]
+    for side in PRESERVED[spec.how]:
+        other = sides[1 - side]
+        if other is not None and not read & set(other):  # only the kept side's columns are read
+            return side
+    return None
+
+
+def removed_watermarks(flow) -> frozenset[str]:
+    """The names of the ``with_watermark`` steps whose rows Spark never runs, because they only lead to the
+    side of a join it removes: each step back from that input, as long as it has no other reader (a step
+    read by another step too still runs its rows, for that one)."""
+    removed = set()
+    for join in flow.steps:
+        side = kept_side(flow, join)
+        if side is None:
+            continue
+        step = join.inputs[1 - side].upstream
+        while len(_readers(flow, step)) == 1 and len(step.inputs) == 1:
+            if isinstance(step.spec, WatermarkSpec):
+                removed.add(step.name)
+            step = step.inputs[0].upstream
+    return frozenset(removed)
+
+
+def _window_after(flow, join: Step) -> WindowSpec | None:
+    """The window step that reads the join's rows (its spec), through selects and filters that declare their
+    columns (``None``: anything else reads them, or more than one step)."""
+    step = join
+    while True:
+        readers = _readers(flow, step)
+        if len(readers) != 1:
+            return None
+        step = readers[0]
+        if isinstance(step.spec, WindowSpec):
+            return step.spec
+        is_filter = isinstance(step.spec, FilterSpec) and step.spec.columns is not None
+        if not (is_filter or isinstance(step.spec, SelectSpec)):
+            return None
+
+
+def _readers(flow, step: Step) -> list[Step]:
+    """The steps with an input from ``step``."""
+    return [other for other in flow.steps if any(edge.upstream is step for edge in other.inputs)]

@@ -1,0 +1,121 @@
+"""Outer join elimination (core/outer_join_elimination.py, operators/removed_outer_join.py): an outer join under a
+window of max and min over its preserved side's columns is run as Spark's optimizer runs it, without the join.
+Each shape runs in the engine and, marked spark, against its PySpark twin. Found by `ministream fuzz --pipelines`
+with a window after a join (tutorials/differential-testing.md)."""
+
+import pytest
+
+from ministream import CollectingSink, Count, Dataflow, Max, Min, ScriptedSource, Session, Sliding, Tumbling
+from ministream.core.outer_join_elimination import kept_side, removed_watermarks
+from ministream.models.microbatch import run_microbatch
+from ministream.time.ranges import TimeRange
+
+S = 1000
+WITHIN = TimeRange("l_time", "r_time", 0, 1 * S)  # a right row within 1 s after its left row
+
+
+def row(prefix, key, t, value):
+    return {f"{prefix}_key": key, f"{prefix}_time": t, f"{prefix}_value": value}
+
+
+LEFT = [[row("l", "a", 10 * S, 1.0)], [row("l", "b", 20 * S, 3.0)], [row("l", "c", 30 * S, 4.0)], []]
+RIGHT = [[row("r", "a", 10_500, 2.0)], [], [], [row("r", "c", 40 * S, 5.0)]]
+
+SHAPES = {  # name: (join type, window, aggregates, the side the window reads, whether Spark removes the join)
+    "left outer, tumbling max": ("left_outer", Tumbling(1 * S), ("max",), "l", True),
+    "left outer, tumbling max and min": ("left_outer", Tumbling(1 * S), ("max", "min"), "l", True),
+    "left outer, tumbling max and count": ("left_outer", Tumbling(1 * S), ("max", "count"), "l", False),
+    "left outer, sliding max": ("left_outer", Sliding(2 * S, 1 * S), ("max",), "l", False),
+    "left outer, sliding max, slide = size": ("left_outer", Sliding(2 * S, 2 * S), ("max",), "l", True),
+    "left outer, tumbling max of the right side": ("left_outer", Tumbling(1 * S), ("max",), "r", False),
+    "full outer, session max": ("full_outer", Session(1 * S), ("max",), "l", True),
+    "right outer, tumbling max of the right side": ("right_outer", Tumbling(1 * S), ("max",), "r", True),
+}
+AGGREGATES = {"max": Max, "min": Min, "count": lambda column: Count()}
+
+
+def shape_flow(shape, right_also_sinks=False):
+    how, window, aggregates, side, _ = SHAPES[shape]
+    flow = Dataflow("removed")
+    streams = []
+    for name, script, prefix in (("left", LEFT, "l"), ("right", RIGHT, "r")):
+        columns = tuple(f"{prefix}_{column}" for column in ("key", "time", "value"))  # what the rule needs to know
+        stream = flow.source(name, ScriptedSource(script, columns=columns))
+        stream = stream.with_watermark(f"{name}_wm", f"{prefix}_time", 0)
+        streams.append(stream.key_by(f"{prefix}_key"))
+        if name == "right" and right_also_sinks:
+            stream.sink("right_rows", CollectingSink())
+    joined = streams[0].join("join", streams[1], how=how, between=WITHIN)
+    settings = {name: AGGREGATES[name](f"{side}_value") for name in aggregates}
+    windows = joined.key_by(f"{side}_key").window("w", window, column=f"{side}_time", **settings)
+    windows.sink("output", CollectingSink())
+    return flow
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_spark_removes_the_join_of_these_shapes_only(shape):
+    removed = SHAPES[shape][-1]
+    flow = shape_flow(shape)
+    assert kept_side(flow, flow.step("join")) == ({"l": 0, "r": 1}[SHAPES[shape][3]] if removed else None)
+
+
+@pytest.mark.parametrize("policy", ["min", "max"])
+def test_without_the_join_the_left_rows_reach_the_window_and_the_right_watermark_stays_at_zero(policy):
+    """Under min the right input's watermark, which never moves, holds the query's at 0: no window closes.
+    Under max the left input's alone moves it: each left row's window closes, in the batch after the one
+    whose watermark passes its end, and the right rows are dropped at the join, counted."""
+    run = run_microbatch(shape_flow("left outer, tumbling max"), watermark_policy=policy, trace=True)
+    windows = [(r["l_key"], r["window_start"], r["max"]) for batch in run.output() for r in batch.rows]
+    assert windows == ([] if policy == "min" else [("a", 10 * S, 1.0), ("b", 20 * S, 3.0)])
+    assert [batch.watermark for batch in run.output()] == (
+        [0, 0, 0, 0] if policy == "min" else [0, 10_000, 20_000, 30_000]
+    )
+    assert len(run.trace.of_kind("removed")) == 2
+    assert "2 dropped (join removed by Spark (EliminateOuterJoin))" in run.accounting().format()
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("policy", ["min", "max"])
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_each_shape_matches_spark(shape, policy):
+    """The same rows as Spark's, batch for batch, whether Spark removes the join or keeps it."""
+    from pyspark.sql import functions as F
+
+    from ministream.core.compare import compare_batches
+    from ministream.spark import run_query, scripted_stream, spark_session
+
+    how, window, aggregates, side, _ = SHAPES[shape]
+    sides = []
+    for script, prefix in ((LEFT, "l"), (RIGHT, "r")):
+        schema = f"{prefix}_key STRING, {prefix}_time TIMESTAMP, {prefix}_value DOUBLE"
+        sides.append(scripted_stream(spark_session(), schema, script).withWatermark(f"{prefix}_time", "0 seconds"))
+    condition = "l_key = r_key AND r_time BETWEEN l_time AND l_time + interval 1 second"
+    joined = sides[0].join(sides[1], F.expr(condition), how)
+    time = f"{side}_time"
+    if window.kind == "session":
+        column = F.session_window(time, f"{window.gap} milliseconds")
+    elif window.kind == "sliding":
+        column = F.window(time, f"{window.size} milliseconds", f"{window.slide} milliseconds")
+    else:
+        column = F.window(time, f"{window.size} milliseconds")
+    results = {
+        "max": F.max(f"{side}_value").alias("max"),
+        "min": F.min(f"{side}_value").alias("min"),
+        "count": F.count("*").alias("count"),
+    }
+    grouped = joined.groupBy(f"{side}_key", column.alias("w")).agg(*(results[name] for name in aggregates))
+    twin = grouped.select(
+        f"{side}_key", F.col("w.start").alias("window_start"), F.col("w.end").alias("window_end"), *aggregates
+    )
+    ours = run_microbatch(shape_flow(shape), watermark_policy=policy).output()
+    conf = {"spark.sql.streaming.multipleWatermarkPolicy": policy}
+    result = compare_batches(ours, run_query(twin, "append", conf=conf))
+    assert result.matches, result.table()
+
+
+@pytest.mark.parametrize("right_also_sinks", [False, True])
+def test_a_watermark_whose_rows_also_go_elsewhere_keeps_moving(right_also_sinks):
+    """Only a with_watermark step whose rows lead nowhere but into the removed side stays at 0: when the right
+    stream also goes to a sink of its own, its rows still run for that sink, and move the watermark."""
+    flow = shape_flow("left outer, tumbling max", right_also_sinks)
+    assert removed_watermarks(flow) == (set() if right_also_sinks else {"right_wm"})
