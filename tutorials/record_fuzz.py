@@ -143,7 +143,7 @@ AGREES = re.compile(r"^(\d+) of \1 batches match; (\d+) of \2 rows match$")
 
 def plan_kind(plan: str) -> str:
     """The stateful steps of a plan's description, in a few words and in the plan's order: ``dedup, then sliding
-    windows``, ``join, then tumbling windows``."""
+    windows``, ``join, then tumbling windows``, ``join, then session windows (right columns)``."""
     found = [
         (plan.index(word), kind)
         for kind, word in (
@@ -160,7 +160,8 @@ def plan_kind(plan: str) -> str:
     steps = [kind for _, kind in sorted(found)]
     if "join" in steps and "dedup" in steps:
         return "dedup on each side, then join"
-    return ", then ".join(steps)
+    side = " (right columns)" if "(right columns)" in plan else ""
+    return ", then ".join(steps) + side
 
 
 def pipelines_table(stdout: str) -> tuple[list[tuple], str]:

@@ -67,6 +67,7 @@ class Stateful:
     lower: int | None = None  # join: right.ts - left.ts >= lower
     upper: int | None = None  # join: right.ts - left.ts <= upper
     processor: str = "counter"  # process: "counter" (KeyCounter) or "quiet" (QuietKeyCounter, its gap in size)
+    side: str = "l"  # a window after a join: the side whose columns it reads, "l" (l_key, l_ts...) or "r"
 
 
 @attrs.frozen
@@ -94,7 +95,8 @@ class RandomPlan:
             parts += [_describe_stateless(step, name) for step in steps]
         joined = False  # a step after the join runs on its rows
         for step in self.stateful:
-            parts.append(_describe_stateful(step, len(self.inputs) > 1) + (" of the joined rows" if joined else ""))
+            rows = f" of the joined rows{' (right columns)' if step.side == 'r' else ''}" if joined else ""
+            parts.append(_describe_stateful(step, len(self.inputs) > 1) + rows)
             joined = joined or step.kind == "join"
         policy = f", {self.policy} watermark policy" if len(self.inputs) > 1 else ""
         return f"A random pipeline: {'; '.join(parts)} ({self.output_mode} mode{policy})."
@@ -168,21 +170,28 @@ def random_plan(rng: random.Random, kinds: tuple[str, ...] | None = None) -> Ran
 STATEFUL_KINDS = ("aggregate", "tumbling", "sliding", "session", "dedup", "join", "process")
 WINDOWED = ("tumbling", "sliding", "session")
 AFTER_JOIN = WINDOWED
-"""The steps a plan may run on a join's rows: windows over the left row's event time ``l_ts``, per ``l_key`` or
-global, in append mode (Spark's ``MultiStatefulOperatorsSuite`` chains a time-interval join and a window the
-same way). Each step then runs with the join's output watermark (``models/watermark_propagation.py``)."""
+"""The steps a plan may run on a join's rows: windows over one side's event time (``l_ts``, per ``l_key`` or
+global, of ``l_value``; or the right side's ``r_...`` columns, except after a left semi join, which emits left
+rows only), in append mode (Spark's ``MultiStatefulOperatorsSuite`` chains a time-interval join and a window the
+same way). Each step then runs with the join's output watermark (``models/watermark_propagation.py``). A window
+of one side's columns leaves the other side's event time unread, so Spark prunes it, and that side drops no
+late row (``core/pruning.py``)."""
 
 DUPLICATE_SENSITIVE = ("count", "sum")
-"""The aggregates whose result changes when a row is repeated. A window after a left or full outer join computes
-at least one of them: over the left rows with only ``max`` and ``min``, Spark's optimizer removes the join
-(``EliminateOuterJoin``: the aggregate reads one side only and no aggregate counts duplicates), so the twin runs
-another query, with no join state and no watermark from the right input (``tutorials/spark-facts.md``)."""
+"""The aggregates whose result changes when a row is repeated. A window over the side an outer join preserves
+(the left side of a left or full outer join, the right side of a right or full outer join) computes at least
+one of them: with only ``max`` and ``min``, Spark's optimizer removes the join (``EliminateOuterJoin``: the
+aggregate reads one side only and no aggregate counts duplicates), so the twin runs another query, with no join
+state and no watermark from the other input (``tutorials/spark-facts.md``)."""
+
+PRESERVED = {"left_outer": ("l",), "right_outer": ("r",), "full_outer": ("l", "r")}
+"""The sides whose rows an outer join emits without a match."""
 
 
 def valid_chain(chain, inputs: int) -> bool:
     """Whether a chain of stateful steps is one the generator draws: with two inputs, a join, and after it
-    only a step of :data:`AFTER_JOIN` (after a left or full outer join, one with an aggregate of
-    :data:`DUPLICATE_SENSITIVE`); with one input, no join.
+    only a step of :data:`AFTER_JOIN` (over a side the join preserves, one with an aggregate of
+    :data:`DUPLICATE_SENSITIVE`; over the right side, not after a left semi join); with one input, no join.
 
     >>> valid_chain([Stateful("join"), Stateful("tumbling")], 2), valid_chain([Stateful("tumbling")], 2)
     (True, False)
@@ -190,15 +199,21 @@ def valid_chain(chain, inputs: int) -> bool:
     (False, True)
     >>> valid_chain([Stateful("join", how="left_outer"), Stateful("tumbling", aggregates=("max",))], 2)
     False
+    >>> valid_chain([Stateful("join", how="left_outer"), Stateful("tumbling", aggregates=("max",), side="r")], 2)
+    True
     """
     kinds = [step.kind for step in chain]
     if "join" not in kinds:
         return inputs == 1
     join = kinds.index("join")
     after = chain[join + 1 :]
-    outer = chain[join].how in ("left_outer", "full_outer")  # Spark would remove the join (DUPLICATE_SENSITIVE)
-    if outer and any(not set(step.aggregates) & set(DUPLICATE_SENSITIVE) for step in after):
-        return False
+    how = chain[join].how
+    for step in after:
+        if step.side == "r" and how == "left_semi":
+            return False
+        preserved = step.side in PRESERVED.get(how, ())  # Spark would remove the join (DUPLICATE_SENSITIVE)
+        if preserved and not set(step.aggregates) & set(DUPLICATE_SENSITIVE):
+            return False
     return inputs == 2 and all(step.kind in AFTER_JOIN for step in after)
 
 
@@ -260,20 +275,26 @@ def _join_plan(rng: random.Random) -> RandomPlan:
         chain = (Stateful("dedup", dedup=rng.choice(("key", "key_ts", "row", "within"))), join)
     elif draw < 0.6:  # joined, then windowed over the joined rows' left event time (a watermark on each side)
         window = _stateful(rng, rng.choice(AFTER_JOIN))
-        if not valid_chain((join, window), 2):  # max and min only, after an outer join: count the rows too
-            window = attrs.evolve(window, aggregates=tuple(sorted({*window.aggregates, "count"})))
         chain = (join, window)
     if how == "inner" and not bounded and len(chain) == 1:
         delays = (rng.choice((None, *DELAYS)), rng.choice((None, *DELAYS)))
     else:
         delays = (rng.choice(DELAYS), rng.choice(DELAYS))
+    stateless, policy = (_stateless(rng), _stateless(rng)), rng.choice(("min", "max"))
+    if len(chain) == 2 and chain[1].kind in AFTER_JOIN:
+        # drawn last, so that a plan over the left side is the one drawn before sides were drawn
+        side = "r" if how != "left_semi" and rng.random() < 0.4 else "l"
+        window = attrs.evolve(chain[1], side=side)
+        if not valid_chain((join, window), 2):  # max and min only over a preserved side: count the rows too
+            window = attrs.evolve(window, aggregates=tuple(sorted({*window.aggregates, "count"})))
+        chain = (join, window)
     return RandomPlan(
         stateful=chain,
         inputs=("left", "right"),
         delays=delays,
-        stateless=(_stateless(rng), _stateless(rng)),
+        stateless=stateless,
         output_mode="append",
-        policy=rng.choice(("min", "max")),
+        policy=policy,
     )
 
 
@@ -332,12 +353,12 @@ def pipeline_source(plan: RandomPlan) -> str:
         if join and plan.stateful[0].kind == "dedup":  # a join's dedup runs on each side, on its own columns
             body.append(f"{name} = {name}.{_dedup_call(plan.stateful[0], f'{name}_dedup', prefix)}")
     stream = plan.inputs[0]
-    joined = False  # a step after the join reads its rows: the left side's columns, l_key, l_ts and l_value
+    joined = False  # a step after the join reads its rows: one side's columns, l_key, l_ts and l_value or r_...
     for index, step in enumerate(plan.stateful):
         if join and step.kind == "dedup":
             continue
         name = f"{step.kind}" if index == 0 else f"{step.kind}_{index}"
-        call = _stateful_call(step, name, plan, prefix="l_" if joined else "")
+        call = _stateful_call(step, name, plan, prefix=f"{step.side}_" if joined else "")
         joined = joined or step.kind == "join"
         if index == len(plan.stateful) - 1:
             body.append(f"return {stream}.{call}")
@@ -365,8 +386,8 @@ def _dedup_call(step: Stateful, name: str, prefix: str = "") -> str:
 
 
 def _stateful_call(step: Stateful, name: str, plan: RandomPlan, prefix: str = "") -> str:
-    """The call of one stateful step; ``prefix``: its input's column names start with it (``l_`` after a join,
-    whose windows then name their event-time column, as the join's rows carry two)."""
+    """The call of one stateful step; ``prefix``: its input's column names start with it (``l_`` or ``r_``
+    after a join, whose windows then name their event-time column, as the join's rows carry two)."""
     value = f"{prefix}value"
     aggregates = ", ".join(f"{aggregate}={AGGREGATES[aggregate].format(value=value)}" for aggregate in step.aggregates)
     key = f'key_by("{prefix}key")' if step.keyed else "key_by([])"

@@ -4,6 +4,7 @@ written as pipeline files that load back into lessons the engine runs."""
 import random
 from collections import Counter
 
+import attrs
 import pytest
 
 from ministream.tools.fuzz import random_script
@@ -72,6 +73,13 @@ def test_the_plans_cover_every_kind_mode_and_shape():
         "left_semi",
     }
     assert {step.kind for plan in PLANS for steps in plan.stateless for step in steps} == {"filter", "map", "select"}
+    windows = [(plan.stateful[0].how, plan.stateful[1].side) for plan in PLANS if chains_after_join(plan)]
+    assert {side for _, side in windows} == {"l", "r"}  # over either side's columns...
+    assert ("left_semi", "r") not in windows  # ...but a left semi join emits left rows only
+
+
+def chains_after_join(plan):
+    return len(plan.stateful) == 2 and plan.stateful[0].kind == "join" and plan.stateful[1].kind in AFTER_JOIN
 
 
 def test_a_plan_is_written_as_a_pipeline_file():
@@ -124,6 +132,27 @@ def test_a_window_after_a_join_is_written_over_the_left_rows_and_runs_in_the_eng
     rows = [row for batch in plan_lesson(plan, "joined").run(script).output() for row in batch.rows]
     # the pair (1 s, 1.5 s) and the left row at 2 s, padded with nulls, in the window [0 s, 5 s) of key a
     assert [(row["l_key"], row["window_start"], row["count"], row["sum"]) for row in rows] == [("a", 0, 2, 5.0)]
+
+
+def test_a_window_over_the_right_rows_of_a_left_outer_join_is_written_and_runs_in_the_engine():
+    """A left outer join then a global tumbling window of max(r_value) over r_ts: valid with max alone, since
+    the window reads the side the join does not preserve (Spark turns the join into an inner one, which it
+    keeps); the left row that finds no match is padded with a null r_ts, and falls in no window."""
+    join = Stateful("join", how="left_outer", lower=0, upper=1_000)
+    window = Stateful("tumbling", keyed=False, size=5_000, aggregates=("max",), side="r")
+    plan = RandomPlan(stateful=(join, window), inputs=("left", "right"), delays=(0, 0), stateless=((), ()))
+    assert valid_chain(plan.stateful, 2) and not valid_chain((attrs.evolve(join, how="right_outer"), window), 2)
+    assert "tumbling 5 seconds windows of the joined rows (right columns)" in plan.describe()
+    c = {"ts": 30_000, "key": "c", "value": 1.0}  # moves the watermark past the window, on both sides
+    assert pipeline_source(plan).splitlines()[-1] == (
+        '    return left.key_by([]).window("tumbling_1", Tumbling("5 seconds"), column="r_ts", max=Max("r_value"))'
+    )
+    script = {
+        "left": [[{"ts": 1_000, "key": "a", "value": 2.0}, {"ts": 2_000, "key": "b", "value": 3.0}], [], [c]],
+        "right": [[{"ts": 1_500, "key": "a", "value": 4.0}], [], [c]],
+    }
+    rows = [row for batch in plan_lesson(plan, "right_rows").run(script).output() for row in batch.rows]
+    assert [(row["window_start"], row["max"]) for row in rows] == [(0, 4.0)]
 
 
 def test_process_steps_are_drawn_with_both_processors_and_a_watermark_for_timers():
