@@ -175,45 +175,29 @@ global, of ``l_value``; or the right side's ``r_...`` columns, except after a le
 rows only), in append mode (Spark's ``MultiStatefulOperatorsSuite`` chains a time-interval join and a window the
 same way). Each step then runs with the join's output watermark (``models/watermark_propagation.py``). A window
 of one side's columns leaves the other side's event time unread, so Spark prunes it, and that side drops no
-late row (``core/pruning.py``)."""
-
-DUPLICATE_SENSITIVE = ("count", "sum")
-"""The aggregates whose result changes when a row is repeated. A window over the side an outer join preserves
-(the left side of a left or full outer join, the right side of a right or full outer join) computes at least
-one of them: with only ``max`` and ``min``, Spark's optimizer removes the join (``EliminateOuterJoin``: the
-aggregate reads one side only and no aggregate counts duplicates), so the twin runs another query, with no join
-state and no watermark from the other input (``tutorials/spark-facts.md``)."""
-
-PRESERVED = {"left_outer": ("l",), "right_outer": ("r",), "full_outer": ("l", "r")}
-"""The sides whose rows an outer join emits without a match."""
+late row (``core/pruning.py``). A window of ``max`` and ``min`` alone over the side an outer join preserves
+makes Spark's optimizer remove the join (``core/outer_join_elimination.py``), and ministream with it."""
 
 
 def valid_chain(chain, inputs: int) -> bool:
     """Whether a chain of stateful steps is one the generator draws: with two inputs, a join, and after it
-    only a step of :data:`AFTER_JOIN` (over a side the join preserves, one with an aggregate of
-    :data:`DUPLICATE_SENSITIVE`; over the right side, not after a left semi join); with one input, no join.
+    only a step of :data:`AFTER_JOIN` (over the right side, not after a left semi join); with one input, no
+    join.
 
     >>> valid_chain([Stateful("join"), Stateful("tumbling")], 2), valid_chain([Stateful("tumbling")], 2)
     (True, False)
     >>> valid_chain([Stateful("join"), Stateful("dedup")], 2), valid_chain([Stateful("dedup")], 1)
     (False, True)
-    >>> valid_chain([Stateful("join", how="left_outer"), Stateful("tumbling", aggregates=("max",))], 2)
+    >>> valid_chain([Stateful("join", how="left_semi"), Stateful("tumbling", side="r")], 2)
     False
-    >>> valid_chain([Stateful("join", how="left_outer"), Stateful("tumbling", aggregates=("max",), side="r")], 2)
-    True
     """
     kinds = [step.kind for step in chain]
     if "join" not in kinds:
         return inputs == 1
     join = kinds.index("join")
     after = chain[join + 1 :]
-    how = chain[join].how
-    for step in after:
-        if step.side == "r" and how == "left_semi":
-            return False
-        preserved = step.side in PRESERVED.get(how, ())  # Spark would remove the join (DUPLICATE_SENSITIVE)
-        if preserved and not set(step.aggregates) & set(DUPLICATE_SENSITIVE):
-            return False
+    if chain[join].how == "left_semi" and any(step.side == "r" for step in after):
+        return False
     return inputs == 2 and all(step.kind in AFTER_JOIN for step in after)
 
 
@@ -284,10 +268,7 @@ def _join_plan(rng: random.Random) -> RandomPlan:
     if len(chain) == 2 and chain[1].kind in AFTER_JOIN:
         # drawn last, so that a plan over the left side is the one drawn before sides were drawn
         side = "r" if how != "left_semi" and rng.random() < 0.4 else "l"
-        window = attrs.evolve(chain[1], side=side)
-        if not valid_chain((join, window), 2):  # max and min only over a preserved side: count the rows too
-            window = attrs.evolve(window, aggregates=tuple(sorted({*window.aggregates, "count"})))
-        chain = (join, window)
+        chain = (join, attrs.evolve(chain[1], side=side))
     return RandomPlan(
         stateful=chain,
         inputs=("left", "right"),

@@ -93,7 +93,7 @@ def test_windows_after_joins_agree_with_their_compiled_twins():
 
 @pytest.mark.spark
 def test_spark_removes_an_outer_join_under_max_and_min_of_its_left_rows(spark):
-    """Why the generator counts the rows in a window after an outer join (DUPLICATE_SENSITIVE): Spark's optimizer
+    """Why ministream runs some outer joins without the join (core/outer_join_elimination.py): Spark's optimizer
     (EliminateOuterJoin) drops a left or full outer join under a window that reads only the left's columns with
     max and min alone, and keeps it once a count sits beside them, or for an inner or right outer join."""
     from pyspark.sql import functions as F

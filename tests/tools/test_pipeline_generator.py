@@ -135,13 +135,13 @@ def test_a_window_after_a_join_is_written_over_the_left_rows_and_runs_in_the_eng
 
 
 def test_a_window_over_the_right_rows_of_a_left_outer_join_is_written_and_runs_in_the_engine():
-    """A left outer join then a global tumbling window of max(r_value) over r_ts: valid with max alone, since
-    the window reads the side the join does not preserve (Spark turns the join into an inner one, which it
-    keeps); the left row that finds no match is padded with a null r_ts, and falls in no window."""
+    """A left outer join then a global tumbling window of max(r_value) over r_ts (the side the join does not
+    preserve: Spark turns the join into an inner one, and keeps it): the left row that finds no match is
+    padded with a null r_ts, and falls in no window."""
     join = Stateful("join", how="left_outer", lower=0, upper=1_000)
     window = Stateful("tumbling", keyed=False, size=5_000, aggregates=("max",), side="r")
     plan = RandomPlan(stateful=(join, window), inputs=("left", "right"), delays=(0, 0), stateless=((), ()))
-    assert valid_chain(plan.stateful, 2) and not valid_chain((attrs.evolve(join, how="right_outer"), window), 2)
+    assert valid_chain(plan.stateful, 2) and not valid_chain((attrs.evolve(join, how="left_semi"), window), 2)
     assert "tumbling 5 seconds windows of the joined rows (right columns)" in plan.describe()
     c = {"ts": 30_000, "key": "c", "value": 1.0}  # moves the watermark past the window, on both sides
     assert pipeline_source(plan).splitlines()[-1] == (
