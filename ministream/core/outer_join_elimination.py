@@ -19,6 +19,9 @@ through. Measured on Spark 4.3 (``tutorials/spark-facts.md``, "Chained stateful 
   ``max`` it is the kept side's);
 - the window runs with the query's watermark, and the kept side's rows reach it in their own batch.
 
+ministream can only tell which side a column comes from when the plan knows one side's columns (a ``select``
+or a source that declares its columns, ``lineage.output_columns``); when it knows neither, it keeps the join.
+
 ministream does the same, so that its rows are Spark's: :func:`kept_side` says which side of a join Spark keeps
 when it removes the join, the planner then runs the join as
 :class:`~ministream.operators.removed_outer_join.RemovedOuterJoin`, and :func:`removed_watermarks` names the
@@ -70,10 +73,12 @@ def kept_side(flow, join: Step) -> int | None:
         return None
     sides = [output_columns(edge.upstream) for edge in join.inputs]
     for side in PRESERVED[spec.how]:
-        other = sides[1 - side]
-        if other is not None and not read & set(other):  # only the kept side's columns are read
+        kept, other = sides[side], sides[1 - side]
+        if other is not None and not read & set(other):  # no column of the other side is read
             return side
-    return None
+        if other is None and kept is not None and read <= set(kept):  # only the kept side's columns are read
+            return side
+    return None  # other columns are read, or the plan does not know the sides' columns
 
 
 def removed_watermarks(flow) -> frozenset[str]:

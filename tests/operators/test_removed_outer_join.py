@@ -34,13 +34,13 @@ SHAPES = {  # name: (join type, window, aggregates, the side the window reads, w
 AGGREGATES = {"max": Max, "min": Min, "count": lambda column: Count()}
 
 
-def shape_flow(shape, right_also_sinks=False):
+def shape_flow(shape, right_also_sinks=False, declared=("left", "right")):
     how, window, aggregates, side, _ = SHAPES[shape]
     flow = Dataflow("removed")
     streams = []
     for name, script, prefix in (("left", LEFT, "l"), ("right", RIGHT, "r")):
         columns = tuple(f"{prefix}_{column}" for column in ("key", "time", "value"))  # what the rule needs to know
-        stream = flow.source(name, ScriptedSource(script, columns=columns))
+        stream = flow.source(name, ScriptedSource(script, columns=columns if name in declared else None))
         stream = stream.with_watermark(f"{name}_wm", f"{prefix}_time", 0)
         streams.append(stream.key_by(f"{prefix}_key"))
         if name == "right" and right_also_sinks:
@@ -119,3 +119,11 @@ def test_a_watermark_whose_rows_also_go_elsewhere_keeps_moving(right_also_sinks)
     stream also goes to a sink of its own, its rows still run for that sink, and move the watermark."""
     flow = shape_flow("left outer, tumbling max", right_also_sinks)
     assert removed_watermarks(flow) == (set() if right_also_sinks else {"right_wm"})
+
+
+@pytest.mark.parametrize("declared", [("left", "right"), ("left",), ("right",), ()])
+def test_the_join_is_removed_when_the_plan_knows_either_sides_columns(declared):
+    """To tell that the window reads only left columns, ministream needs one side's columns: the left's (all
+    read columns among them) or the right's (none read). Knowing neither, it keeps the join."""
+    flow = shape_flow("left outer, tumbling max", declared=declared)
+    assert kept_side(flow, flow.step("join")) == (0 if declared else None)
