@@ -51,6 +51,8 @@ AFTER = {  # the steps after "events" (a stream of ts, key, value, other): the c
 
 @pytest.mark.parametrize("after", sorted(AFTER))
 def test_the_columns_read_after_a_step(after):
+    """Each kind of step reads its own columns and passes on what is read after it; a sink, a map, a key from a
+    function, a filter or aggregate of whole rows read every column (None)."""
     flow = Dataflow("f")
     events = flow.source("events", ScriptedSource([]))
     steps, expected = AFTER[after]
@@ -60,6 +62,8 @@ def test_the_columns_read_after_a_step(after):
 
 
 def test_a_join_reads_its_keys_range_and_conditions_and_passes_on_what_is_read_after_it():
+    """A join side's input is read for its keys, its time range column and its one-sided condition's columns,
+    and for every column read after the join."""
     flow = Dataflow("f")
     left = flow.source("left", ScriptedSource([])).select("l", l_key="key", l_ts="ts", l_v="value", l_o="other")
     right = flow.source("right", ScriptedSource([])).select("r", r_key="key", r_ts="ts", r_v="value")
@@ -77,6 +81,7 @@ def test_a_join_reads_its_keys_range_and_conditions_and_passes_on_what_is_read_a
 
 
 def test_a_join_with_a_condition_on_the_pair_reads_every_column():
+    """A condition on the pair sees both whole rows: every column of each side is read."""
     flow = Dataflow("f")
     left = flow.source("left", ScriptedSource([])).select("l", l_key="key", l_ts="ts")
     right = flow.source("right", ScriptedSource([])).select("r", r_key="key", r_ts="ts")

@@ -54,6 +54,7 @@ def shape_flow(shape, right_also_sinks=False, declared=("left", "right")):
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_spark_removes_the_join_of_these_shapes_only(shape):
+    """kept_side says which side Spark keeps for the shapes it removes (as measured), and None for the others."""
     removed = SHAPES[shape][-1]
     flow = shape_flow(shape)
     assert kept_side(flow, flow.step("join")) == ({"l": 0, "r": 1}[SHAPES[shape][3]] if removed else None)
