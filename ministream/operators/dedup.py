@@ -97,6 +97,8 @@ class Deduplicate(Operator):
     def process(self, pairs, input_index):
         """Rules 1 and 2, row by row as the rows arrive: a row's fate depends only on the rows before it."""
         late_watermark = None if self.ctx.model == "continuous" else self._late_watermark()
+        if not self.drops_late and self.ctx.tracing and self.batch.late_watermark is not None:
+            self._explain_not_late(pairs, self.batch.late_watermark)
         if isinstance(self.seen, SeenBySecond):
             self._keep_first_by_second(pairs, late_watermark)
         else:
@@ -107,6 +109,18 @@ class Deduplicate(Operator):
             self._evict(batch.watermark)
         if self.ctx.tracing:
             self.ctx.explain("state", f"keys in state: {self.state_size()}", {"keys": self.state_size()})
+
+    def _explain_not_late(self, pairs, late: int) -> None:
+        """Trace why the rows at or before the previous batch's watermark are not late (rule 1's exception)."""
+        column = self.event_time
+        for _, row in pairs:
+            if row[column] <= late:
+                self.ctx.explain(
+                    "not late",
+                    f"row kept: {column} {format_ts(row[column])} <= watermark {format_ts(late)}, but neither the "
+                    f"key nor a later step reads {column}, so Spark prunes it and no row is late here",
+                    row,
+                )
 
     def _late_watermark(self) -> int | None:
         """Micro-batch: rows at or before this (WM_{k-1}) are late; ``None`` without a watermark, or when

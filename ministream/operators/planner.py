@@ -387,6 +387,32 @@ def operator_for(step: Step, model: Model = "microbatch", flow: Dataflow | None 
     raise PipelineError(f"step {step.name!r}: no operator runs a {type(spec).__name__}")
 
 
+def optimizer_notes(flow: Dataflow, step: Step) -> list[str]:
+    """What Spark's optimizer changes in how ``step`` runs in the micro-batch model, in words (empty: nothing):
+    a join it removes (``core/outer_join_elimination.py``), a join side or a deduplication whose event-time
+    column it prunes, so that it drops no late row (``core/pruning.py``). Diagrams show them.
+
+    >>> from ministream.core.sources import ScriptedSource
+    >>> flow = Dataflow("f")
+    >>> unique = flow.source("events", ScriptedSource([])).with_watermark("wm", "ts", 0).drop_duplicates("d", "id")
+    >>> _ = unique.select("ids", id="id")
+    >>> optimizer_notes(flow, flow.step("d"))
+    ['no late rows: Spark prunes ts (nothing reads it)']
+    """
+    operator = operator_for(step, "microbatch", flow)
+    if isinstance(operator, RemovedOuterJoin):
+        return [f"removed by Spark (EliminateOuterJoin): passes on the {('left', 'right')[operator.kept]} rows"]
+    if isinstance(operator, StreamJoin):
+        return [
+            f"no late {side.name} rows: Spark prunes {side.watermark_column} (nothing reads it)"
+            for side in operator.sides
+            if side.watermark_column is not None and not side.drops_late
+        ]
+    if isinstance(operator, Deduplicate) and operator.event_time is not None and not operator.drops_late:
+        return [f"no late rows: Spark prunes {operator.event_time} (nothing reads it)"]
+    return []
+
+
 def physical_graph(flow: Dataflow, parallelism: int = 1, *, model: Model = "microbatch", **settings) -> PhysicalGraph:
     """The physical graph of a plan, each subtask running the operator the planner picks for its step in
     ``model`` (``settings``: ``output_mode``, ``trace``, ``clock``, ``state_backend``, as ``PhysicalGraph``

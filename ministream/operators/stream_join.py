@@ -303,7 +303,13 @@ class StreamJoin(Operator):
         without a watermark has no late rows, even when the other side's watermark evicts its state, and
         neither has a side whose event time Spark prunes (:class:`JoinSide`)."""
         column = self.sides[side].watermark_column
-        if column is None or not self.sides[side].drops_late or batch.late_watermark is None:
+        if column is None or batch.late_watermark is None:
+            return keys, rows
+        if not self.sides[side].drops_late:  # Spark pruned the column: no late row, but the trace says why
+            if self.ctx.tracing:
+                for row in rows:
+                    if row[column] <= batch.late_watermark:
+                        self.ctx.explain("not late", self._not_late(side, row, batch.late_watermark), row)
             return keys, rows
         late = batch.late_watermark
         on_time = [row[column] > late for row in rows]  # a flag per row (shared True/False objects)
@@ -318,6 +324,14 @@ class StreamJoin(Operator):
                 self.late_rows.append(LateRow(batch.batch_id, self.ctx.step_name, row, None, late, rule))
                 self.ctx.explain("late", rule, row)
         return list(compress(keys, on_time)), list(compress(rows, on_time))
+
+    def _not_late(self, side: int, row: dict, late: int) -> str:
+        """Why a row at or before the previous batch's watermark is joined all the same (rule 1's exception)."""
+        column = self.sides[side].watermark_column
+        return (
+            f"{self.sides[side].name} row kept: {column} {format_ts(row[column])} <= watermark {format_ts(late)}, "
+            f"but nothing at or after the join reads {column}, so Spark prunes it and this side drops no late row"
+        )
 
     def _join_side(self, side: int, keys: list, rows: list) -> list[dict]:
         """Rules 2 and 3 for the batch's new rows of one side, in their order: each meets the other side's

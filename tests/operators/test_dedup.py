@@ -98,6 +98,7 @@ def test_a_deduplication_whose_event_time_nothing_reads_drops_no_late_row(column
     run = run_microbatch(pruned_dedup(columns), trace=True)
     assert [row["id"] for batch in run.output() for row in batch.rows] == PRUNED_SELECTS[columns]
     assert [line.row["id"] for line in run.trace.of_kind("late")] == ([] if columns == "id" else ["b"])
+    assert [line.row["id"] for line in run.trace.of_kind("not late")] == (["b"] if columns == "id" else [])
 
 
 @pytest.mark.spark

@@ -237,6 +237,7 @@ def test_a_side_whose_event_time_nothing_reads_drops_no_late_row(aggregates):
     windows = [(row["window_start"], row["window_end"], row["n"]) for batch in run.output() for row in batch.rows]
     assert windows == PRUNED_WINDOWS[aggregates]
     assert [line.row for line in run.trace.of_kind("late")] == ([R(5 * S, "b")] if "max" in aggregates else [])
+    assert [line.row for line in run.trace.of_kind("not late")] == ([] if "max" in aggregates else [R(5 * S, "b")])
 
 
 def test_state_grows_without_a_time_range_and_shrinks_with_one():
