@@ -9,6 +9,12 @@ whose watermark evicts it (often a no-data batch at the end), and never earlier.
 ``how`` switches to ``right_outer`` (clicks without an impression), ``full_outer`` (both) or ``left_semi``
 (each clicked impression once, with no click columns).
 
+``window`` adds a 10-second window per ad over the joined rows' impression time: ``count`` counts them,
+``max`` keeps the latest impression time. Under ``max`` alone the join can change nothing in the result, and
+Spark's optimizer runs the query without it (``core/outer_join_elimination.py``): the clicks then move no
+watermark, and under the ``min`` ``policy`` no window ever closes; under ``max`` the impressions' watermark
+closes them, each impression's window without waiting for the join.
+
 >>> from ministream.time.units import format_clock
 >>> for batch in LESSON.run().output():
 ...     print(batch.batch_id, sorted((r["impression_ad"], format_clock(r["impression_time"]),
@@ -25,6 +31,7 @@ Impressions d and f are still waiting when the script ends: a stream has no end 
 
 from __future__ import annotations
 
+from ministream.core.aggregates import Count, Max
 from ministream.core.events import Field
 from ministream.core.plan import Dataflow
 from ministream.core.sinks import CollectingSink
@@ -32,6 +39,7 @@ from ministream.core.sources import ScriptedSource
 from ministream.lessons.lesson import Lesson, Param
 from ministream.lessons.stream_join import ad, random_script
 from ministream.operators.stream_join import TimeRange
+from ministream.time.windows import Tumbling
 
 DEFAULT_SCRIPT = {
     "impressions": [[ad(1, "a"), ad(2, "b")], [ad(12, "c")], [ad(30, "d")], [ad(45, "e")], [ad(60, "f")]],
@@ -59,7 +67,14 @@ def pipeline(script, params) -> Dataflow:
         how=params["how"],
         between=TimeRange("impression_time", "click_time", lower=0, upper=params["within"]),
     )
-    joined.sink("output", CollectingSink())
+    if params["window"] == "none":
+        joined.sink("output", CollectingSink())
+        return flow
+    aggregate = {"count": {"impressions": Count()}, "max": {"latest_time": Max("impression_time")}}[params["window"]]
+    per_minute = joined.key_by("impression_ad").window(
+        "per_minute", Tumbling("10 seconds"), column="impression_time", **aggregate
+    )
+    per_minute.sink("output", CollectingSink())
     return flow
 
 
@@ -78,13 +93,25 @@ def twin(inputs, params):
         .select(F.col("ad_id").alias("click_ad"), F.col("ts").alias("click_time"))
         .withWatermark("click_time", f"{params['delay']} milliseconds")
     )
-    return impressions.join(
+    joined = impressions.join(
         clicks,
         F.expr(f"""
         impression_ad = click_ad AND
         click_time >= impression_time AND
         click_time <= impression_time + INTERVAL {params["within"]} MILLISECONDS"""),
         params["how"],
+    )
+    if params["window"] == "none":
+        return joined
+    aggregate = {"count": F.count("*").alias("impressions"), "max": F.max("impression_time").alias("latest_time")}
+    per_minute = joined.groupBy("impression_ad", F.window("impression_time", "10 seconds")).agg(
+        aggregate[params["window"]]
+    )
+    return per_minute.select(
+        "impression_ad",
+        F.col("window.start").alias("window_start"),
+        F.col("window.end").alias("window_end"),
+        {"count": "impressions", "max": "latest_time"}[params["window"]],
     )
 
 
@@ -105,7 +132,16 @@ LESSON = Lesson(
         ),
         Param("within", 20_000, "a click matches an impression shown at most this long before it"),
         Param("delay", 10_000, "watermark delay of both inputs"),
+        Param(
+            "window",
+            "none",
+            "none, count or max: a 10-second window per ad over the joined rows (max alone: Spark removes the join)",
+            kind="choice",
+            choices=("none", "count", "max"),
+        ),
+        Param("policy", "min", "the watermark policy: min or max", kind="choice", choices=("min", "max")),
     ],
+    watermark_policy=lambda params: params["policy"],
     inputs=("impressions", "clicks"),
     output_mode="append",
     random_script=random_script,

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+from collections.abc import Sequence
 from pathlib import Path
 
 from ministream.checkpoints.coordinator import load_checkpoint
@@ -36,7 +37,7 @@ from ministream.core.steps import Step
 from ministream.lessons import all_lessons, get_lesson
 from ministream.lessons.barrier_alignment import ALIGNMENT_SEED, checkpointed_run
 from ministream.lessons.rescale import keys_moved
-from ministream.operators.planner import physical_graph
+from ministream.operators.planner import optimizer_notes, physical_graph
 from ministream.state.changelog import ChangelogBackends, ChangelogStorage
 from ministream.state.keygroups import key_group_range
 from ministream.time.units import format_clock
@@ -80,11 +81,13 @@ def wrap(line: str, width: int = LINE_WIDTH) -> list[str]:
     return lines
 
 
-def _label(step: Step) -> str:
-    """A step's label: its name and its kind (once, when the name is the kind) centred, then its settings,
-    wrapped and aligned left (DOT ends a centred line with ``\\n``, a left-aligned one with ``\\l``)."""
+def _label(step: Step, notes: Sequence[str] = ()) -> str:
+    """A step's label: its name and its kind (once, when the name is the kind) centred, then its settings and
+    ``notes`` (what Spark's optimizer changes in it), wrapped and aligned left (DOT ends a centred line with
+    ``\\n``, a left-aligned one with ``\\l``)."""
     title = [step.name] if step.kind == step.name else [step.name, step.kind]
     settings = [line for name, value in step.describe().items() for line in wrap(f"{name}: {value}")]
+    settings += [line for note in notes for line in wrap(note)]
     text = "".join(line.replace('"', "'") + "\\n" for line in title)
     text += "".join(line.replace('"', "'") + "\\l" for line in settings)
     return text
@@ -107,7 +110,7 @@ def to_dot(flow: Dataflow, parallelism: int | None = None) -> str:
         for step in flow.steps:
             color = _color(step)
             fill = f", fillcolor={_quote(color)}" if color else ""
-            lines.append(f'  {_quote(step.name)} [label="{_label(step)}"{fill}];')
+            lines.append(f'  {_quote(step.name)} [label="{_label(step, optimizer_notes(flow, step))}"{fill}];')
         for step in flow.steps:
             for edge in step.inputs:
                 lines.append(
@@ -122,7 +125,8 @@ def to_dot(flow: Dataflow, parallelism: int | None = None) -> str:
             # while they would cross a frame's label on their way in.
             lines.append(f"  subgraph {_quote('cluster_' + step.name)} {{")
             lines.append('    style="rounded"; color="#8899aa";')
-            lines.append(f'    {{ rank=same; {_quote(step.name)} [shape=plaintext, style="", label="{_label(step)}"];')
+            label = _label(step, optimizer_notes(flow, step))
+            lines.append(f'    {{ rank=same; {_quote(step.name)} [shape=plaintext, style="", label="{label}"];')
             for subtask in graph.by_step[step.name]:
                 lines.append(f'      {_quote(str(subtask))} [label="{subtask}"{fill}];')
             lines.append("    }")
@@ -464,9 +468,16 @@ def render_svg(dot_text: str, path: str | Path) -> Path:
     return path
 
 
+def removed_join_dot() -> str:
+    """The outer-join lesson with a window of max alone after the join (``--param window=max``), whose join
+    Spark's optimizer removes: its label says so (``core/outer_join_elimination.py``)."""
+    lesson = get_lesson("outer-join")
+    return to_dot(lesson.pipeline(lesson.default_script, lesson.resolve_params({"window": "max"})))
+
+
 def render_lessons(directory: str | Path = "diagrams", parallelism: int = 2) -> list[Path]:
-    """Render every lesson's dataflow (logical, and physical at ``parallelism``) into ``directory``, and the
-    checkpoint lessons' pictures of what they teach: the crash and restore as a timeline, the barriers in
+    """Render every lesson's dataflow (logical, and physical at ``parallelism``) into ``directory``, the
+    outer-join lesson's with the join Spark removes, and the checkpoint lessons' pictures of what they teach: the crash and restore as a timeline, the barriers in
     flight, the key groups that move in a rescale."""
 
     written = []
@@ -474,6 +485,7 @@ def render_lessons(directory: str | Path = "diagrams", parallelism: int = 2) -> 
         flow = lesson.pipeline(lesson.default_script, lesson.resolve_params())
         written.append(render_svg(to_dot(flow), Path(directory) / f"{lesson.name}.svg"))
         written.append(render_svg(to_dot(flow, parallelism), Path(directory) / f"{lesson.name}.physical.svg"))
+    written.append(render_svg(removed_join_dot(), Path(directory) / "outer-join.max-window.svg"))
     written += write_barrier_diagrams(directory)
     storage = MemoryStorage()
     recovered = get_lesson("checkpoint-recovery").run(storage=storage, trace=True)

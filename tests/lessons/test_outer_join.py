@@ -21,6 +21,30 @@ def test_matches_spark(params):
     assert result.matches, result.table()
 
 
+WINDOWS = {  # (window, policy): the (batch, ad) of each 10-second window the lesson emits
+    ("count", "min"): [(4, "a"), (4, "b"), (5, "c")],
+    ("max", "min"): [],  # Spark removes the join: the clicks' watermark stays at 0, and so does the query's
+    ("max", "max"): [(3, "a"), (3, "b"), (3, "c"), (5, "d"), (5, "e")],  # the impressions' watermark, no join
+}
+
+
+@pytest.mark.parametrize("window, policy", sorted(WINDOWS))
+def test_a_window_of_max_alone_runs_without_the_join(window, policy):
+    """A window of count keeps the join, whose state holds each impression back; a window of max alone runs
+    without it (core/outer_join_elimination.py): nothing closes under min, and under max each window closes
+    on the impressions' watermark, d's too, which the join would hold."""
+    out = LESSON.run(params={"window": window, "policy": policy}).output()
+    assert [(batch.batch_id, row["impression_ad"]) for batch in out for row in batch.rows] == WINDOWS[window, policy]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("window, policy", sorted(WINDOWS))
+def test_a_window_after_the_join_matches_spark(window, policy):
+    """The same windows as Spark's, batch for batch, with the join (count) and without it (max)."""
+    result = compare_lesson(LESSON, params={"window": window, "policy": policy})
+    assert result.matches, result.table()
+
+
 def test_the_unclicked_impression_appears_only_when_evicted():
     """Impression b (10:00:02) is never clicked: its null-padded row comes in batch 4, the first whose
     watermark (10:00:35) is past 10:00:02 + 20 s + 1 ms; impressions d and f still wait at the end."""

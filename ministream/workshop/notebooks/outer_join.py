@@ -48,29 +48,20 @@ print(result.table())
 assert result.matches"""),
         markdown("""## When Spark removes the join
 
-A window of `max` over the impressions' columns after a left outer join: every impression reaches the
-window at least once through the join, and a repeated row changes no maximum, so Spark's optimizer runs the
-query without the join (its rule `EliminateOuterJoin`). Then the clicks reach nothing, not even their
-watermark, which stays at 0: under the default `min` policy no window ever closes. ministream does the same
-(`ministream/core/outer_join_elimination.py`)."""),
-        code("""from ministream import CollectingSink, Dataflow, Max, ScriptedSource, TimeRange, Tumbling, run_microbatch
-from ministream.core.outer_join_elimination import kept_side
-
-T = 1_704_103_200_000  # 2024-01-01T10:00:00Z
-flow = Dataflow("best-bid")
-bids = flow.source("impressions", ScriptedSource(
-    [[{"imp_ad": "a", "imp_time": T + 1_000, "bid": 2.0}], [{"imp_ad": "b", "imp_time": T + 65_000, "bid": 3.0}],
-     [{"imp_ad": "c", "imp_time": T + 130_000, "bid": 1.0}]], columns=("imp_ad", "imp_time", "bid")))
-clicks = flow.source("clicks", ScriptedSource([[{"click_ad": "a", "click_time": T + 5_000}], [], []],
-                                              columns=("click_ad", "click_time")))
-joined = bids.with_watermark("imp_wm", "imp_time", "10 seconds").key_by("imp_ad").join(
-    "join", clicks.with_watermark("click_wm", "click_time", "10 seconds").key_by("click_ad"),
-    how="left_outer", between=TimeRange("imp_time", "click_time", 0, 20_000))
-joined.window("best", Tumbling("1 minute"), column="imp_time", best=Max("bid")).sink("output", CollectingSink())
-print("Spark keeps side", kept_side(flow, flow.step("join")), "and removes the join")
-for policy in ("min", "max"):
-    print(policy, "policy")
-    print_batches(run_microbatch(flow, watermark_policy=policy).output(), sys.stdout)"""),
+`window=max` adds a 10-second window of the latest impression time per ad after the join. Every impression
+reaches it at least once through the join, and a repeated row changes no maximum, so Spark's optimizer runs
+the query without the join (its rule `EliminateOuterJoin`). Then the clicks reach nothing, not even their
+watermark, which stays at 0: under the `min` policy no window ever closes. Under `max` the windows close on
+the impressions' watermark, a batch earlier than with `window=count`, which keeps the join."""),
+        code("""for window, policy in (("count", "min"), ("max", "min"), ("max", "max")):
+    print(f"window={window} policy={policy}")
+    print_batches(lesson.run(params={"window": window, "policy": policy}).output(), sys.stdout)"""),
+        code(
+            """graphviz.Source(to_dot(lesson.pipeline(lesson.default_script, lesson.resolve_params({"window": "max"}))))"""
+        ),
+        code("""result = compare_lesson(lesson, params={"window": "max", "policy": "max"})
+print(result.table())
+assert result.matches"""),
         markdown("""## Recap
 
 - An unmatched row is emitted padded with nulls when it is evicted, never earlier.
