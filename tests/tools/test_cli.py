@@ -117,7 +117,7 @@ def test_dead_letters_keep_bad_lines_with_their_reason(tmp_path, capsys):
         ),
         (
             ["run", "outer-join", "--param", "gap=5 seconds"],
-            "lesson 'outer-join' has no parameter 'gap'; it has: how, within, delay",
+            "lesson 'outer-join' has no parameter 'gap'; it has: how, within, delay, window, policy",
         ),
     ],
 )
