@@ -38,6 +38,7 @@ from ministream.lessons import all_lessons, compare_lesson, get_lesson
 from ministream.lessons.crash_checks import check_recovery
 from ministream.lessons.state_compare import both_states, compare_state
 from ministream.models.state_history import StateHistory
+from ministream.operators.planner import optimizer_notes
 from ministream.state.backends import BACKENDS
 from ministream.time.units import TimeFormatError, format_ts
 from ministream.tools import cluster
@@ -220,11 +221,12 @@ def cmd_compare(args, out) -> int:
         lesson = get_lesson(args.lesson)
         if args.compiled:
             lesson = _with_compiled_twin(lesson, params)
-        result = compare_lesson(
-            lesson, _script(lesson, args, out), params, parallelism=args.parallelism, master=args.master
-        )
+        script = _script(lesson, args, out)
+        result = compare_lesson(lesson, script, params, parallelism=args.parallelism, master=args.master)
         twin = "the twin compiled from its pipeline" if args.compiled else "Spark"
         print(f"{lesson.name}: ministream against {twin}, batch by batch", file=out)
+        for note in optimizer_lines(lesson, script, params):
+            print(note, file=out)
         print(result.table(), file=out)
         print(f"{lesson.name}: {result.summary()}", file=out)
         if args.state:
@@ -261,6 +263,21 @@ def cmd_compare(args, out) -> int:
     twins = [lesson for lesson in lessons if lesson.twin is not None]
     print(f"{len(twins) - len(differing)} of {len(twins)} lessons match Spark batch for batch", file=out)
     return EXIT_DIFFERS if differing else EXIT_OK
+
+
+def optimizer_lines(lesson, script, params: dict) -> list[str]:
+    """What Spark's optimizer changes in the lesson's pipeline, a line per change, which ministream follows
+    (``planner.optimizer_notes``): a removed join, an event time pruned so that no row is late there.
+
+    >>> optimizer_lines(get_lesson("outer-join"), None, {"window": "max"})
+    ["Spark's optimizer, followed by ministream: step 'join': removed by Spark (EliminateOuterJoin): passes on the left rows"]
+    """
+    flow = lesson.pipeline(lesson.default_script if script is None else script, lesson.resolve_params(params))
+    return [
+        f"Spark's optimizer, followed by ministream: step {step.name!r}: {note}"
+        for step in flow.steps
+        for note in optimizer_notes(flow, step)
+    ]
 
 
 def _with_compiled_twin(lesson, params: dict):

@@ -139,3 +139,16 @@ def test_an_empty_events_file_exits_2_with_the_reason(tmp_path, capsys):
         'per line, like {"batch": 0, "ts": "2024-01-01T10:00:05Z", "key": "a", '
         '"value": 1.0}\n'
     )
+
+
+@pytest.mark.spark
+def test_compare_says_which_join_sparks_optimizer_removes(capsys):
+    """`ministream compare outer-join --param window=max` says, above the table, that Spark removes the join
+    and that ministream does the same; the two engines then agree batch for batch."""
+    assert main(["compare", "outer-join", "--param", "window=max", "--param", "policy=max"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1] == (
+        "Spark's optimizer, followed by ministream: step 'join': removed by Spark (EliminateOuterJoin): passes on "
+        "the left rows"
+    )
+    assert lines[-1].startswith("outer-join: 6 of 6 batches match")
