@@ -19,15 +19,14 @@ through. Measured on Spark 4.3 (``tutorials/spark-facts.md``, "Chained stateful 
   ``max`` it is the kept side's);
 - the window runs with the query's watermark, and the kept side's rows reach it in their own batch.
 
-ministream can only tell which side a column comes from when the plan knows one side's columns (a ``select``
-or a source that declares its columns, ``lineage.output_columns``); when it knows neither, it keeps the join.
-
 ministream does the same, so that its rows are Spark's: :func:`kept_side` says which side of a join Spark keeps
 when it removes the join, the planner then runs the join as
 :class:`~ministream.operators.removed_outer_join.RemovedOuterJoin`, and :func:`removed_watermarks` names the
-``with_watermark`` steps whose rows Spark never runs (their watermark stays at 0).
+``with_watermark`` steps whose rows Spark never runs (their watermark stays at 0). It can only tell which side
+a column comes from when the plan knows one side's columns (a ``select``, or a source that declares its
+columns: ``lineage.output_columns``); when it knows neither, it keeps the join.
 
->>> from ministream.core.aggregates import Count, Max
+>>> from ministream.core.aggregates import Max
 >>> from ministream.core.plan import Dataflow
 >>> from ministream.core.sources import ScriptedSource
 >>> from ministream.time.ranges import TimeRange

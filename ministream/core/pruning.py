@@ -8,9 +8,9 @@ sees no watermarked column and drops no late row, although the watermark itself 
 ``with_watermark`` step stays). Measured on Spark 4.3 (``tutorials/spark-facts.md``, "Column pruning"):
 
 - a join side whose event time neither the join (keys, time range, conditions) nor any step after it reads
-  keeps its late rows: ``left.join(right, "key")`` followed by a window on the left time only;
-- ``dropDuplicates(["id"])`` keeps its late rows when its event time is not a key column and no step after
-  it reads the column (a count per id, or a select without it).
+  drops none of its late rows: ``left.join(right, "key")`` followed by a window on the left time only;
+- ``dropDuplicates(["id"])`` drops no late row when its event time is not a key column and no step after it
+  reads the column (a count per id, or a select without it).
 
 This module answers the question for the planner, by walking the plan downstream from a step: each kind of
 step reads some columns of its input and passes on the columns the steps after it read. ``None`` means

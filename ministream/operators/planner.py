@@ -16,11 +16,17 @@ spec                micro-batch (Spark)                            continuous (F
 ``AggregateSpec``   ``RunningAggregate``                           the same
 ``WindowSpec``      ``WindowAggregate`` / ``SessionWindowAggregate`` (``...WithoutWatermark`` when no watermark
                     tracks the window's column)
-``JoinSpec``        ``StreamJoin``                                 ``ContinuousJoin`` (interval or window join)
+``JoinSpec``        ``StreamJoin`` (``RemovedOuterJoin`` where     ``ContinuousJoin`` (interval or window join)
+                    Spark's optimizer removes the join)
 ``DedupSpec``       ``Deduplicate``                                the same
 ``ProcessSpec``     ``ProcessOperator``                            the same
 ``SinkSpec``        ``SinkOperator``                               the same
 ==================  =============================================  ==========================================
+
+Two of Spark's optimizer rules change the rows of a streaming query, and the micro-batch planner follows
+them, with the whole plan (``flow``) in hand: column pruning, which can leave a join side or a deduplication
+without its late-row filter (``core/pruning.py``), and outer join elimination (``core/outer_join_elimination.py``).
+:func:`optimizer_notes` says what they change in a step, in words.
 
 >>> from ministream.core.aggregates import Count
 >>> from ministream.core.plan import Dataflow
