@@ -2,8 +2,8 @@
 
 A left outer join emits every left row at least once, with its matches or padded with nulls. Under an
 aggregation that reads only left columns and whose aggregates ignore duplicates (``max``, ``min``), the join
-therefore cannot change the result, and Spark's optimizer rule ``EliminateOuterJoin`` removes it: the
-aggregation reads the left rows directly. In a batch query that only saves work. In a streaming query it
+therefore cannot change the result, and Spark's optimizer rule ``EliminateOuterJoin`` removes it (since
+Spark 3.4, SPARK-38886): the aggregation reads the left rows directly. In a batch query that only saves work. In a streaming query it
 changes the rows, because the join was what held the rows back and what the right input's watermark went
 through. Measured on Spark 4.3 (``tutorials/spark-facts.md``, "Chained stateful operators"):
 
