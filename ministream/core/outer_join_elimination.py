@@ -44,7 +44,7 @@ columns: ``lineage.output_columns``); when it knows neither, it keeps the join.
 from __future__ import annotations
 
 from ministream.core.lineage import output_columns
-from ministream.core.pruning import columns_read_after
+from ministream.core.pruning import columns_read_after, readers
 from ministream.core.steps import FilterSpec, JoinSpec, SelectSpec, Step, WatermarkSpec, WindowSpec
 from ministream.time.windows import Sliding
 
@@ -90,7 +90,7 @@ def removed_watermarks(flow) -> frozenset[str]:
         if side is None:
             continue
         step = join.inputs[1 - side].upstream
-        while len(_readers(flow, step)) == 1 and len(step.inputs) == 1:
+        while len(readers(flow, step)) == 1 and len(step.inputs) == 1:
             if isinstance(step.spec, WatermarkSpec):
                 removed.add(step.name)
             step = step.inputs[0].upstream
@@ -102,17 +102,12 @@ def _window_after(flow, join: Step) -> WindowSpec | None:
     columns (``None``: anything else reads them, or more than one step)."""
     step = join
     while True:
-        readers = _readers(flow, step)
-        if len(readers) != 1:
+        following = readers(flow, step)
+        if len(following) != 1:
             return None
-        step = readers[0]
+        step = following[0]
         if isinstance(step.spec, WindowSpec):
             return step.spec
         is_filter = isinstance(step.spec, FilterSpec) and step.spec.columns is not None
         if not (is_filter or isinstance(step.spec, SelectSpec)):
             return None
-
-
-def _readers(flow, step: Step) -> list[Step]:
-    """The steps with an input from ``step``."""
-    return [other for other in flow.steps if any(edge.upstream is step for edge in other.inputs)]

@@ -55,6 +55,11 @@ Columns = frozenset[str] | None
 """A set of column names, or ``None`` for "any column"."""
 
 
+def readers(flow, step: Step) -> list[Step]:
+    """The steps of ``flow`` (a ``Dataflow``) with an input from ``step``."""
+    return [other for other in flow.steps if any(edge.upstream is step for edge in other.inputs)]
+
+
 def columns_read_after(flow, step: Step) -> Columns:
     """The columns of ``step``'s output that some step after it reads (``None``: any of them).
 

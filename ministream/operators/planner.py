@@ -63,7 +63,7 @@ from ministream.core.operator import (
 from ministream.core.outer_join_elimination import kept_side, removed_watermarks
 from ministream.core.physical import PhysicalGraph
 from ministream.core.plan import Dataflow
-from ministream.core.pruning import columns_read_after, join_side_reads
+from ministream.core.pruning import columns_read_after, join_side_reads, readers
 from ministream.core.sinks import SinkOperator
 from ministream.core.steps import (
     AggregateSpec,
@@ -208,7 +208,7 @@ def pushed_below_watermark(flow: Dataflow, step: Step) -> list:
     rename: dict[str, str] | None = None  # {column downstream: its name at the watermark step}; None: the same
     current = step
     while True:
-        consumers = [other for other in flow.steps if any(edge.upstream is current for edge in other.inputs)]
+        consumers = readers(flow, current)
         if len(consumers) != 1:
             return pushed
         following, following_spec = consumers[0], consumers[0].spec

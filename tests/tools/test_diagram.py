@@ -4,6 +4,8 @@ import pytest
 
 from ministream.lessons import all_lessons, get_lesson
 from ministream.tools.diagram import removed_join_dot, render_svg, to_dot
+from tests.operators.test_dedup import pruned_dedup
+from tests.operators.test_removed_outer_join import shape_flow
 
 
 def test_every_lesson_has_a_committed_diagram():
@@ -52,9 +54,6 @@ def test_the_architecture_diagram_shows_every_layer_and_module_in_the_contract_o
 
 def test_a_diagram_says_what_sparks_optimizer_changes_in_a_step():
     """A join Spark removes, and a deduplication whose event time Spark prunes, say so in their labels."""
-    from tests.operators.test_dedup import pruned_dedup
-    from tests.operators.test_removed_outer_join import shape_flow
-
     removed = to_dot(shape_flow("left outer, tumbling max")).replace("\\l  ", " ")  # the label's lines, joined
     assert "removed by Spark (EliminateOuterJoin): passes on the left rows" in removed
     assert "removed by Spark" in removed_join_dot().replace("\\l  ", " ")  # diagrams/outer-join.max-window.svg
