@@ -10,12 +10,18 @@ key=...``) differ in when a key is forgotten:
 - ``within``: ``dropDuplicatesWithinWatermark(["event_id"])``: ``delay`` after the first copy's time, once
   ``WM >= ts + delay``: copies are assumed to come within the watermark delay.
 
+``--param keep=id`` keeps only ``event_id`` in the output (``select("event_id")`` after the deduplication).
+Nothing then reads ``ts`` after the deduplication, so Spark's optimizer prunes it below it, and a
+deduplication by ``event_id`` alone drops no late row (``core/pruning.py``): e7, new but late, comes out.
+
 >>> for key in ("id", "id_and_time", "within"):
 ...     run = LESSON.run(params={"key": key})
 ...     print(key, [sorted(row["event_id"] for row in batch.rows) for batch in run.output()])
 id [['e1', 'e2'], ['e3'], ['e4'], ['e5'], ['e6'], []]
 id_and_time [['e1', 'e2'], ['e3'], ['e1', 'e4'], ['e5'], ['e6'], ['e3']]
 within [['e1', 'e2'], ['e3'], ['e4'], ['e5'], ['e6'], ['e3']]
+>>> [batch.rows for batch in LESSON.run(params={"keep": "id"}).output()][3]
+[{'event_id': 'e5'}, {'event_id': 'e7'}]
 """
 
 from __future__ import annotations
@@ -36,12 +42,12 @@ DEFAULT_SCRIPT = [
     [sent(1, "e1"), sent(2, "e2"), sent(1, "e1")],
     [sent(1, "e1"), sent(15, "e3"), sent(2, "e2")],
     [sent(30, "e4"), sent(15, "e3"), sent(6, "e1")],
-    [sent(40, "e5"), sent(2, "e2")],
+    [sent(40, "e5"), sent(2, "e2"), sent(3, "e7")],
     [sent(60, "e6"), sent(30, "e4")],
     [sent(35, "e3")],
 ]
-"""Exact retries (e1@1, e2@2, e3@15, e4@30), retries stamped anew (e1@6, e3@35), and e2@2 once more in batch
-3, when it is late (2 s is at or before the watermark of batch 2, 10:00:05)."""
+"""Exact retries (e1@1, e2@2, e3@15, e4@30), retries stamped anew (e1@6, e3@35), and in batch 3, when they are
+late (at or before the watermark of batch 2, 10:00:05), e2@2 once more and a new event, e7@3."""
 
 
 def random_script(rng, params) -> list:
@@ -71,6 +77,8 @@ def pipeline(script, params) -> Dataflow:
     events = flow.source("events", ScriptedSource(script)).with_watermark("watermark", "ts", params["delay"])
     columns = ["event_id", "ts"] if params["key"] == "id_and_time" else ["event_id"]
     unique = events.drop_duplicates("dedup", columns, within_watermark=params["key"] == "within")
+    if params["keep"] == "id":  # nothing reads ts after the deduplication: Spark prunes it
+        unique = unique.select("ids", event_id="event_id")
     unique.sink("output", CollectingSink())
     return flow
 
@@ -79,8 +87,10 @@ def twin(inputs, params):
     """PySpark: ``dropDuplicates`` or ``dropDuplicatesWithinWatermark`` after ``withWatermark``."""
     events = inputs["events"].withWatermark("ts", f"{params['delay']} milliseconds")
     if params["key"] == "within":
-        return events.dropDuplicatesWithinWatermark(["event_id"])
-    return events.dropDuplicates(["event_id", "ts"] if params["key"] == "id_and_time" else ["event_id"])
+        unique = events.dropDuplicatesWithinWatermark(["event_id"])
+    else:
+        unique = events.dropDuplicates(["event_id", "ts"] if params["key"] == "id_and_time" else ["event_id"])
+    return unique.select("event_id") if params["keep"] == "id" else unique
 
 
 LESSON = Lesson(
@@ -98,6 +108,14 @@ LESSON = Lesson(
             "within (dropDuplicatesWithinWatermark(event_id))",
             kind="choice",
             choices=("id", "id_and_time", "within"),
+        ),
+        Param(
+            "keep",
+            "all",
+            "the output's columns: all, or id (select(event_id) after the deduplication: Spark then prunes ts "
+            "below it, and a deduplication by event_id drops no late row)",
+            kind="choice",
+            choices=("all", "id"),
         ),
         Param("delay", 10_000, "watermark delay"),
     ],

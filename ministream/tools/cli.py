@@ -271,6 +271,8 @@ def optimizer_lines(lesson, script, params: dict) -> list[str]:
 
     >>> optimizer_lines(get_lesson("outer-join"), None, {"window": "max"})
     ["Spark's optimizer, followed by ministream: step 'join': removed by Spark (EliminateOuterJoin): passes on the left rows"]
+    >>> optimizer_lines(get_lesson("deduplication"), None, {"keep": "id"})
+    ["Spark's optimizer, followed by ministream: step 'dedup': no late rows: Spark prunes ts (nothing reads it)"]
     """
     flow = lesson.pipeline(lesson.default_script if script is None else script, lesson.resolve_params(params))
     return [

@@ -468,16 +468,28 @@ def render_svg(dot_text: str, path: str | Path) -> Path:
     return path
 
 
-def removed_join_dot() -> str:
-    """The outer-join lesson with a window of max alone after the join (``--param window=max``), whose join
-    Spark's optimizer removes: its label says so (``core/outer_join_elimination.py``)."""
-    lesson = get_lesson("outer-join")
-    return to_dot(lesson.pipeline(lesson.default_script, lesson.resolve_params({"window": "max"})))
+OPTIMIZED_SETTINGS = {
+    "outer-join.max-window.svg": ("outer-join", {"window": "max"}),
+    "deduplication.keep-id.svg": ("deduplication", {"keep": "id"}),
+}
+"""Lesson settings whose plan Spark's optimizer changes, drawn beside the lesson's own diagram, by file name:
+the outer join under a window of max alone, which Spark removes (``core/outer_join_elimination.py``), and the
+deduplication with only ``event_id`` after it, whose ``ts`` Spark prunes (``core/pruning.py``). The step's
+label says what changes (``planner.optimizer_notes``)."""
+
+
+def optimized_setting_dots() -> dict[str, str]:
+    """The DOT text of each of :data:`OPTIMIZED_SETTINGS`, by file name."""
+    dots = {}
+    for file_name, (lesson_name, params) in OPTIMIZED_SETTINGS.items():
+        lesson = get_lesson(lesson_name)
+        dots[file_name] = to_dot(lesson.pipeline(lesson.default_script, lesson.resolve_params(params)))
+    return dots
 
 
 def render_lessons(directory: str | Path = "diagrams", parallelism: int = 2) -> list[Path]:
     """Render every lesson's dataflow (logical, and physical at ``parallelism``) into ``directory``, the
-    outer-join lesson's with the join Spark removes, and the checkpoint lessons' pictures of what they teach: the crash and restore as a timeline, the barriers in
+    lesson settings whose plan Spark's optimizer changes (:data:`OPTIMIZED_SETTINGS`), and the checkpoint lessons' pictures of what they teach: the crash and restore as a timeline, the barriers in
     flight, the key groups that move in a rescale."""
 
     written = []
@@ -485,7 +497,7 @@ def render_lessons(directory: str | Path = "diagrams", parallelism: int = 2) -> 
         flow = lesson.pipeline(lesson.default_script, lesson.resolve_params())
         written.append(render_svg(to_dot(flow), Path(directory) / f"{lesson.name}.svg"))
         written.append(render_svg(to_dot(flow, parallelism), Path(directory) / f"{lesson.name}.physical.svg"))
-    written.append(render_svg(removed_join_dot(), Path(directory) / "outer-join.max-window.svg"))
+    written += [render_svg(dot, Path(directory) / name) for name, dot in optimized_setting_dots().items()]
     written += write_barrier_diagrams(directory)
     storage = MemoryStorage()
     recovered = get_lesson("checkpoint-recovery").run(storage=storage, trace=True)

@@ -16,8 +16,8 @@ from ministream.lessons.barrier_alignment import ALIGNMENT_SEED, checkpointed_ru
 from ministream.lessons.rescale import keys_moved
 from ministream.tools.diagram import (
     architecture_dot,
+    optimized_setting_dots,
     recovery_timeline_dot,
-    removed_join_dot,
     render_svg,
     rescale_dot,
     to_dot,
@@ -45,7 +45,7 @@ def every_diagram() -> dict[str, str]:
     for number, (_caption, dot) in enumerate(checkpointed_run(seed=ALIGNMENT_SEED, pictures=True).pictures[:3], 1):
         found["barrier-alignment.barriers.svg" if number == 1 else f"barrier-alignment.barriers-{number}.svg"] = dot
     found["architecture.svg"] = architecture_dot()
-    found["outer-join.max-window.svg"] = removed_join_dot()
+    found |= optimized_setting_dots()
     return found
 
 
