@@ -43,7 +43,7 @@ columns: ``lineage.output_columns``); when it knows neither, it keeps the join.
 
 from __future__ import annotations
 
-from ministream.core.lineage import output_columns
+from ministream.core.lineage import event_time_columns, output_columns
 from ministream.core.pruning import columns_read_after, readers
 from ministream.core.steps import FilterSpec, JoinSpec, SelectSpec, Step, WatermarkSpec, WindowSpec
 from ministream.time.windows import Sliding
@@ -78,6 +78,60 @@ def kept_side(flow, join: Step) -> int | None:
         if other is None and kept is not None and read <= set(kept):  # only the kept side's columns are read
             return side
     return None  # other columns are read, or the plan does not know the sides' columns
+
+
+NULL_REJECTED = {
+    "left_outer": ("left_outer", "inner"),
+    "right_outer": ("inner", "right_outer"),
+    "full_outer": ("left_outer", "right_outer"),
+}
+"""The join type an outer join becomes when a condition after it rejects null values of one side's column,
+by that side (left, right): the rows that side pads with nulls go, so it need not pad them."""
+
+
+def spark_join_type(flow, join: Step) -> str:
+    """The join type Spark runs ``join`` as. The other half of ``EliminateOuterJoin``: a window after an outer
+    join drops the rows whose time is null (Spark's window adds ``isnotnull`` of its time column), so a window
+    on the time of the side the join pads with nulls makes a left or right outer join an inner join, and a
+    full outer join an outer join of that side (measured for tumbling, sliding and session windows).
+
+    >>> from ministream.core.aggregates import Count
+    >>> from ministream.core.plan import Dataflow
+    >>> from ministream.core.sources import ScriptedSource
+    >>> from ministream.time.ranges import TimeRange
+    >>> from ministream.time.windows import Tumbling
+    >>> flow = Dataflow("f")
+    >>> left = flow.source("left", ScriptedSource([], columns=("l_key", "l_ts"))).with_watermark("lw", "l_ts", 0)
+    >>> right = flow.source("right", ScriptedSource([], columns=("r_key", "r_ts"))).with_watermark("rw", "r_ts", 0)
+    >>> joined = left.key_by("l_key").join(
+    ...     "join", right.key_by("r_key"), how="left_outer", between=TimeRange("l_ts", "r_ts", 0, 1_000))
+    >>> _ = joined.key_by("r_key").window("per_second", Tumbling(1_000), column="r_ts", n=Count())
+    >>> spark_join_type(flow, flow.step("join"))
+    'inner'
+    """
+    spec = join.spec
+    assert isinstance(spec, JoinSpec)
+    how: str = spec.how
+    step = join
+    rename: dict[str, str] = {}  # {column after the selects so far: its name in the join's rows}
+    while how in NULL_REJECTED:
+        following = readers(flow, step)
+        if len(following) != 1:
+            return how
+        step = following[0]
+        if isinstance(step.spec, SelectSpec):
+            rename = {new: rename.get(old, old) for new, old in step.spec.columns}
+        elif isinstance(step.spec, WindowSpec):
+            column = step.spec.column
+            for side in (0, 1):
+                upstream = join.inputs[side].upstream
+                known = output_columns(upstream) or tuple(event_time_columns(upstream))
+                if column is not None and rename.get(column, column) in known:
+                    how = NULL_REJECTED[how][side]
+            return how
+        elif not isinstance(step.spec, FilterSpec):
+            return how
+    return how
 
 
 def removed_watermarks(flow) -> frozenset[str]:

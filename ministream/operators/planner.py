@@ -63,7 +63,7 @@ from ministream.core.operator import (
 from ministream.core.outer_join_elimination import kept_side, removed_watermarks
 from ministream.core.physical import PhysicalGraph
 from ministream.core.plan import Dataflow
-from ministream.core.pruning import columns_read_after, join_side_reads, readers
+from ministream.core.pruning import columns_read_after, join_side_reads
 from ministream.core.sinks import SinkOperator
 from ministream.core.steps import (
     AggregateSpec,
@@ -91,11 +91,12 @@ from ministream.operators.aggregate import RunningAggregate, WatermarkedAggregat
 from ministream.operators.dedup import Deduplicate
 from ministream.operators.interval_join import ContinuousJoin
 from ministream.operators.process import ProcessOperator
+from ministream.operators.pushdown import pushed_below_watermark
 from ministream.operators.removed_outer_join import RemovedOuterJoin, reaches_nothing
 from ministream.operators.sessions import SessionWindowAggregate, SessionWindowAggregateWithoutWatermark
 from ministream.operators.static_join import StaticJoin
 from ministream.operators.stream_join import JoinSide, StreamJoin
-from ministream.operators.watermark import KeysNotNull, WatermarkOperator
+from ministream.operators.watermark import WatermarkOperator
 from ministream.operators.window import WindowAggregate, WindowAggregateWithoutWatermark
 
 Model = Literal["microbatch", "continuous"]
@@ -184,77 +185,6 @@ def window_time(spec: WindowTimeSpec):
         return {**row, column: None if last is None else last - 1}
 
     return with_time
-
-
-def pushed_below_watermark(flow: Dataflow, step: Step) -> list:
-    """The conditions Spark's optimizer moves below a ``with_watermark`` step, so that the rows they drop
-    never reach it and never move the watermark: a filter after it that declares the columns it reads and
-    does not read the event-time column (through selects and other filters), and, when the stream then
-    enters a join, that side's conditions which the optimizer moves below the join (``StreamJoin``): its
-    one-sided condition when the side is not preserved by an outer join and does not read the event time,
-    and ``key IS NOT NULL`` on such a side when keys are compared with ``=``. Only along a single path: a
-    watermark step read by two steps keeps every row.
-
-    >>> from ministream.core.sources import ScriptedSource
-    >>> flow = Dataflow("f")
-    >>> events = flow.source("events", ScriptedSource([])).with_watermark("wm", "ts", 0)
-    >>> _ = events.filter("big", lambda row: row["value"] > 4, columns="value").filter("recent", bool)
-    >>> [predicate({"value": 5, "ts": 1}) for predicate in pushed_below_watermark(flow, flow.step("wm"))]
-    [True]
-    """
-    spec = step.spec
-    assert isinstance(spec, WatermarkSpec)
-    pushed: list = []
-    rename: dict[str, str] | None = None  # {column downstream: its name at the watermark step}; None: the same
-    current = step
-    while True:
-        consumers = readers(flow, current)
-        if len(consumers) != 1:
-            return pushed
-        following, following_spec = consumers[0], consumers[0].spec
-
-        def here(column: str, rename=rename) -> str:
-            return column if rename is None else rename.get(column, column)
-
-        if isinstance(following_spec, SelectSpec):
-            rename = {new: here(old) for new, old in following_spec.columns}
-        elif isinstance(following_spec, FilterSpec):
-            columns = following_spec.columns
-            if columns is not None and all(here(column) != spec.column for column in columns):
-                pushed.append(_renamed(following_spec.predicate, rename))
-        elif isinstance(following_spec, JoinSpec):
-            side = [edge.upstream for edge in following.inputs].index(current)
-            pushed += _pushed_by_join(following_spec, side, spec.column, rename)
-            return pushed
-        else:
-            return pushed
-        current = following
-
-
-def _renamed(predicate, rename: dict | None):
-    """``predicate`` of a row downstream, as a predicate of the watermark step's row (selects rename)."""
-    if rename is None:
-        return predicate
-    return lambda row: predicate({new: row.get(old) for new, old in rename.items()})
-
-
-def _pushed_by_join(spec: JoinSpec, side: int, event_time: str, rename: dict | None) -> list:
-    """A join side's conditions that Spark's optimizer moves below the side's watermark."""
-    if spec.how == "full_outer" or spec.how == ("left_outer", "right_outer")[side]:
-        return []  # a preserved side keeps its rows
-    here = (lambda column: column) if rename is None else (lambda column: rename.get(column, column))
-    pushed = []
-    condition = (spec.left_where, spec.right_where)[side]
-    if (
-        condition is not None
-        and condition.columns is not None
-        and all(here(column) != event_time for column in condition.columns)
-    ):
-        pushed.append(_renamed(condition.fn, rename))
-    keys = (spec.left_keys, spec.right_keys)[side]
-    if not spec.null_safe and all(here(column) != event_time for column in keys):
-        pushed.append(_renamed(KeysNotNull(keys), rename))
-    return pushed
 
 
 def select_columns(columns: tuple[tuple[str, str], ...]):

@@ -35,7 +35,7 @@ def _latest(rows: list[dict], column: str) -> int | None:
 class KeysNotNull:
     """``key IS NOT NULL`` for a row: none of the key columns is null. Spark's optimizer adds it to a join side
     whose keys are compared with ``=`` and that is not preserved (a null key could never match), and runs it
-    below the watermark (``planner.pushed_below_watermark``). A column the row lacks is not tested.
+    below the watermark (``pushdown.pushed_below_watermark``). A column the row lacks is not tested.
 
     Called on one row it tests that row; :meth:`keeps_all` answers for a whole chunk with one pass in C per
     key column, the usual case (no null key) needing no call per row.
@@ -72,7 +72,7 @@ class WatermarkOperator(Operator):
 
     A row with a null event time does not move the watermark; a row without the column at all is an error
     (Spark refuses a watermark on a column that does not exist). ``pushed`` are the conditions Spark's
-    optimizer runs before the watermark (``planner.pushed_below_watermark``): a row that fails one is
+    optimizer runs before the watermark (``pushdown.pushed_below_watermark``): a row that fails one is
     dropped further on anyway, and does not move the watermark either.
 
     >>> from ministream.core.operator import StepContext

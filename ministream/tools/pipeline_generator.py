@@ -42,14 +42,20 @@ AGGREGATES = {"count": "Count()", "sum": 'Sum("{value}")', "max": 'Max("{value}"
 
 JOIN_TYPES = ("inner", "left_outer", "right_outer", "full_outer", "left_semi")
 
+FILTERED_KEYS = ("a", "b", "c")
+"""The keys of the random scripts (``fuzz.KEYS``): a filter on a key after a join drops one of them."""
+
 
 @attrs.frozen
 class Stateless:
     """A stateless step on one input: ``filter`` (``value > number``), ``map`` (``value * number``) or
-    ``select`` (keep the columns, the number says nothing)."""
+    ``select`` (keep the columns, the number says nothing). After a join, a filter names the ``column`` it
+    reads: ``l_value`` or ``r_value`` (``value > number``, a null value as 0), ``l_key`` or ``r_key``
+    (``key != `` the key ``number`` stands for, :data:`FILTERED_KEYS`)."""
 
     kind: str
     number: int = 0
+    column: str = "value"
 
 
 @attrs.frozen
@@ -83,6 +89,9 @@ class RandomPlan:
     stateless: tuple[tuple[Stateless, ...], ...] = ((),)
     output_mode: str = "append"
     policy: str = "min"
+    after_join: tuple[Stateless, ...] = ()
+    """Filters on the joined rows, right after the join: Spark's optimizer moves some of them into a side
+    (``operators/pushdown.py``)."""
 
     def describe(self) -> str:
         """The plan in a line of words (the pipeline file's docstring)."""
@@ -97,13 +106,18 @@ class RandomPlan:
         for step in self.stateful:
             rows = f" of the joined rows{' (right columns)' if step.side == 'r' else ''}" if joined else ""
             parts.append(_describe_stateful(step, len(self.inputs) > 1) + rows)
+            if step.kind == "join":
+                parts += [_describe_stateless(filter_step, "the joined rows") for filter_step in self.after_join]
             joined = joined or step.kind == "join"
         policy = f", {self.policy} watermark policy" if len(self.inputs) > 1 else ""
         return f"A random pipeline: {'; '.join(parts)} ({self.output_mode} mode{policy})."
 
 
 def _describe_stateless(step: Stateless, name: str) -> str:
-    return {"filter": f"value > {step.number}", "map": f"value * {step.number}", "select": "select"}[
+    if step.column.endswith("key"):
+        return f"{step.column} != {FILTERED_KEYS[step.number % len(FILTERED_KEYS)]} on {name}"
+    value = step.column
+    return {"filter": f"{value} > {step.number}", "map": f"{value} * {step.number}", "select": "select"}[
         step.kind
     ] + f" on {name}"
 
@@ -276,7 +290,18 @@ def _join_plan(rng: random.Random) -> RandomPlan:
         stateless=stateless,
         output_mode="append",
         policy=policy,
+        after_join=_after_join(rng, how),  # drawn after everything else, for the same reason
     )
+
+
+def _after_join(rng: random.Random, how: str) -> tuple[Stateless, ...]:
+    """Filters on the joined rows, on one side's value or key (a left semi join's rows have the left side's
+    columns only)."""
+    columns = ("l_value", "l_key") if how == "left_semi" else ("l_value", "r_value", "l_key", "r_key")
+    steps = []
+    for _ in range(rng.choice((0, 0, 1, 1, 2))):
+        steps.append(Stateless("filter", rng.randint(1, 6), rng.choice(columns)))
+    return tuple(steps)
 
 
 # -- the plan as a pipeline file ----------------------------------------------------------------------------------
@@ -341,6 +366,15 @@ def pipeline_source(plan: RandomPlan) -> str:
         name = f"{step.kind}" if index == 0 else f"{step.kind}_{index}"
         call = _stateful_call(step, name, plan, prefix=f"{step.side}_" if joined else "")
         joined = joined or step.kind == "join"
+        if step.kind == "join" and plan.after_join:
+            body.append(f"{stream} = {stream}.{call}")
+            call = "".join(
+                f".{_joined_filter_call(filter_step, f'joined_filter_{i}')}"
+                for i, filter_step in enumerate(plan.after_join)
+            )[1:]
+            if index < len(plan.stateful) - 1:
+                body.append(f"{stream} = {stream}.{call}")
+                continue
         if index == len(plan.stateful) - 1:
             body.append(f"return {stream}.{call}")
         else:
@@ -357,6 +391,17 @@ def _stateless_call(step: Stateless, name: str, prefix: str = "") -> str:
         return f'map("{name}", lambda row: {{**row, "{prefix}value": {value} * {step.number}}})'
     columns = ", ".join(f'{prefix}{column}="{prefix}{column}"' for column in ("key", "ts", "value"))
     return f'select("{name}", {columns})'
+
+
+def _joined_filter_call(step: Stateless, name: str) -> str:
+    """A filter on the joined rows: on a key, ``!=`` one key; on a value, ``>`` a number, a null value (the
+    padding of an outer join) counting as 0."""
+    column = f'row["{step.column}"]'
+    if step.column.endswith("key"):
+        condition = f'{column} != "{FILTERED_KEYS[step.number % len(FILTERED_KEYS)]}"'
+    else:
+        condition = f"({column} or 0) > {step.number}"
+    return f'filter("{name}", lambda row: {condition}, columns=["{step.column}"])'
 
 
 def _dedup_call(step: Stateful, name: str, prefix: str = "") -> str:

@@ -6,7 +6,7 @@ with a window after a join (tutorials/differential-testing.md)."""
 import pytest
 
 from ministream import CollectingSink, Count, Dataflow, Max, Min, ScriptedSource, Session, Sliding, Tumbling
-from ministream.core.outer_join_elimination import kept_side, removed_watermarks
+from ministream.core.outer_join_elimination import kept_side, removed_watermarks, spark_join_type
 from ministream.models.microbatch import run_microbatch
 from ministream.time.ranges import TimeRange
 
@@ -128,3 +128,28 @@ def test_the_join_is_removed_when_the_plan_knows_either_sides_columns(declared):
     read columns among them) or the right's (none read). Knowing neither, it keeps the join."""
     flow = shape_flow("left outer, tumbling max", declared=declared)
     assert kept_side(flow, flow.step("join")) == (0 if declared else None)
+
+
+@pytest.mark.parametrize(
+    ("how", "window_side", "becomes"),
+    [
+        ("left_outer", "r", "inner"),
+        ("left_outer", "l", "left_outer"),
+        ("right_outer", "l", "inner"),
+        ("full_outer", "l", "left_outer"),
+        ("full_outer", "r", "right_outer"),
+    ],
+)
+def test_a_window_on_the_padded_sides_time_makes_the_outer_join_inner(how, window_side, becomes):
+    """Spark's window drops rows whose time is null, so under a window on the time of a side the outer join
+    pads with nulls Spark runs an inner join (a full outer join becomes an outer join of the window's side);
+    measured for tumbling, sliding and session windows (tutorials/spark-facts.md, "Where a condition runs")."""
+    flow = Dataflow("f")
+    left = flow.source("left", ScriptedSource([], columns=("l_key", "l_ts"))).with_watermark("lw", "l_ts", 0)
+    right = flow.source("right", ScriptedSource([], columns=("r_key", "r_ts"))).with_watermark("rw", "r_ts", 0)
+    joined = left.key_by("l_key").join(
+        "join", right.key_by("r_key"), how=how, between=TimeRange("l_ts", "r_ts", 0, 1_000)
+    )
+    renamed = joined.select("renamed", k=f"{window_side}_key", t=f"{window_side}_ts")
+    renamed.key_by("k").window("w", Tumbling(1_000), column="t", n=Count()).sink("out", CollectingSink())
+    assert spark_join_type(flow, flow.step("join")) == becomes

@@ -1,0 +1,213 @@
+"""Predicate pushdown: where Spark's optimizer runs a condition decides which rows move a watermark.
+
+Spark's optimizer moves each condition as far down the plan as it can go: below a select, below another
+filter, below a ``withWatermark`` when it does not read the event-time column, and into one side of a join.
+A row that such a condition drops below a watermark never reaches it, so it does not move that watermark,
+and through it the query's: where a condition runs changes which rows are late and when windows close.
+ministream finds the same places, and gives each ``with_watermark`` step the conditions that run before it
+(``WatermarkOperator.pushed``); the rows themselves still go where the plan sends them, and each filter
+still drops them where it stands (a condition that runs twice drops the same rows).
+
+The moves, as Spark 4.3 makes them (its rules ``PushDownPredicates``, ``PushPredicateThroughJoin`` and
+``InferFiltersFromConstraints``; measured in ``tutorials/spark-facts.md``, "Where a condition runs"):
+
+1. a filter after a watermark that declares the columns it reads, and does not read the event time, runs
+   below it (through selects, which rename, and other filters);
+2. a join side's own condition (``left_where``, ``right_where``) runs below that side when an outer join
+   does not preserve it, and so does ``key IS NOT NULL`` when the keys are compared with ``=``;
+3. a filter after a join, on one side's columns only, runs below that side when the join type lets it:
+   either side of an inner join, the left of a left outer or left semi join, the right of a right outer
+   join, neither side of a full outer join;
+4. a condition on one join key of a side (a filter before the join, the side's own condition, or a filter
+   after the join that rule 3 moved to the side) also holds for the other side's matching key, since the
+   keys are equal: Spark copies it there, both ways in an inner or left semi join, onto the right of a left
+   outer join, onto the left of a right outer join, and not at all when the keys are compared with ``<=>``.
+
+Filters after a step are followed along a single path only: a step read by two steps keeps every row.
+
+>>> from ministream.core.plan import Dataflow
+>>> from ministream.core.sources import ScriptedSource
+>>> flow = Dataflow("f")
+>>> left = flow.source("l", ScriptedSource([])).with_watermark("lw", "ts", 0).key_by("key")
+>>> right = flow.source("r", ScriptedSource([])).select("rs", r_key="key", r_ts="ts").with_watermark("rw", "r_ts", 0)
+>>> joined = left.join("join", right.key_by("r_key"), how="inner")
+>>> _ = joined.filter("not_b", lambda row: row["key"] != "b", columns="key")
+>>> [predicate({"r_key": "b", "r_ts": 5}) for predicate in pushed_below_watermark(flow, flow.step("rw"))]
+[True, False]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ministream.core.lineage import output_columns
+from ministream.core.outer_join_elimination import spark_join_type
+from ministream.core.plan import Dataflow
+from ministream.core.pruning import readers
+from ministream.core.steps import FilterSpec, JoinSpec, SelectSpec, Step, WatermarkSpec
+from ministream.operators.watermark import KeysNotNull
+
+Condition = tuple[Callable[[dict], bool], tuple[str, ...]]
+"""A condition and the columns it reads, both named as in the rows of the step it is a condition of."""
+
+FILTERS_MOVE_INTO = {
+    "inner": (True, True),
+    "left_outer": (True, False),
+    "right_outer": (False, True),
+    "full_outer": (False, False),
+    "left_semi": (True, False),
+}
+"""Rule 3: which sides of each join type a filter after the join moves into, (left, right)."""
+
+INFERRED_ONTO = {
+    "inner": (True, True),
+    "left_outer": (False, True),
+    "right_outer": (True, False),
+    "full_outer": (False, False),
+    "left_semi": (True, True),
+}
+"""Rule 4: onto which sides of each join type Spark copies a condition on the other side's key, (left, right)."""
+
+
+def pushed_below_watermark(flow: Dataflow, step: Step) -> list:
+    """The conditions that Spark's optimizer runs below the ``with_watermark`` step ``step``, each as a
+    predicate of the rows there (rules 1 to 4).
+
+    >>> from ministream.core.sources import ScriptedSource
+    >>> flow = Dataflow("f")
+    >>> events = flow.source("events", ScriptedSource([])).with_watermark("wm", "ts", 0)
+    >>> _ = events.filter("big", lambda row: row["value"] > 4, columns="value").filter("recent", bool)
+    >>> [predicate({"value": 5, "ts": 1}) for predicate in pushed_below_watermark(flow, flow.step("wm"))]
+    [True]
+    """
+    spec = step.spec
+    assert isinstance(spec, WatermarkSpec)
+    event_time = spec.column
+    filters, end, rename, last = _path_after(flow, step)
+    pushed = [predicate for predicate, columns in filters if event_time not in columns]  # rule 1
+    if end is not None and isinstance(end.spec, JoinSpec):
+        side = [edge.upstream for edge in end.inputs].index(last)
+        for predicate, columns in into_join_side(flow, end, side):
+            here = tuple(column if rename is None else rename.get(column, column) for column in columns)
+            if event_time not in here:
+                pushed.append(_renamed(predicate, rename))
+    return pushed
+
+
+def into_join_side(flow: Dataflow, join: Step, side: int) -> list[Condition]:
+    """The conditions that Spark's optimizer runs below the ``join`` step, on side ``side`` (0 left, 1 right),
+    named as in that side's rows: rules 2, 3 and 4."""
+    spec = join.spec
+    assert isinstance(spec, JoinSpec)
+    how = spark_join_type(flow, join)  # a window on the padded side's time makes an outer join inner
+    conditions: list[Condition] = []
+    preserved = how == "full_outer" or how == ("left_outer", "right_outer")[side]
+    keys = (spec.left_keys, spec.right_keys)[side]
+    if not preserved:  # rule 2
+        where = (spec.left_where, spec.right_where)[side]
+        if where is not None and where.columns is not None:
+            conditions.append((where.fn, where.columns))
+        if not spec.null_safe:
+            conditions.append((KeysNotNull(keys), keys))
+    conditions += moved_into(flow, join, side)  # rule 3
+    if INFERRED_ONTO[how][side] and not spec.null_safe:  # rule 4
+        other_keys = (spec.left_keys, spec.right_keys)[1 - side]
+        for predicate, (column,) in key_conditions(flow, join, 1 - side):
+            key = keys[other_keys.index(column)]
+            conditions.append((_on_key(predicate, column, key), (key,)))
+    return conditions
+
+
+def moved_into(flow: Dataflow, join: Step, side: int) -> list[Condition]:
+    """Rule 3: the filters after ``join`` that run below it on side ``side``: those whose columns are all that
+    side's (of a side whose columns the plan does not know, its keys)."""
+    spec = join.spec
+    assert isinstance(spec, JoinSpec)
+    how = spark_join_type(flow, join)
+    if not FILTERS_MOVE_INTO[how][side]:
+        return []
+    columns = output_columns(join.inputs[side].upstream)
+    if columns is None:  # the plan does not know the side's columns: its keys are among them
+        columns = (spec.left_keys, spec.right_keys)[side]
+    if spec.using and side != (1 if how == "right_outer" else 0):
+        # the keys appear once in the output, as the left side's (the right side's in a right outer join)
+        columns = tuple(column for column in columns if column not in spec.left_keys)
+    filters, _, _, _ = _path_after(flow, join)
+    return [(predicate, read) for predicate, read in filters if set(read) <= set(columns)]
+
+
+def key_conditions(flow: Dataflow, join: Step, side: int) -> list[Condition]:
+    """The conditions known to hold on side ``side``'s rows at ``join`` that read one of its keys and nothing
+    else (what rule 4 copies to the other side): filters before the join (through selects, filters and
+    watermarks), the side's own condition, and the filters after the join that rule 3 moves to it."""
+    spec = join.spec
+    assert isinstance(spec, JoinSpec)
+    keys = (spec.left_keys, spec.right_keys)[side]
+    conditions = _conditions_before(join.inputs[side].upstream)
+    where = (spec.left_where, spec.right_where)[side]
+    if where is not None and where.columns is not None:
+        conditions.append((where.fn, where.columns))
+    conditions += moved_into(flow, join, side)
+    return [(predicate, read) for predicate, read in conditions if len(set(read)) == 1 and read[0] in keys]
+
+
+def _conditions_before(step: Step) -> list[Condition]:
+    """The conditions of the filters that declare their columns on the way to ``step`` (through selects,
+    filters and watermarks), named as in ``step``'s rows; a filter on a column that a select drops later
+    holds for no column there, and is left out."""
+    conditions: list[Condition] = []
+    names: dict[str, str] | None = None  # {column at this step: its name at ``step``}; None: the same
+    current = step
+    while isinstance(current.spec, (SelectSpec, FilterSpec, WatermarkSpec)):
+        spec = current.spec
+        if isinstance(spec, FilterSpec) and spec.columns is not None:
+            if names is None:
+                conditions.append((spec.predicate, spec.columns))
+            elif all(column in names for column in spec.columns):
+                there = {column: names[column] for column in spec.columns}
+                conditions.append((_renamed(spec.predicate, there), tuple(there.values())))
+        if isinstance(spec, SelectSpec):  # going up: the columns before the select, by their names at ``step``
+            after = names
+            names = {
+                old: new if after is None else after[new] for new, old in spec.columns if after is None or new in after
+            }
+        current = current.inputs[0].upstream
+    return conditions
+
+
+def _path_after(flow: Dataflow, step: Step) -> tuple[list[Condition], Step | None, dict[str, str] | None, Step]:
+    """Walk the single path after ``step`` through selects and filters. Returns the filters on the way that
+    declare their columns, each as a condition of ``step``'s rows; the first other step (``None`` where the
+    path splits or ends); the renames of the selects on the way (``{column there: its name at step}``); and
+    the last step of the walk (the input of that other step)."""
+    filters: list[Condition] = []
+    rename: dict[str, str] | None = None
+    current = step
+    while True:
+        consumers = readers(flow, current)
+        if len(consumers) != 1:
+            return filters, None, rename, current
+        following = consumers[0]
+        spec = following.spec
+        if isinstance(spec, SelectSpec):
+            rename = {new: old if rename is None else rename.get(old, old) for new, old in spec.columns}
+        elif isinstance(spec, FilterSpec):
+            if spec.columns is not None:
+                read = tuple(column if rename is None else rename.get(column, column) for column in spec.columns)
+                filters.append((_renamed(spec.predicate, rename), read))
+        else:
+            return filters, following, rename, current
+        current = following
+
+
+def _renamed(predicate, rename: dict | None):
+    """``predicate`` of a row downstream, as a predicate of a row upstream (``rename``: ``{column downstream:
+    its name upstream}``, selects rename)."""
+    if rename is None:
+        return predicate
+    return lambda row: predicate({new: row.get(old) for new, old in rename.items()})
+
+
+def _on_key(predicate, column: str, key: str):
+    """A condition on one side's key ``column``, as a condition on the other side's matching ``key``."""
+    return lambda row: predicate({column: row.get(key)})

@@ -1,0 +1,214 @@
+"""Where Spark's optimizer runs a condition, and so which rows move a watermark (``operators/pushdown.py``):
+filters after a join move into the side the join type lets them, and a condition on one join key is copied
+to the other side's key. Each case is a pipeline file as a data engineer writes it, run in ministream (the
+watermark of batch 1 says which rows counted), and against its compiled twin in Spark."""
+
+import json
+from datetime import UTC, datetime
+
+import pytest
+
+from ministream.core.plan import Dataflow
+from ministream.core.sources import ScriptedSource
+from ministream.lessons import compare_lesson
+from ministream.lessons.pipeline_file import pipeline_lesson
+from ministream.operators.pushdown import into_join_side, pushed_below_watermark
+
+HEAD = """
+from ministream import Count, TimeRange, Tumbling
+from ministream.core.steps import RowCondition
+
+FIELDS = {"key": str, "value": float}
+INPUTS = ("left", "right")
+OUTPUT_MODE = "append"
+
+
+def pipeline(left, right):
+    left = left.select("left_columns", l_key="key", l_ts="ts", l_value="value")
+    left = left.with_watermark("left_watermark", "l_ts", "0 seconds")
+    right = right.select("right_columns", r_key="key", r_ts="ts", r_value="value")
+    right = right.with_watermark("right_watermark", "r_ts", "0 seconds")
+"""
+BIG = 'lambda row: row["{0}"] is not None and row["{0}"] > 2, columns=("{0}",)'
+NOT_B = 'lambda row: row["{0}"] != "b", columns=("{0}",)'
+
+
+def pipeline_text(how: str, then: str = "joined", before: str = "", where: str = "") -> str:
+    """Both sides watermarked 0 seconds behind, joined on their keys within 1 second; ``then`` the rest."""
+    join = (
+        f'    joined = left.key_by("l_key").join("join", right.key_by("r_key"), how="{how}", '
+        f'between=TimeRange("l_ts", "r_ts", 0, 1000){where})\n'
+    )
+    return HEAD + before + join + f"    return {then}\n"
+
+
+def after(condition: str, column: str) -> str:
+    return f'joined.filter("f", {condition.format(column)})'
+
+
+CASES = {  # name: (pipeline, events, the watermark of batch 1 in seconds after 10:00)
+    # a filter after the join moves into a side the join type lets it (rule 3)...
+    "inner, l_value": (pipeline_text("inner", after(BIG, "l_value")), "A", 10),
+    "inner, r_value": (pipeline_text("inner", after(BIG, "r_value")), "A", 10.5),
+    "left outer, l_value": (pipeline_text("left_outer", after(BIG, "l_value")), "A", 10),
+    "right outer, r_value": (pipeline_text("right_outer", after(BIG, "r_value")), "A", 10.5),
+    "left semi, l_value": (pipeline_text("left_semi", after(BIG, "l_value")), "A", 10),
+    "inner, select then r_value": (
+        pipeline_text("inner", 'joined.select("s", l_key="l_key", v="r_value").filter("f", ' + BIG.format("v") + ")"),
+        "A",
+        10.5,
+    ),
+    "inner, past a filter of the whole row": (
+        pipeline_text("inner", 'joined.filter("any", lambda row: True).filter("f", ' + BIG.format("r_value") + ")"),
+        "A",
+        10.5,
+    ),
+    # ... and not into a side an outer join pads with nulls, nor when it reads both sides
+    "left outer, r_value": (pipeline_text("left_outer", after(BIG, "r_value")), "A", 90),
+    "right outer, l_value": (pipeline_text("right_outer", after(BIG, "l_value")), "A", 90),
+    "full outer, l_value": (pipeline_text("full_outer", after(BIG, "l_value")), "A", 90),
+    "inner, both sides": (
+        pipeline_text(
+            "inner",
+            'joined.filter("f", lambda row: (row["l_value"] or 0) > (row["r_value"] or 0) - 10, '
+            'columns=("l_value", "r_value"))',
+        ),
+        "A",
+        90,
+    ),
+    # a condition on one key holds for the other side's key too (rule 4)
+    "inner, l_key": (pipeline_text("inner", after(NOT_B, "l_key")), "B", 10.5),
+    "left outer, l_key": (pipeline_text("left_outer", after(NOT_B, "l_key")), "B", 10.5),
+    "left semi, l_key": (pipeline_text("left_semi", after(NOT_B, "l_key")), "B", 10.5),
+    "right outer, r_key": (pipeline_text("right_outer", after(NOT_B, "r_key")), "A", 10),
+    "right outer, l_key": (pipeline_text("right_outer", after(NOT_B, "l_key")), "A", 90),
+    "inner, left_where on l_key": (
+        pipeline_text(
+            "inner", where=", left_where=RowCondition(" + NOT_B.format("l_key").replace(", columns=", ", ") + ")"
+        ),
+        "B",
+        10.5,
+    ),
+    "left outer, left_where on l_key": (
+        pipeline_text(
+            "left_outer", where=", left_where=RowCondition(" + NOT_B.format("l_key").replace(", columns=", ", ") + ")"
+        ),
+        "A",
+        10.5,
+    ),
+    "inner, a filter on l_key before the watermark": (
+        pipeline_text("inner").replace(
+            '    left = left.with_watermark("left_watermark"',
+            '    left = left.filter("pre", '
+            + NOT_B.format("l_key")
+            + ')\n    left = left.with_watermark("left_watermark"',
+        ),
+        "B",
+        10.5,
+    ),
+    # a window on the time of the side an outer join pads drops the padded rows: Spark runs an inner join
+    # (a full outer join: an outer join of the other side), and the filters move as in that join
+    "right outer, l_key, then a window on l_ts": (
+        pipeline_text(
+            "right_outer",
+            after(NOT_B, "l_key") + '.key_by("l_key").window("w", Tumbling("1 second"), column="l_ts", n=Count())',
+        ),
+        "A",
+        10,
+    ),
+    "full outer, r_key, then a window on r_ts": (
+        pipeline_text(
+            "full_outer",
+            after(NOT_B, "r_key") + '.key_by("r_key").window("w", Tumbling("1 second"), column="r_ts", n=Count())',
+        ),
+        "A",
+        10,
+    ),
+}
+"""Events A: left a@10 s and b@100 s, right a@10.5 s and b@90 s in batch 0; the b rows fail every condition
+(value 0, key b). Events B: the same with the left b at 5 s, so that only the right b can hold the
+watermark up. Then c at 50 s on both sides (late unless a b row was left out) and d at 95 s, and y at 200 s."""
+
+EVENTS = {
+    "A": [
+        (0, 10, "left", "a", 5.0),
+        (0, 100, "left", "b", 0.0),
+        (0, 10.5, "right", "a", 5.0),
+        (0, 90, "right", "b", 0.0),
+    ],
+    "B": [
+        (0, 100, "left", "a", 5.0),
+        (0, 5, "left", "b", 0.0),
+        (0, 10.5, "right", "a", 5.0),
+        (0, 90, "right", "b", 0.0),
+    ],
+}
+LATER = [
+    (1, 50, "left", "c", 5.0),
+    (1, 50.5, "right", "c", 5.0),
+    (1, 95, "left", "d", 5.0),
+    (1, 95.5, "right", "d", 5.0),
+]
+LATER += [(2, 200, "left", "y", 5.0), (2, 200.5, "right", "y", 5.0)]
+TEN_O_CLOCK = datetime(2024, 1, 1, 10, tzinfo=UTC).timestamp()
+
+
+def case_lesson(name: str, tmp_path):
+    """The case's pipeline file as a lesson, and its events read from a JSON Lines file."""
+    text, events, _ = CASES[name]
+    lesson = pipeline_lesson(text, "pushdown_case.py")
+    path = tmp_path / "events.jsonl"
+    with path.open("w") as out:
+        for batch, second, stream, key, value in EVENTS[events] + LATER:
+            ts = datetime.fromtimestamp(TEN_O_CLOCK + second, UTC).isoformat(timespec="milliseconds")
+            row = {"batch": batch, "ts": ts.replace("+00:00", "Z"), "stream": stream, "key": key, "value": value}
+            out.write(json.dumps(row) + "\n")
+    return lesson, lesson.read_script(path)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_the_rows_a_moved_condition_drops_do_not_move_the_watermark(name, tmp_path):
+    """The watermark of batch 1 is the smaller of the two sides' latest times in batch 0, counting only the
+    rows that the conditions Spark moves below each side's watermark keep."""
+    lesson, script = case_lesson(name, tmp_path)
+    watermarks = [batch.watermark for batch in lesson.run(script).output()]
+    assert watermarks[1] == TEN_O_CLOCK * 1000 + CASES[name][2] * 1000
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("name", list(CASES))
+def test_a_moved_condition_matches_spark(name, tmp_path):
+    """Spark 4.3 runs each case's compiled twin with the same watermarks and rows, batch for batch."""
+    lesson, script = case_lesson(name, tmp_path)
+    result = compare_lesson(lesson, script)
+    assert result.matches, result.table()
+
+
+def test_which_conditions_a_join_side_gets():
+    """The conditions each side of an inner join gets: key IS NOT NULL, a filter after the join on its own
+    value, and the other side's condition on its key, copied to its own key."""
+    flow = Dataflow("f")
+    left = flow.source("l", ScriptedSource([], columns=("l_key", "l_ts", "l_value")))
+    right = flow.source("r", ScriptedSource([], columns=("r_key", "r_ts", "r_value")))
+    joined = left.key_by("l_key").join("join", right.key_by("r_key"), how="inner")
+    joined.filter("big", lambda row: row["r_value"] > 2, columns="r_value").filter(
+        "not_b", lambda row: row["l_key"] != "b", columns="l_key"
+    )
+    sides = [into_join_side(flow, flow.step("join"), side) for side in (0, 1)]
+    assert [columns for _, columns in sides[0]] == [("l_key",), ("l_key",)]
+    assert [columns for _, columns in sides[1]] == [("r_key",), ("r_value",), ("r_key",)]
+    row = {"r_key": "b", "r_ts": 1, "r_value": 5}
+    assert [condition(row) for condition, _ in sides[1]] == [True, True, False]
+
+
+def test_a_watermark_read_by_two_steps_keeps_every_row():
+    """A filter after a join does not move below a watermark whose rows also go elsewhere."""
+    flow = Dataflow("f")
+    left = flow.source("l", ScriptedSource([])).with_watermark("lw", "l_ts", 0)
+    right = flow.source("r", ScriptedSource([])).with_watermark("rw", "r_ts", 0)
+    left.key_by("l_key").join("join", right.key_by("r_key"), how="inner").filter(
+        "not_b", lambda row: row["r_key"] != "b", columns="r_key"
+    )
+    right.filter("other", lambda row: True)
+    assert pushed_below_watermark(flow, flow.step("rw")) == []
+    assert len(pushed_below_watermark(flow, flow.step("lw"))) == 2  # key IS NOT NULL, and r_key's copied
