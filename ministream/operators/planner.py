@@ -91,7 +91,7 @@ from ministream.operators.aggregate import RunningAggregate, WatermarkedAggregat
 from ministream.operators.dedup import Deduplicate
 from ministream.operators.interval_join import ContinuousJoin
 from ministream.operators.process import ProcessOperator
-from ministream.operators.pushdown import pushed_below_watermark
+from ministream.operators.pushdown import moved_below, pushed_below_watermark
 from ministream.operators.removed_outer_join import RemovedOuterJoin, reaches_nothing
 from ministream.operators.sessions import SessionWindowAggregate, SessionWindowAggregateWithoutWatermark
 from ministream.operators.static_join import StaticJoin
@@ -326,7 +326,8 @@ def operator_for(step: Step, model: Model = "microbatch", flow: Dataflow | None 
 def optimizer_notes(flow: Dataflow, step: Step) -> list[str]:
     """What Spark's optimizer changes in how ``step`` runs in the micro-batch model, in words (empty: nothing):
     a join it removes (``core/outer_join_elimination.py``), a join side or a deduplication whose event-time
-    column it prunes, so that it drops no late row (``core/pruning.py``). Diagrams show them.
+    column it prunes, so that it drops no late row (``core/pruning.py``), a filter it runs below a watermark
+    (``operators/pushdown.py``). Diagrams show them.
 
     >>> from ministream.core.sources import ScriptedSource
     >>> flow = Dataflow("f")
@@ -335,6 +336,12 @@ def optimizer_notes(flow: Dataflow, step: Step) -> list[str]:
     >>> optimizer_notes(flow, flow.step("d"))
     ['no late rows: Spark prunes ts (nothing reads it)']
     """
+    if isinstance(step.spec, WatermarkSpec):
+        return [
+            f"{condition.origin} runs below it (Spark moves it there): only the rows it keeps move this watermark"
+            for condition in moved_below(flow, step)
+            if condition.origin is not None
+        ]
     operator = operator_for(step, "microbatch", flow)
     if isinstance(operator, RemovedOuterJoin):
         return [f"removed by Spark (EliminateOuterJoin): passes on the {('left', 'right')[operator.kept]} rows"]

@@ -40,6 +40,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import attrs
+
 from ministream.core.lineage import output_columns
 from ministream.core.outer_join_elimination import spark_join_type
 from ministream.core.plan import Dataflow
@@ -47,8 +49,17 @@ from ministream.core.pruning import readers
 from ministream.core.steps import FilterSpec, JoinSpec, SelectSpec, Step, WatermarkSpec
 from ministream.operators.watermark import KeysNotNull
 
-Condition = tuple[Callable[[dict], bool], tuple[str, ...]]
-"""A condition and the columns it reads, both named as in the rows of the step it is a condition of."""
+
+@attrs.frozen
+class Condition:
+    """A condition that Spark's optimizer moves: ``predicate`` of a row and the ``columns`` it reads, both named
+    as in the rows of the step it is a condition of, and where it comes from, in words (``None`` for the
+    ``key IS NOT NULL`` Spark adds to every join side)."""
+
+    predicate: Callable[[dict], bool]
+    columns: tuple[str, ...]
+    origin: str | None = None
+
 
 FILTERS_MOVE_INTO = {
     "inner": (True, True),
@@ -71,7 +82,7 @@ INFERRED_ONTO = {
 
 def pushed_below_watermark(flow: Dataflow, step: Step) -> list:
     """The conditions that Spark's optimizer runs below the ``with_watermark`` step ``step``, each as a
-    predicate of the rows there (rules 1 to 4).
+    predicate of the rows there (rules 1 to 4): :func:`moved_below`'s predicates.
 
     >>> from ministream.core.sources import ScriptedSource
     >>> flow = Dataflow("f")
@@ -80,17 +91,23 @@ def pushed_below_watermark(flow: Dataflow, step: Step) -> list:
     >>> [predicate({"value": 5, "ts": 1}) for predicate in pushed_below_watermark(flow, flow.step("wm"))]
     [True]
     """
+    return [condition.predicate for condition in moved_below(flow, step)]
+
+
+def moved_below(flow: Dataflow, step: Step) -> list[Condition]:
+    """The conditions that Spark's optimizer runs below the ``with_watermark`` step ``step``, named as in the
+    rows there, each with where it comes from."""
     spec = step.spec
     assert isinstance(spec, WatermarkSpec)
     event_time = spec.column
     filters, end, rename, last = _path_after(flow, step)
-    pushed = [predicate for predicate, columns in filters if event_time not in columns]  # rule 1
+    pushed = [condition for condition in filters if event_time not in condition.columns]  # rule 1
     if end is not None and isinstance(end.spec, JoinSpec):
         side = [edge.upstream for edge in end.inputs].index(last)
-        for predicate, columns in into_join_side(flow, end, side):
-            here = tuple(column if rename is None else rename.get(column, column) for column in columns)
+        for condition in into_join_side(flow, end, side):
+            here = tuple(column if rename is None else rename.get(column, column) for column in condition.columns)
             if event_time not in here:
-                pushed.append(_renamed(predicate, rename))
+                pushed.append(Condition(_renamed(condition.predicate, rename), here, condition.origin))
     return pushed
 
 
@@ -104,18 +121,30 @@ def into_join_side(flow: Dataflow, join: Step, side: int) -> list[Condition]:
     preserved = how == "full_outer" or how == ("left_outer", "right_outer")[side]
     keys = (spec.left_keys, spec.right_keys)[side]
     if not preserved:  # rule 2
-        where = (spec.left_where, spec.right_where)[side]
-        if where is not None and where.columns is not None:
-            conditions.append((where.fn, where.columns))
+        where = _where(join, side)
+        if where is not None:
+            conditions.append(where)
         if not spec.null_safe:
-            conditions.append((KeysNotNull(keys), keys))
+            conditions.append(Condition(KeysNotNull(keys), keys))
     conditions += moved_into(flow, join, side)  # rule 3
     if INFERRED_ONTO[how][side] and not spec.null_safe:  # rule 4
         other_keys = (spec.left_keys, spec.right_keys)[1 - side]
-        for predicate, (column,) in key_conditions(flow, join, 1 - side):
+        for condition in key_conditions(flow, join, 1 - side):
+            (column,) = set(condition.columns)
             key = keys[other_keys.index(column)]
-            conditions.append((_on_key(predicate, column, key), (key,)))
+            origin = f"{condition.origin}, copied from {column} to {key},"
+            conditions.append(Condition(_on_key(condition.predicate, column, key), (key,), origin))
     return conditions
+
+
+def _where(join: Step, side: int) -> Condition | None:
+    """The join's own condition on side ``side``'s columns, when it declares them."""
+    spec = join.spec
+    assert isinstance(spec, JoinSpec)
+    where = (spec.left_where, spec.right_where)[side]
+    if where is None or where.columns is None:
+        return None
+    return Condition(where.fn, where.columns, f"the {('left', 'right')[side]} condition of join {join.name!r}")
 
 
 def moved_into(flow: Dataflow, join: Step, side: int) -> list[Condition]:
@@ -133,7 +162,7 @@ def moved_into(flow: Dataflow, join: Step, side: int) -> list[Condition]:
         # the keys appear once in the output, as the left side's (the right side's in a right outer join)
         columns = tuple(column for column in columns if column not in spec.left_keys)
     filters, _, _, _ = _path_after(flow, join)
-    return [(predicate, read) for predicate, read in filters if set(read) <= set(columns)]
+    return [condition for condition in filters if set(condition.columns) <= set(columns)]
 
 
 def key_conditions(flow: Dataflow, join: Step, side: int) -> list[Condition]:
@@ -144,11 +173,11 @@ def key_conditions(flow: Dataflow, join: Step, side: int) -> list[Condition]:
     assert isinstance(spec, JoinSpec)
     keys = (spec.left_keys, spec.right_keys)[side]
     conditions = _conditions_before(join.inputs[side].upstream)
-    where = (spec.left_where, spec.right_where)[side]
-    if where is not None and where.columns is not None:
-        conditions.append((where.fn, where.columns))
+    where = _where(join, side)
+    if where is not None:
+        conditions.append(where)
     conditions += moved_into(flow, join, side)
-    return [(predicate, read) for predicate, read in conditions if len(set(read)) == 1 and read[0] in keys]
+    return [c for c in conditions if len(set(c.columns)) == 1 and c.columns[0] in keys]
 
 
 def _conditions_before(step: Step) -> list[Condition]:
@@ -161,11 +190,12 @@ def _conditions_before(step: Step) -> list[Condition]:
     while isinstance(current.spec, (SelectSpec, FilterSpec, WatermarkSpec)):
         spec = current.spec
         if isinstance(spec, FilterSpec) and spec.columns is not None:
+            origin = f"filter {current.name!r}"
             if names is None:
-                conditions.append((spec.predicate, spec.columns))
+                conditions.append(Condition(spec.predicate, spec.columns, origin))
             elif all(column in names for column in spec.columns):
                 there = {column: names[column] for column in spec.columns}
-                conditions.append((_renamed(spec.predicate, there), tuple(there.values())))
+                conditions.append(Condition(_renamed(spec.predicate, there), tuple(there.values()), origin))
         if isinstance(spec, SelectSpec):  # going up: the columns before the select, by their names at ``step``
             after = names
             names = {
@@ -194,7 +224,7 @@ def _path_after(flow: Dataflow, step: Step) -> tuple[list[Condition], Step | Non
         elif isinstance(spec, FilterSpec):
             if spec.columns is not None:
                 read = tuple(column if rename is None else rename.get(column, column) for column in spec.columns)
-                filters.append((_renamed(spec.predicate, rename), read))
+                filters.append(Condition(_renamed(spec.predicate, rename), read, f"filter {following.name!r}"))
         else:
             return filters, following, rename, current
         current = following

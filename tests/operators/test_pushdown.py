@@ -12,6 +12,7 @@ from ministream.core.plan import Dataflow
 from ministream.core.sources import ScriptedSource
 from ministream.lessons import compare_lesson
 from ministream.lessons.pipeline_file import pipeline_lesson
+from ministream.operators.planner import optimizer_notes
 from ministream.operators.pushdown import into_join_side, pushed_below_watermark
 
 HEAD = """
@@ -195,10 +196,14 @@ def test_which_conditions_a_join_side_gets():
         "not_b", lambda row: row["l_key"] != "b", columns="l_key"
     )
     sides = [into_join_side(flow, flow.step("join"), side) for side in (0, 1)]
-    assert [columns for _, columns in sides[0]] == [("l_key",), ("l_key",)]
-    assert [columns for _, columns in sides[1]] == [("r_key",), ("r_value",), ("r_key",)]
+    assert [(c.columns, c.origin) for c in sides[0]] == [(("l_key",), None), (("l_key",), "filter 'not_b'")]
+    assert [(c.columns, c.origin) for c in sides[1]] == [
+        (("r_key",), None),
+        (("r_value",), "filter 'big'"),
+        (("r_key",), "filter 'not_b', copied from l_key to r_key,"),
+    ]
     row = {"r_key": "b", "r_ts": 1, "r_value": 5}
-    assert [condition(row) for condition, _ in sides[1]] == [True, True, False]
+    assert [condition.predicate(row) for condition in sides[1]] == [True, True, False]
 
 
 def test_a_watermark_read_by_two_steps_keeps_every_row():
@@ -212,3 +217,16 @@ def test_a_watermark_read_by_two_steps_keeps_every_row():
     right.filter("other", lambda row: True)
     assert pushed_below_watermark(flow, flow.step("rw")) == []
     assert len(pushed_below_watermark(flow, flow.step("lw"))) == 2  # key IS NOT NULL, and r_key's copied
+
+
+def test_a_watermark_says_which_moved_filters_run_below_it(tmp_path):
+    """The planner's notes (on diagram labels, above `ministream compare`'s table) name each filter Spark
+    runs below a watermark, a copied one with the keys it was copied between; not key IS NOT NULL."""
+    lesson, script = case_lesson("inner, l_key", tmp_path)
+    flow = lesson.pipeline(script, lesson.resolve_params())
+    notes = {name: optimizer_notes(flow, flow.step(name)) for name in ("left_watermark", "right_watermark")}
+    tail = "runs below it (Spark moves it there): only the rows it keeps move this watermark"
+    assert notes == {
+        "left_watermark": [f"filter 'f' {tail}"],
+        "right_watermark": [f"filter 'f', copied from l_key to r_key, {tail}"],
+    }
