@@ -102,6 +102,9 @@ def pipeline(script, params) -> Dataflow:
         how="inner",
         between=TimeRange("impression_time", "click_time", lower=0, upper=params["within"]),
     )
+    if params["campaign"] != "all":  # after the join, but Spark runs it below both watermarks
+        campaign = params["campaign"]
+        joined = joined.filter("campaign", lambda row: row["impression_ad"] == campaign, columns="impression_ad")
     joined.sink("output", CollectingSink())
     return flow
 
@@ -120,7 +123,7 @@ def twin(inputs, params):
         .select(F.col("ad_id").alias("click_ad"), F.col("ts").alias("click_time"))
         .withWatermark("click_time", f"{params['click_delay']} milliseconds")
     )
-    return impressions.join(
+    joined = impressions.join(
         clicks,
         F.expr(f"""
         impression_ad = click_ad AND
@@ -128,6 +131,7 @@ def twin(inputs, params):
         click_time <= impression_time + INTERVAL {params["within"]} MILLISECONDS"""),
         "inner",
     )
+    return joined if params["campaign"] == "all" else joined.filter(F.col("impression_ad") == params["campaign"])
 
 
 LESSON = Lesson(
@@ -141,6 +145,14 @@ LESSON = Lesson(
         Param("within", 20_000, "a click matches an impression shown at most this long before it"),
         Param("impression_delay", 10_000, "watermark delay of the impressions"),
         Param("click_delay", 10_000, "watermark delay of the clicks"),
+        Param(
+            "campaign",
+            "all",
+            "all, or one ad: keep only its pairs, with a filter after the join (Spark runs it below both "
+            "watermarks, so that only that ad's rows move them)",
+            kind="choice",
+            choices=("all", "a", "b", "c", "d"),
+        ),
     ],
     inputs=("impressions", "clicks"),
     output_mode="append",

@@ -6,6 +6,7 @@ import pytest
 
 from ministream.lessons import compare_lesson, get_lesson
 from ministream.operators.stream_join import state_sizes_by_side
+from ministream.time.units import format_clock
 
 LESSON = get_lesson("stream-join")
 
@@ -13,8 +14,8 @@ LESSON = get_lesson("stream-join")
 @pytest.mark.spark
 @pytest.mark.parametrize(
     "params",
-    [{}, {"within": "30 seconds", "click_delay": "2 seconds", "impression_delay": "25 seconds"}],
-    ids=["default", "within-30s-delays"],
+    [{}, {"within": "30 seconds", "click_delay": "2 seconds", "impression_delay": "25 seconds"}, {"campaign": "a"}],
+    ids=["default", "within-30s-delays", "campaign-a"],
 )
 def test_matches_spark(params):
     """Every batch, its watermark and its joined rows are the same in ministream and in Spark."""
@@ -76,3 +77,19 @@ def test_a_wider_range_keeps_impressions_longer():
     """With ``within`` = 30 s, b's click 28 s after its impression matches too."""
     rows = [row for batch in LESSON.run(params={"within": "30 seconds"}).output() for row in batch.rows]
     assert ("b", 1704103230000) in {(row["click_ad"], row["click_time"]) for row in rows}
+
+
+def test_a_filter_after_the_join_runs_below_both_watermarks():
+    """campaign=a keeps ad a's pairs with a filter after the join. Spark runs it below the impressions'
+    watermark, and copied to click_ad below the clicks' (the keys are equal): only ad a's rows move the
+    watermarks, which stay at 09:59:51 (a@1 - 10 s) until a@40, where b@2 and c@12 moved them before."""
+    clock = {}
+    for campaign in ("all", "a"):
+        batches = LESSON.run(params={"campaign": campaign}).output()
+        clock[campaign] = [format_clock(batch.watermark) if batch.watermark else 0 for batch in batches]
+    assert clock["all"] == [0, "09:59:52", "10:00:02", "10:00:30", "10:00:35", "10:00:50"]
+    assert clock["a"] == [0, "09:59:51", "09:59:51", "10:00:30", "10:00:30"]
+    rows = [
+        [(r["impression_ad"], r["click_time"]) for r in b.rows] for b in LESSON.run(params={"campaign": "a"}).output()
+    ]
+    assert [len(batch) for batch in rows] == [1, 0, 1, 1, 0]

@@ -59,5 +59,9 @@ def test_a_diagram_says_what_sparks_optimizer_changes_in_a_step():
     settings = {name: dot.replace("\\l  ", " ") for name, dot in optimized_setting_dots().items()}
     assert "removed by Spark" in settings["outer-join.max-window.svg"]
     assert "no late rows: Spark prunes ts" in settings["deduplication.keep-id.svg"]
+    assert (
+        "filter 'campaign', copied from impression_ad to click_ad, runs below it"
+        in settings["stream-join.campaign.svg"]
+    )
     assert "no late rows: Spark prunes ts" in to_dot(pruned_dedup("id")).replace("\\l  ", " ")
     assert "Spark prunes" not in to_dot(pruned_dedup("id, ts"))

@@ -15,7 +15,8 @@ NOTEBOOK = NotebookSource(
 
 **At the end of this notebook you will be able to** say why a stream-stream join keeps both inputs in state,
 compute each side's state watermark from the time range and the watermark (with Spark's extra millisecond),
-and predict in which batch a pair is emitted or a row is dropped as late.
+predict in which batch a pair is emitted or a row is dropped as late, and say why a filter after the join
+moves the watermarks.
 
 The tutorial page is `tutorials/07-stream-join.md`; the code is `ministream/operators/stream_join.py` and
 `ministream/lessons/stream_join.py`."""),
@@ -61,11 +62,28 @@ state_plot(sizes, ylabel="rows in join state", title="join state, by side")"""),
 result = compare_lesson(lesson)
 print(result.table())
 assert result.matches"""),
+        markdown("""## A filter after the join runs before it
+
+`campaign=a` keeps only ad a's pairs with a filter after the join. Spark's optimizer runs it below the
+impressions' watermark, and, since `impression_ad = click_ad`, a copy of it on `click_ad` below the clicks'
+watermark: only ad a's rows move the watermarks. The pairs are the same three; the watermarks are not."""),
+        code("""from ministream.time.units import format_clock
+
+for campaign in ("all", "a"):
+    batches = lesson.run(params={"campaign": campaign}).output()
+    print(campaign, [format_clock(batch.watermark) if batch.watermark else 0 for batch in batches])
+campaign_flow = lesson.pipeline(lesson.default_script, lesson.resolve_params({"campaign": "a"}))
+graphviz.Source(to_dot(campaign_flow))"""),
+        code("""result = compare_lesson(lesson, params={"campaign": "a"})
+print(result.table())
+assert result.matches"""),
         markdown("""## Recap
 
 - A stream-stream join keeps both sides in state; watermarks and a time range bound it.
 - Left state watermark `WM - upper`, right `WM + lower`, minus 1 ms for inclusive bounds.
 - In a batch, left rows join first, then right rows join the left state including this batch's rows.
-- Rows at or before the previous batch's watermark are dropped as late, and the trace says so."""),
+- Rows at or before the previous batch's watermark are dropped as late, and the trace says so.
+- A filter after the join on one side's columns runs below that side's watermark in Spark, one on the key
+  below both: the rows it drops never move a watermark."""),
     ],
 )
