@@ -12,7 +12,7 @@ The moves, as Spark 4.3 makes them (its rules ``PushDownPredicates``, ``PushPred
 ``InferFiltersFromConstraints``; measured in ``tutorials/spark-facts.md``, "Where a condition runs"):
 
 1. a filter after a watermark that declares the columns it reads, and does not read the event time, runs
-   below it (through selects, which rename, and other filters);
+   below it (through selects, which rename, other filters, and unions: into each of their inputs);
 2. a join side's own condition (``left_where``, ``right_where``) runs below that side when an outer join
    does not preserve it, and so does ``key IS NOT NULL`` when the keys are compared with ``=``;
 3. a filter after a join, on one side's columns only, runs below that side when the join type lets it:
@@ -46,7 +46,7 @@ from ministream.core.lineage import output_columns
 from ministream.core.outer_join_elimination import spark_join_type
 from ministream.core.plan import Dataflow
 from ministream.core.pruning import readers
-from ministream.core.steps import FilterSpec, JoinSpec, SelectSpec, Step, WatermarkSpec
+from ministream.core.steps import FilterSpec, JoinSpec, SelectSpec, Step, UnionSpec, WatermarkSpec
 from ministream.operators.watermark import KeysNotNull
 
 
@@ -206,7 +206,7 @@ def _conditions_before(step: Step) -> list[Condition]:
 
 
 def _path_after(flow: Dataflow, step: Step) -> tuple[list[Condition], Step | None, dict[str, str] | None, Step]:
-    """Walk the single path after ``step`` through selects and filters. Returns the filters on the way that
+    """Walk the single path after ``step`` through selects, filters and unions. Returns the filters on the way that
     declare their columns, each as a condition of ``step``'s rows; the first other step (``None`` where the
     path splits or ends); the renames of the selects on the way (``{column there: its name at step}``); and
     the last step of the walk (the input of that other step)."""
@@ -221,6 +221,8 @@ def _path_after(flow: Dataflow, step: Step) -> tuple[list[Condition], Step | Non
         spec = following.spec
         if isinstance(spec, SelectSpec):
             rename = {new: old if rename is None else rename.get(old, old) for new, old in spec.columns}
+        elif isinstance(spec, UnionSpec):
+            pass  # Spark moves a filter after a union into each of its inputs: the columns keep their names
         elif isinstance(spec, FilterSpec):
             if spec.columns is not None:
                 read = tuple(column if rename is None else rename.get(column, column) for column in spec.columns)

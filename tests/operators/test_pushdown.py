@@ -230,3 +230,35 @@ def test_a_watermark_says_which_moved_filters_run_below_it(tmp_path):
         "left_watermark": [f"filter 'f' {tail}"],
         "right_watermark": [f"filter 'f', copied from l_key to r_key, {tail}"],
     }
+
+
+UNION = """
+FIELDS = {"key": str, "value": float}
+INPUTS = ("left", "right")
+OUTPUT_MODE = "append"
+
+
+def pipeline(left, right):
+    left = left.with_watermark("left_watermark", "ts", "0 seconds")
+    right = right.with_watermark("right_watermark", "ts", "0 seconds")
+    both = left.union("both", right)
+    return both.filter("f", lambda row: row["value"] > 2, columns=("value",))
+"""
+"""Both inputs watermarked on ``ts``, then a union and a filter on the value."""
+
+
+def test_a_filter_after_a_union_runs_below_each_inputs_watermark(tmp_path):
+    """Spark moves a filter after a union into each of its inputs, below their watermarks: with events A,
+    the left b@100 s and the right b@90 s fail it, and the watermark of batch 1 is 10 s (left a), not 90 s."""
+    lesson = pipeline_lesson(UNION, "union_case.py")
+    script = case_lesson("inner, l_value", tmp_path)[1]
+    watermarks = [batch.watermark for batch in lesson.run(script).output()]
+    assert watermarks[1] == TEN_O_CLOCK * 1000 + 10_000
+
+
+@pytest.mark.spark
+def test_a_filter_after_a_union_matches_spark(tmp_path):
+    """The union case in Spark 4.3: the same watermarks and rows, batch for batch."""
+    lesson = pipeline_lesson(UNION, "union_case.py")
+    result = compare_lesson(lesson, case_lesson("inner, l_value", tmp_path)[1])
+    assert result.matches, result.table()
