@@ -12,7 +12,8 @@ The moves, as Spark 4.3 makes them (its rules ``PushDownPredicates``, ``PushPred
 ``InferFiltersFromConstraints``; measured in ``tutorials/spark-facts.md``, "Where a condition runs"):
 
 1. a filter after a watermark that declares the columns it reads, and does not read the event time, runs
-   below it (through selects, which rename, other filters, and unions: into each of their inputs);
+   below it (through selects, which rename, other filters, unions: into each of their inputs, and
+   aggregations and windows when it reads only their keys);
 2. a join side's own condition (``left_where``, ``right_where``) runs below that side when an outer join
    does not preserve it, and so does ``key IS NOT NULL`` when the keys are compared with ``=``;
 3. a filter after a join, on one side's columns only, runs below that side when the join type lets it:
@@ -46,7 +47,16 @@ from ministream.core.lineage import output_columns
 from ministream.core.outer_join_elimination import spark_join_type
 from ministream.core.plan import Dataflow
 from ministream.core.pruning import readers
-from ministream.core.steps import FilterSpec, JoinSpec, SelectSpec, Step, UnionSpec, WatermarkSpec
+from ministream.core.steps import (
+    AggregateSpec,
+    FilterSpec,
+    JoinSpec,
+    SelectSpec,
+    Step,
+    UnionSpec,
+    WatermarkSpec,
+    WindowSpec,
+)
 from ministream.operators.watermark import KeysNotNull
 
 
@@ -105,8 +115,8 @@ def moved_below(flow: Dataflow, step: Step) -> list[Condition]:
     if end is not None and isinstance(end.spec, JoinSpec):
         side = [edge.upstream for edge in end.inputs].index(last)
         for condition in into_join_side(flow, end, side):
-            here = tuple(column if rename is None else rename.get(column, column) for column in condition.columns)
-            if event_time not in here:
+            here = _upstream(condition.columns, rename)
+            if here is not None and event_time not in here:
                 pushed.append(Condition(_renamed(condition.predicate, rename), here, condition.origin))
     return pushed
 
@@ -206,7 +216,8 @@ def _conditions_before(step: Step) -> list[Condition]:
 
 
 def _path_after(flow: Dataflow, step: Step) -> tuple[list[Condition], Step | None, dict[str, str] | None, Step]:
-    """Walk the single path after ``step`` through selects, filters and unions. Returns the filters on the way that
+    """Walk the single path after ``step`` through selects, filters, unions, aggregations and windows (only their
+    keys pass). Returns the filters on the way that
     declare their columns, each as a condition of ``step``'s rows; the first other step (``None`` where the
     path splits or ends); the renames of the selects on the way (``{column there: its name at step}``); and
     the last step of the walk (the input of that other step)."""
@@ -220,16 +231,39 @@ def _path_after(flow: Dataflow, step: Step) -> tuple[list[Condition], Step | Non
         following = consumers[0]
         spec = following.spec
         if isinstance(spec, SelectSpec):
-            rename = {new: old if rename is None else rename.get(old, old) for new, old in spec.columns}
+            rename = _through(rename, spec.columns)
         elif isinstance(spec, UnionSpec):
             pass  # Spark moves a filter after a union into each of its inputs: the columns keep their names
+        elif isinstance(spec, (AggregateSpec, WindowSpec)) and spec.key_columns and not _processing_time(spec):
+            # and a filter on the grouping keys below an aggregation: the other columns are computed there
+            rename = _through(rename, tuple((key, key) for key in spec.key_columns))
         elif isinstance(spec, FilterSpec):
-            if spec.columns is not None:
-                read = tuple(column if rename is None else rename.get(column, column) for column in spec.columns)
+            read = None if spec.columns is None else _upstream(spec.columns, rename)
+            if read is not None:
                 filters.append(Condition(_renamed(spec.predicate, rename), read, f"filter {following.name!r}"))
         else:
             return filters, following, rename, current
         current = following
+
+
+def _through(rename: dict[str, str] | None, columns: tuple[tuple[str, str], ...]) -> dict[str, str]:
+    """The renames after a step whose rows have ``columns`` (``(new, old)`` pairs, as a select's) of its input's."""
+    return {new: old if rename is None else rename[old] for new, old in columns if rename is None or old in rename}
+
+
+def _upstream(columns: tuple[str, ...], rename: dict[str, str] | None) -> tuple[str, ...] | None:
+    """The names ``columns`` have upstream of ``rename``, or ``None`` when one of them is not there (an
+    aggregate computed it)."""
+    if rename is None:
+        return tuple(columns)
+    if not all(column in rename for column in columns):
+        return None
+    return tuple(rename[column] for column in columns)
+
+
+def _processing_time(spec) -> bool:
+    """A window of processing time (Flink's, for the continuous model): Spark has none."""
+    return bool(getattr(spec, "processing_time", False))
 
 
 def _renamed(predicate, rename: dict | None):

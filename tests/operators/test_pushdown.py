@@ -262,3 +262,67 @@ def test_a_filter_after_a_union_matches_spark(tmp_path):
     lesson = pipeline_lesson(UNION, "union_case.py")
     result = compare_lesson(lesson, case_lesson("inner, l_value", tmp_path)[1])
     assert result.matches, result.table()
+
+
+def keyed(step: str, then: str = 'lambda row: row["key"] != "b", columns=("key",)', mode: str = "append") -> str:
+    """One input watermarked 0 seconds behind, ``step`` per key, then a filter ``then``."""
+    return f'''
+from ministream import Count, Session, Sliding, Tumbling
+
+FIELDS = {{"key": str, "value": float}}
+OUTPUT_MODE = "{mode}"
+
+
+def pipeline(events):
+    counts = events.with_watermark("wm", "ts", "0 seconds").key_by("key").{step}
+    return counts.filter("f", {then})
+'''
+
+
+AGGREGATED = {  # name: (pipeline, the watermark of batch 1 in seconds after 10:00)
+    "tumbling, key": (keyed('window("w", Tumbling("10 seconds"), n=Count())'), 5),
+    "sliding, key": (keyed('window("w", Sliding("10 seconds", "5 seconds"), n=Count())'), 5),
+    "session, key": (keyed('window("w", Session("5 seconds"), n=Count())'), 5),
+    "running count, key": (keyed('aggregate("agg", n=Count())', mode="update"), 5),
+    "tumbling, count": (
+        keyed('window("w", Tumbling("10 seconds"), n=Count())', 'lambda row: row["n"] > 0, columns=("n",)'),
+        90,
+    ),
+    "tumbling, window start": (
+        keyed(
+            'window("w", Tumbling("10 seconds"), n=Count())',
+            'lambda row: row["window_start"] is not None, columns=("window_start",)',
+        ),
+        90,
+    ),
+}
+"""A filter on the key after an aggregation runs below it and below the watermark; one on what the
+aggregation computes (a count, a window's bounds) stays after it."""
+
+KEYED_EVENTS = [[(5, "a"), (90, "b")], [(15, "a"), (25, "c")], [(40, "a")]]
+"""(second after 10:00, key) by batch: b@90 s is the only row of key b."""
+
+
+def keyed_script():
+    return [
+        [{"ts": int((TEN_O_CLOCK + second) * 1000), "key": key, "value": 1.0} for second, key in batch]
+        for batch in KEYED_EVENTS
+    ]
+
+
+@pytest.mark.parametrize("name", list(AGGREGATED))
+def test_a_filter_on_the_key_runs_below_an_aggregation(name):
+    """Spark moves a filter on the grouping key below the aggregation, and below the watermark: b@90 s then
+    never moves it, and the watermark of batch 1 is 5 s (a), not 90 s; a filter on a count or on a window's
+    bounds stays after the aggregation."""
+    lesson = pipeline_lesson(AGGREGATED[name][0], "aggregated_case.py")
+    watermarks = [batch.watermark for batch in lesson.run(keyed_script()).output()]
+    assert watermarks[1] == (TEN_O_CLOCK + AGGREGATED[name][1]) * 1000
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("name", list(AGGREGATED))
+def test_a_filter_after_an_aggregation_matches_spark(name):
+    """The aggregation cases in Spark 4.3: the same watermarks and rows, batch for batch."""
+    result = compare_lesson(pipeline_lesson(AGGREGATED[name][0], "aggregated_case.py"), keyed_script())
+    assert result.matches, result.table()
