@@ -92,6 +92,9 @@ class RandomPlan:
     after_join: tuple[Stateless, ...] = ()
     """Filters on the joined rows, right after the join: Spark's optimizer moves some of them into a side
     (``operators/pushdown.py``)."""
+    after_keyed: tuple[Stateless, ...] = ()
+    """Filters on the key after the last step, an aggregation or a window per key: Spark's optimizer moves
+    them below it, and below the watermark."""
 
     def describe(self) -> str:
         """The plan in a line of words (the pipeline file's docstring)."""
@@ -109,6 +112,7 @@ class RandomPlan:
             if step.kind == "join":
                 parts += [_describe_stateless(filter_step, "the joined rows") for filter_step in self.after_join]
             joined = joined or step.kind == "join"
+        parts += [_describe_stateless(filter_step, "the output") for filter_step in self.after_keyed]
         policy = f", {self.policy} watermark policy" if len(self.inputs) > 1 else ""
         return f"A random pipeline: {'; '.join(parts)} ({self.output_mode} mode{policy})."
 
@@ -173,12 +177,16 @@ def random_plan(rng: random.Random, kinds: tuple[str, ...] | None = None) -> Ran
     needs_watermark = needs_watermark or any(s.kind == "dedup" and s.dedup == "within" for s in chain)
     needs_watermark = needs_watermark or any(s.kind == "process" and s.processor == "quiet" for s in chain)
     delay = rng.choice(DELAYS) if needs_watermark or rng.random() < 0.6 else None
-    return RandomPlan(
+    plan = RandomPlan(
         stateful=tuple(chain),
         delays=(delay,),
         stateless=(_stateless(rng),),
         output_mode=mode,
     )
+    last = chain[-1]
+    if last.keyed and last.kind in ("aggregate", *WINDOWED) and rng.random() < 0.3:  # drawn last, as after_join
+        plan = attrs.evolve(plan, after_keyed=(Stateless("filter", rng.randint(0, 2), "key"),))
+    return plan
 
 
 STATEFUL_KINDS = ("aggregate", "tumbling", "sliding", "session", "dedup", "join", "process")
@@ -376,7 +384,10 @@ def pipeline_source(plan: RandomPlan) -> str:
                 body.append(f"{stream} = {stream}.{call}")
                 continue
         if index == len(plan.stateful) - 1:
-            body.append(f"return {stream}.{call}")
+            filters = "".join(
+                f".{_joined_filter_call(step, f'key_filter_{i}')}" for i, step in enumerate(plan.after_keyed)
+            )
+            body.append(f"return {stream}.{call}{filters}")
         else:
             body.append(f"{stream} = {stream}.{call}")
     lines += [f"    {line}" for line in body]
@@ -394,8 +405,8 @@ def _stateless_call(step: Stateless, name: str, prefix: str = "") -> str:
 
 
 def _joined_filter_call(step: Stateless, name: str) -> str:
-    """A filter on the joined rows: on a key, ``!=`` one key; on a value, ``>`` a number, a null value (the
-    padding of an outer join) counting as 0."""
+    """A filter on the joined rows (or on an aggregation's key): on a key, ``!=`` one key; on a value, ``>`` a
+    number, a null value (the padding of an outer join) counting as 0."""
     column = f'row["{step.column}"]'
     if step.column.endswith("key"):
         condition = f'{column} != "{FILTERED_KEYS[step.number % len(FILTERED_KEYS)]}"'

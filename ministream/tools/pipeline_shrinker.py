@@ -44,6 +44,8 @@ def smaller_plans(plan: RandomPlan) -> list[RandomPlan]:
             candidates.append(attrs.evolve(plan, stateless=_replace(plan.stateless, side, fewer)))
     for index in range(len(plan.after_join)):
         candidates.append(attrs.evolve(plan, after_join=plan.after_join[:index] + plan.after_join[index + 1 :]))
+    if plan.after_keyed:
+        candidates.append(attrs.evolve(plan, after_keyed=()))
     for position, step in enumerate(plan.stateful):
         if len(step.aggregates) > 1:
             for aggregate in step.aggregates:
