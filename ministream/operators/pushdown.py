@@ -26,6 +26,12 @@ The moves, as Spark 4.3 makes them (its rules ``PushDownPredicates``, ``PushPred
 
 Filters after a step are followed along a single path only: a step read by two steps keeps every row.
 
+Spark's optimizer suites pin each move on batch plans: ``FilterPushdownSuite`` ("joins: push to either side",
+"joins: push down left outer join #1", "joins: push down right outer join #1", "aggregate: push down filter
+when filter on group by expression"), ``InferFiltersFromConstraintsSuite`` ("single inner join: filter out
+values on either side on equi-join keys") and ``OuterJoinEliminationSuite`` ("joins: full outer to inner").
+What they do to a watermark is measured on streaming queries (``tests/operators/test_pushdown.py``).
+
 >>> from ministream.core.plan import Dataflow
 >>> from ministream.core.sources import ScriptedSource
 >>> flow = Dataflow("f")
