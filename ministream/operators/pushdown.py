@@ -12,8 +12,8 @@ The moves, as Spark 4.3 makes them (its rules ``PushDownPredicates``, ``PushPred
 ``InferFiltersFromConstraints``; measured in ``tutorials/spark-facts.md``, "Where a condition runs"):
 
 1. a filter after a watermark that declares the columns it reads, and does not read the event time, runs
-   below it (through selects, which rename, other filters, unions: into each of their inputs, and
-   aggregations and windows when it reads only their keys);
+   below it (through selects, which rename, other filters, unions: into each of their inputs, window
+   columns when it does not read them, and aggregations and windows when it reads only their keys);
 2. a join side's own condition (``left_where``, ``right_where``) runs below that side when an outer join
    does not preserve it, and so does ``key IS NOT NULL`` when the keys are compared with ``=``;
 3. a filter after a join, on one side's columns only, runs below that side when the join type lets it:
@@ -61,7 +61,9 @@ from ministream.core.steps import (
     Step,
     UnionSpec,
     WatermarkSpec,
+    WindowColumnSpec,
     WindowSpec,
+    WindowTimeSpec,
 )
 from ministream.operators.watermark import KeysNotNull
 
@@ -116,14 +118,14 @@ def moved_below(flow: Dataflow, step: Step) -> list[Condition]:
     spec = step.spec
     assert isinstance(spec, WatermarkSpec)
     event_time = spec.column
-    filters, end, rename, last = _path_after(flow, step)
+    filters, end, names, last = _path_after(flow, step)
     pushed = [condition for condition in filters if event_time not in condition.columns]  # rule 1
     if end is not None and isinstance(end.spec, JoinSpec):
         side = [edge.upstream for edge in end.inputs].index(last)
         for condition in into_join_side(flow, end, side):
-            here = _upstream(condition.columns, rename)
+            here = names.before(condition.columns)
             if here is not None and event_time not in here:
-                pushed.append(Condition(_renamed(condition.predicate, rename), here, condition.origin))
+                pushed.append(Condition(names.predicate_before(condition.predicate), here, condition.origin))
     return pushed
 
 
@@ -211,7 +213,8 @@ def _conditions_before(step: Step) -> list[Condition]:
                 conditions.append(Condition(spec.predicate, spec.columns, origin))
             elif all(column in names for column in spec.columns):
                 there = {column: names[column] for column in spec.columns}
-                conditions.append(Condition(_renamed(spec.predicate, there), tuple(there.values()), origin))
+                predicate = Names(there).predicate_before(spec.predicate)
+                conditions.append(Condition(predicate, tuple(there.values()), origin))
         if isinstance(spec, SelectSpec):  # going up: the columns before the select, by their names at ``step``
             after = names
             names = {
@@ -221,63 +224,93 @@ def _conditions_before(step: Step) -> list[Condition]:
     return conditions
 
 
-def _path_after(flow: Dataflow, step: Step) -> tuple[list[Condition], Step | None, dict[str, str] | None, Step]:
+def _path_after(flow: Dataflow, step: Step) -> tuple[list[Condition], Step | None, Names, Step]:
     """Walk the single path after ``step`` through selects, filters, unions, aggregations and windows (only their
     keys pass). Returns the filters on the way that
     declare their columns, each as a condition of ``step``'s rows; the first other step (``None`` where the
-    path splits or ends); the renames of the selects on the way (``{column there: its name at step}``); and
-    the last step of the walk (the input of that other step)."""
+    path splits or ends); the names its columns had at ``step``; and the last step of the walk (the input of that
+    other step)."""
     filters: list[Condition] = []
-    rename: dict[str, str] | None = None
+    names = Names()
     current = step
     while True:
         consumers = readers(flow, current)
         if len(consumers) != 1:
-            return filters, None, rename, current
+            return filters, None, names, current
         following = consumers[0]
         spec = following.spec
         if isinstance(spec, SelectSpec):
-            rename = _through(rename, spec.columns)
+            names = names.selected(spec.columns)
         elif isinstance(spec, UnionSpec):
             pass  # Spark moves a filter after a union into each of its inputs: the columns keep their names
         elif isinstance(spec, (AggregateSpec, WindowSpec)) and spec.key_columns and not _processing_time(spec):
             # and a filter on the grouping keys below an aggregation: the other columns are computed there
-            rename = _through(rename, tuple((key, key) for key in spec.key_columns))
+            names = names.selected(tuple((key, key) for key in spec.key_columns))
+        elif isinstance(spec, WindowColumnSpec):  # a window's bounds, computed from the event time
+            names = names.computing(spec.start, spec.end)
+        elif isinstance(spec, WindowTimeSpec):
+            names = names.computing(spec.column)
         elif isinstance(spec, FilterSpec):
-            read = None if spec.columns is None else _upstream(spec.columns, rename)
+            read = None if spec.columns is None else names.before(spec.columns)
             if read is not None:
-                filters.append(Condition(_renamed(spec.predicate, rename), read, f"filter {following.name!r}"))
+                origin = f"filter {following.name!r}"
+                filters.append(Condition(names.predicate_before(spec.predicate), read, origin))
         else:
-            return filters, following, rename, current
+            return filters, following, names, current
         current = following
 
 
-def _through(rename: dict[str, str] | None, columns: tuple[tuple[str, str], ...]) -> dict[str, str]:
-    """The renames after a step whose rows have ``columns`` (``(new, old)`` pairs, as a select's) of its input's."""
-    return {new: old if rename is None else rename[old] for new, old in columns if rename is None or old in rename}
+@attrs.frozen
+class Names:
+    """The names that the columns of rows after some steps had before them, so that a condition on the later
+    rows can run on the earlier ones: ``renamed``, ``{column after: its name before}``, once a select or an
+    aggregation has listed every column (``None``: the same names); ``computed``, the columns a step made on
+    the way (a window's bounds), which had none.
 
+    >>> Names().computing("window_end").before(("key",)), Names().computing("window_end").before(("window_end",))
+    (('key',), None)
+    >>> Names().selected((("k", "key"), ("n", "n"))).selected((("key", "k"),)).before(("key",))
+    ('key',)
+    """
 
-def _upstream(columns: tuple[str, ...], rename: dict[str, str] | None) -> tuple[str, ...] | None:
-    """The names ``columns`` have upstream of ``rename``, or ``None`` when one of them is not there (an
-    aggregate computed it)."""
-    if rename is None:
-        return tuple(columns)
-    if not all(column in rename for column in columns):
-        return None
-    return tuple(rename[column] for column in columns)
+    renamed: dict[str, str] | None = None
+    computed: frozenset[str] = frozenset()
+
+    def before(self, columns: tuple[str, ...]) -> tuple[str, ...] | None:
+        """The names ``columns`` had before, or ``None`` when one of them did not exist there."""
+        if any(column in self.computed for column in columns):
+            return None
+        if self.renamed is None:
+            return tuple(columns)
+        if not all(column in self.renamed for column in columns):
+            return None
+        return tuple(self.renamed[column] for column in columns)
+
+    def selected(self, columns: tuple[tuple[str, str], ...]) -> Names:
+        """After a step whose rows have exactly ``columns``, ``(new, old)`` pairs as a select's."""
+        renamed = {}
+        for new, old in columns:
+            earlier = self.before((old,))
+            if earlier is not None:
+                renamed[new] = earlier[0]
+        return Names(renamed)
+
+    def computing(self, *columns: str) -> Names:
+        """After a step that adds ``columns`` (or replaces them), the other columns kept as they are."""
+        renamed = None if self.renamed is None else {c: n for c, n in self.renamed.items() if c not in columns}
+        return Names(renamed, self.computed | set(columns))
+
+    def predicate_before(self, predicate):
+        """``predicate`` of a row after, as a predicate of a row before."""
+        if self.renamed is None:
+            return predicate
+        renamed = self.renamed
+        return lambda row: predicate({new: row.get(old) for new, old in renamed.items()})
 
 
 def _processing_time(spec) -> bool:
     """A window of processing time (Flink's, for the continuous model): Spark has none."""
     return bool(getattr(spec, "processing_time", False))
-
-
-def _renamed(predicate, rename: dict | None):
-    """``predicate`` of a row downstream, as a predicate of a row upstream (``rename``: ``{column downstream:
-    its name upstream}``, selects rename)."""
-    if rename is None:
-        return predicate
-    return lambda row: predicate({new: row.get(old) for new, old in rename.items()})
 
 
 def _on_key(predicate, column: str, key: str):

@@ -295,9 +295,25 @@ AGGREGATED = {  # name: (pipeline, the watermark of batch 1 in seconds after 10:
         ),
         90,
     ),
+    "window columns, then key": (
+        """
+from ministream import Count, Tumbling
+
+FIELDS = {"key": str, "value": float}
+OUTPUT_MODE = "append"
+
+
+def pipeline(events):
+    events = events.with_watermark("wm", "ts", "0 seconds").with_window("ww", Tumbling("10 seconds"))
+    kept = events.filter("f", lambda row: row["key"] != "b", columns=("key",))
+    return kept.key_by(["key", "window_start", "window_end"]).aggregate("agg", n=Count())
+""",
+        5,
+    ),
 }
-"""A filter on the key after an aggregation runs below it and below the watermark; one on what the
-aggregation computes (a count, a window's bounds) stays after it."""
+"""A filter on the key after an aggregation runs below it and below the watermark, and so does one after the
+window columns of ``with_window`` (Spark's ``select(window(...))``); one on what the aggregation computes (a
+count, a window's bounds) stays after it."""
 
 KEYED_EVENTS = [[(5, "a"), (90, "b")], [(15, "a"), (25, "c")], [(40, "a")]]
 """(second after 10:00, key) by batch: b@90 s is the only row of key b."""
