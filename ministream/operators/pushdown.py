@@ -24,7 +24,9 @@ The moves, as Spark 4.3 makes them (its rules ``PushDownPredicates``, ``PushPred
    keys are equal: Spark copies it there, both ways in an inner or left semi join, onto the right of a left
    outer join, onto the left of a right outer join, and not at all when the keys are compared with ``<=>``.
 
-Filters after a step are followed along a single path only: a step read by two steps keeps every row.
+Filters after a step are followed along a single path only: a step read by two steps keeps every row. A
+join's type is the one Spark runs it as (``outer_join_elimination.spark_join_type``: a window on the time of
+the side an outer join pads with nulls makes it an inner join).
 
 Spark's optimizer suites pin each move on batch plans: ``FilterPushdownSuite`` ("joins: push to either side",
 "joins: push down left outer join #1", "joins: push down right outer join #1", "aggregate: push down filter
@@ -77,6 +79,54 @@ class Condition:
     predicate: Callable[[dict], bool]
     columns: tuple[str, ...]
     origin: str | None = None
+
+
+@attrs.frozen
+class Names:
+    """The names that the columns of rows after some steps had before them, so that a condition on the later
+    rows can run on the earlier ones: ``renamed``, ``{column after: its name before}``, once a select or an
+    aggregation has listed every column (``None``: the same names); ``computed``, the columns a step made on
+    the way (a window's bounds), which had none.
+
+    >>> Names().computing("window_end").before(("key",)), Names().computing("window_end").before(("window_end",))
+    (('key',), None)
+    >>> Names().selected((("k", "key"), ("n", "n"))).selected((("key", "k"),)).before(("key",))
+    ('key',)
+    """
+
+    renamed: dict[str, str] | None = None
+    computed: frozenset[str] = frozenset()
+
+    def before(self, columns: tuple[str, ...]) -> tuple[str, ...] | None:
+        """The names ``columns`` had before, or ``None`` when one of them did not exist there."""
+        if any(column in self.computed for column in columns):
+            return None
+        if self.renamed is None:
+            return tuple(columns)
+        if not all(column in self.renamed for column in columns):
+            return None
+        return tuple(self.renamed[column] for column in columns)
+
+    def selected(self, columns: tuple[tuple[str, str], ...]) -> Names:
+        """After a step whose rows have exactly ``columns``, ``(new, old)`` pairs as a select's."""
+        renamed = {}
+        for new, old in columns:
+            earlier = self.before((old,))
+            if earlier is not None:
+                renamed[new] = earlier[0]
+        return Names(renamed)
+
+    def computing(self, *columns: str) -> Names:
+        """After a step that adds ``columns`` (or replaces them), the other columns kept as they are."""
+        renamed = None if self.renamed is None else {c: n for c, n in self.renamed.items() if c not in columns}
+        return Names(renamed, self.computed | set(columns))
+
+    def predicate_before(self, predicate):
+        """``predicate`` of a row after, as a predicate of a row before."""
+        if self.renamed is None:
+            return predicate
+        renamed = self.renamed
+        return lambda row: predicate({new: row.get(old) for new, old in renamed.items()})
 
 
 FILTERS_MOVE_INTO = {
@@ -225,11 +275,10 @@ def _conditions_before(step: Step) -> list[Condition]:
 
 
 def _path_after(flow: Dataflow, step: Step) -> tuple[list[Condition], Step | None, Names, Step]:
-    """Walk the single path after ``step`` through selects, filters, unions, aggregations and windows (only their
-    keys pass). Returns the filters on the way that
-    declare their columns, each as a condition of ``step``'s rows; the first other step (``None`` where the
-    path splits or ends); the names its columns had at ``step``; and the last step of the walk (the input of that
-    other step)."""
+    """Walk the single path after ``step`` through selects, filters, unions, window columns, aggregations and
+    windows (only their keys pass). Returns the filters on the way that declare their columns, each as a
+    condition of ``step``'s rows; the first other step (``None`` where the path splits or ends); the names its
+    columns had at ``step``; and the last step of the walk (the input of that other step)."""
     filters: list[Condition] = []
     names = Names()
     current = step
@@ -258,54 +307,6 @@ def _path_after(flow: Dataflow, step: Step) -> tuple[list[Condition], Step | Non
         else:
             return filters, following, names, current
         current = following
-
-
-@attrs.frozen
-class Names:
-    """The names that the columns of rows after some steps had before them, so that a condition on the later
-    rows can run on the earlier ones: ``renamed``, ``{column after: its name before}``, once a select or an
-    aggregation has listed every column (``None``: the same names); ``computed``, the columns a step made on
-    the way (a window's bounds), which had none.
-
-    >>> Names().computing("window_end").before(("key",)), Names().computing("window_end").before(("window_end",))
-    (('key',), None)
-    >>> Names().selected((("k", "key"), ("n", "n"))).selected((("key", "k"),)).before(("key",))
-    ('key',)
-    """
-
-    renamed: dict[str, str] | None = None
-    computed: frozenset[str] = frozenset()
-
-    def before(self, columns: tuple[str, ...]) -> tuple[str, ...] | None:
-        """The names ``columns`` had before, or ``None`` when one of them did not exist there."""
-        if any(column in self.computed for column in columns):
-            return None
-        if self.renamed is None:
-            return tuple(columns)
-        if not all(column in self.renamed for column in columns):
-            return None
-        return tuple(self.renamed[column] for column in columns)
-
-    def selected(self, columns: tuple[tuple[str, str], ...]) -> Names:
-        """After a step whose rows have exactly ``columns``, ``(new, old)`` pairs as a select's."""
-        renamed = {}
-        for new, old in columns:
-            earlier = self.before((old,))
-            if earlier is not None:
-                renamed[new] = earlier[0]
-        return Names(renamed)
-
-    def computing(self, *columns: str) -> Names:
-        """After a step that adds ``columns`` (or replaces them), the other columns kept as they are."""
-        renamed = None if self.renamed is None else {c: n for c, n in self.renamed.items() if c not in columns}
-        return Names(renamed, self.computed | set(columns))
-
-    def predicate_before(self, predicate):
-        """``predicate`` of a row after, as a predicate of a row before."""
-        if self.renamed is None:
-            return predicate
-        renamed = self.renamed
-        return lambda row: predicate({new: row.get(old) for new, old in renamed.items()})
 
 
 def _processing_time(spec) -> bool:

@@ -43,7 +43,8 @@ AGGREGATES = {"count": "Count()", "sum": 'Sum("{value}")', "max": 'Max("{value}"
 JOIN_TYPES = ("inner", "left_outer", "right_outer", "full_outer", "left_semi")
 
 FILTERED_KEYS = ("a", "b", "c")
-"""The keys of the random scripts (``fuzz.KEYS``): a filter on a key after a join drops one of them."""
+"""The keys of the random scripts (``fuzz.KEYS``): a filter on a key (after a join or an aggregation) drops one
+of them."""
 
 
 @attrs.frozen
@@ -377,7 +378,7 @@ def pipeline_source(plan: RandomPlan) -> str:
         if step.kind == "join" and plan.after_join:
             body.append(f"{stream} = {stream}.{call}")
             call = "".join(
-                f".{_joined_filter_call(filter_step, f'joined_filter_{i}')}"
+                f".{_column_filter_call(filter_step, f'joined_filter_{i}')}"
                 for i, filter_step in enumerate(plan.after_join)
             )[1:]
             if index < len(plan.stateful) - 1:
@@ -385,7 +386,8 @@ def pipeline_source(plan: RandomPlan) -> str:
                 continue
         if index == len(plan.stateful) - 1:
             filters = "".join(
-                f".{_joined_filter_call(step, f'key_filter_{i}')}" for i, step in enumerate(plan.after_keyed)
+                f".{_column_filter_call(key_filter, f'key_filter_{i}')}"
+                for i, key_filter in enumerate(plan.after_keyed)
             )
             body.append(f"return {stream}.{call}{filters}")
         else:
@@ -404,9 +406,9 @@ def _stateless_call(step: Stateless, name: str, prefix: str = "") -> str:
     return f'select("{name}", {columns})'
 
 
-def _joined_filter_call(step: Stateless, name: str) -> str:
-    """A filter on the joined rows (or on an aggregation's key): on a key, ``!=`` one key; on a value, ``>`` a
-    number, a null value (the padding of an outer join) counting as 0."""
+def _column_filter_call(step: Stateless, name: str) -> str:
+    """A filter on one named column, after a join or an aggregation: on a key, ``!=`` one key; on a value,
+    ``>`` a number, a null value (the padding of an outer join) counting as 0."""
     column = f'row["{step.column}"]'
     if step.column.endswith("key"):
         condition = f'{column} != "{FILTERED_KEYS[step.number % len(FILTERED_KEYS)]}"'
