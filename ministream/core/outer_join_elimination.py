@@ -61,7 +61,8 @@ def kept_side(flow, join: Step) -> int | None:
     spec = join.spec
     if not isinstance(spec, JoinSpec) or spec.how not in PRESERVED:
         return None
-    window = _window_after(flow, join)
+    found = _window_after(flow, join)
+    window = None if found is None else found[0]
     if window is None or not all(f.name in DUPLICATE_AGNOSTIC for f in window.aggregates.values()):
         return None
     assigner = window.assigner
@@ -112,25 +113,15 @@ def spark_join_type(flow, join: Step) -> str:
     spec = join.spec
     assert isinstance(spec, JoinSpec)
     how: str = spec.how
-    step = join
-    rename: dict[str, str] = {}  # {column after the selects so far: its name in the join's rows}
-    while how in NULL_REJECTED:
-        following = readers(flow, step)
-        if len(following) != 1:
-            return how
-        step = following[0]
-        if isinstance(step.spec, SelectSpec):
-            rename = {new: rename.get(old, old) for new, old in step.spec.columns}
-        elif isinstance(step.spec, WindowSpec):
-            column = step.spec.column
-            for side in (0, 1):
-                upstream = join.inputs[side].upstream
-                known = output_columns(upstream) or tuple(event_time_columns(upstream))
-                if column is not None and rename.get(column, column) in known:
-                    how = NULL_REJECTED[how][side]
-            return how
-        elif not isinstance(step.spec, FilterSpec):
-            return how
+    found = _window_after(flow, join, any_filter=True) if how in NULL_REJECTED else None
+    if found is None or found[0].column is None:
+        return how
+    window, rename = found
+    for side in (0, 1):
+        upstream = join.inputs[side].upstream
+        known = output_columns(upstream) or tuple(event_time_columns(upstream))
+        if rename.get(window.column, window.column) in known:
+            how = NULL_REJECTED[how][side]
     return how
 
 
@@ -151,17 +142,20 @@ def removed_watermarks(flow) -> frozenset[str]:
     return frozenset(removed)
 
 
-def _window_after(flow, join: Step) -> WindowSpec | None:
+def _window_after(flow, join: Step, any_filter: bool = False) -> tuple[WindowSpec, dict[str, str]] | None:
     """The window step that reads the join's rows (its spec), through selects and filters that declare their
-    columns (``None``: anything else reads them, or more than one step)."""
+    columns (any filter, with ``any_filter``), and the selects' renames on the way (``{column at the window:
+    its name in the join's rows}``); ``None``: anything else reads them, or more than one step."""
     step = join
+    rename: dict[str, str] = {}
     while True:
         following = readers(flow, step)
         if len(following) != 1:
             return None
         step = following[0]
         if isinstance(step.spec, WindowSpec):
-            return step.spec
-        is_filter = isinstance(step.spec, FilterSpec) and step.spec.columns is not None
-        if not (is_filter or isinstance(step.spec, SelectSpec)):
+            return step.spec, rename
+        if isinstance(step.spec, SelectSpec):
+            rename = {new: rename.get(old, old) for new, old in step.spec.columns}
+        elif not (isinstance(step.spec, FilterSpec) and (any_filter or step.spec.columns is not None)):
             return None
