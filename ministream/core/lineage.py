@@ -178,9 +178,7 @@ def output_columns(step: Step) -> tuple[str, ...] | None:
         return left + right
     if isinstance(spec, StaticJoinSpec):
         left = output_columns(upstream[0])
-        tables = [spec.table, *(rows for _, rows in spec.changes)]
-        table = tuple(dict.fromkeys(c for rows in tables for row in rows for c in row))
-        return None if left is None else left + tuple(c for c in table if c not in left)
+        return None if left is None else left + tuple(c for c in spec.table_columns() if c not in left)
     return None
 
 

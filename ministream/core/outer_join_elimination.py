@@ -43,9 +43,11 @@ columns: ``lineage.output_columns``); when it knows neither, it keeps the join.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from ministream.core.lineage import event_time_columns, output_columns
 from ministream.core.pruning import columns_read_after, readers
-from ministream.core.steps import FilterSpec, JoinSpec, SelectSpec, Step, WatermarkSpec, WindowSpec
+from ministream.core.steps import FilterSpec, JoinSpec, SelectSpec, StaticJoinSpec, Step, WatermarkSpec, WindowSpec
 from ministream.time.windows import Sliding
 
 DUPLICATE_AGNOSTIC = ("max", "min")
@@ -91,10 +93,12 @@ by that side (left, right): the rows that side pads with nulls go, so it need no
 
 
 def spark_join_type(flow, join: Step) -> str:
-    """The join type Spark runs ``join`` as. The other half of ``EliminateOuterJoin``: a window after an outer
-    join drops the rows whose time is null (Spark's window adds ``isnotnull`` of its time column), so a window
-    on the time of the side the join pads with nulls makes a left or right outer join an inner join, and a
-    full outer join an outer join of that side (measured for tumbling, sliding and session windows).
+    """The join type Spark runs ``join`` as. The other half of ``EliminateOuterJoin``: a step after an outer
+    join that drops the rows where a column is null (:func:`null_rejected_after`: a window, on its time
+    column; an inner join with a static table, on its keys) makes Spark add ``isnotnull`` of that column, so
+    such a column of the side the join pads with nulls makes a left or right outer join an inner join, and a
+    full outer join an outer join of that side (measured for tumbling, sliding and session windows, and
+    for an inner join with a static table).
 
     >>> from ministream.core.aggregates import Count
     >>> from ministream.core.plan import Dataflow
@@ -113,14 +117,11 @@ def spark_join_type(flow, join: Step) -> str:
     spec = join.spec
     assert isinstance(spec, JoinSpec)
     how: str = spec.how
-    found = _window_after(flow, join, any_filter=True) if how in NULL_REJECTED else None
-    if found is None or found[0].column is None:
-        return how
-    window, rename = found
+    rejected = null_rejected_after(flow, join) if how in NULL_REJECTED else frozenset()
     for side in (0, 1):
         upstream = join.inputs[side].upstream
         known = output_columns(upstream) or tuple(event_time_columns(upstream))
-        if rename.get(window.column, window.column) in known:
+        if how in NULL_REJECTED and rejected & set(known):
             how = NULL_REJECTED[how][side]
     return how
 
@@ -142,20 +143,61 @@ def removed_watermarks(flow) -> frozenset[str]:
     return frozenset(removed)
 
 
-def _window_after(flow, join: Step, any_filter: bool = False) -> tuple[WindowSpec, dict[str, str]] | None:
-    """The window step that reads the join's rows (its spec), through selects and filters that declare their
-    columns (any filter, with ``any_filter``), and the selects' renames on the way (``{column at the window:
-    its name in the join's rows}``); ``None``: anything else reads them, or more than one step."""
+def _walk_after(flow, join: Step) -> Iterator[tuple[Step, dict[str, str]]]:
+    """The steps on the single path after ``join``, each with the renames of the selects before it (``{column
+    there: its name in the join's rows}``), until the path splits or ends; the caller stops where it wants."""
     step = join
     rename: dict[str, str] = {}
     while True:
         following = readers(flow, step)
         if len(following) != 1:
-            return None
+            return
         step = following[0]
-        if isinstance(step.spec, WindowSpec):
-            return step.spec, rename
+        yield step, rename
         if isinstance(step.spec, SelectSpec):
             rename = {new: rename.get(old, old) for new, old in step.spec.columns}
-        elif not (isinstance(step.spec, FilterSpec) and (any_filter or step.spec.columns is not None)):
+
+
+def _window_after(flow, join: Step) -> tuple[WindowSpec, dict[str, str]] | None:
+    """The window step that reads the join's rows (its spec), through selects and filters that declare their
+    columns, and the selects' renames on the way (``{column at the window: its name in the join's rows}``);
+    ``None``: anything else reads them, or more than one step."""
+    for step, rename in _walk_after(flow, join):
+        spec = step.spec
+        if isinstance(spec, WindowSpec):
+            return spec, rename
+        if not (isinstance(spec, SelectSpec) or (isinstance(spec, FilterSpec) and spec.columns is not None)):
             return None
+    return None
+
+
+def null_rejected_after(flow, join: Step) -> frozenset[str]:
+    """The columns of ``join``'s rows whose nulls a step after it drops, so that Spark adds ``isnotnull`` of
+    them above the join: a window's time column (a row with no time is in no window), and the stream's keys of
+    an inner join with a static table (a null key matches nothing), through selects, filters and other joins
+    with a static table.
+
+    >>> from ministream.core.plan import Dataflow
+    >>> from ministream.core.sources import ScriptedSource
+    >>> from ministream.time.ranges import TimeRange
+    >>> flow = Dataflow("f")
+    >>> left = flow.source("left", ScriptedSource([])).with_watermark("lw", "l_ts", 0).key_by("l_key")
+    >>> right = flow.source("right", ScriptedSource([])).with_watermark("rw", "r_ts", 0).key_by("r_key")
+    >>> joined = left.join("join", right, how="left_outer", between=TimeRange("l_ts", "r_ts", 0, 1_000))
+    >>> _ = joined.select("s", ad="r_key").join_static("ads", [{"ad": "a", "name": "A"}], on="ad")
+    >>> sorted(null_rejected_after(flow, flow.step("join")))
+    ['r_key']
+    """
+    rejected: set[str] = set()
+    for step, rename in _walk_after(flow, join):
+        spec = step.spec
+        if isinstance(spec, WindowSpec):
+            if spec.column is not None:
+                rejected.add(rename.get(spec.column, spec.column))
+            break
+        if isinstance(spec, StaticJoinSpec):
+            if spec.how == "inner":
+                rejected.update(rename.get(key, key) for key in spec.stream_keys)
+        elif not isinstance(spec, (SelectSpec, FilterSpec)):
+            break
+    return frozenset(rejected)

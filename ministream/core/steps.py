@@ -381,6 +381,11 @@ class StaticJoinSpec(StepSpec):
     changes: tuple[tuple[int, tuple[dict, ...]], ...] = ()
     kind: ClassVar[str] = "static_join"
 
+    def table_columns(self) -> tuple[str, ...]:
+        """Every column of the table, in any of its versions, in the order first seen (the keys among them)."""
+        versions = (self.table, *(rows for _, rows in self.changes))
+        return tuple(dict.fromkeys(column for rows in versions for row in rows for column in row))
+
     def describe(self) -> dict[str, str]:
         words = {
             "how": self.how,

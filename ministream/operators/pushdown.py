@@ -24,6 +24,11 @@ The moves, as Spark 4.3 makes them (its rules ``PushDownPredicates``, ``PushPred
    keys are equal: Spark copies it there, both ways in an inner or left semi join, onto the right of a left
    outer join, onto the left of a right outer join, and not at all when the keys are compared with ``<=>``.
 
+A join with a static table (``join_static``) is a join whose left side is the stream: a filter after it on
+the stream's columns moves into the stream (both join types keep it: rule 3), an inner join adds ``key IS
+NOT NULL`` there (rule 2), and a condition on the table's key holds for the stream's key it equals (rule 4); a
+condition on the table's other columns does not reach the stream.
+
 Filters after a step are followed along a single path only: a step read by two steps keeps every row. A
 join's type is the one Spark runs it as (``outer_join_elimination.spark_join_type``: a window on the time of
 the side an outer join pads with nulls makes it an inner join).
@@ -60,6 +65,7 @@ from ministream.core.steps import (
     FilterSpec,
     JoinSpec,
     SelectSpec,
+    StaticJoinSpec,
     Step,
     UnionSpec,
     WatermarkSpec,
@@ -86,19 +92,24 @@ class Names:
     """The names that the columns of rows after some steps had before them, so that a condition on the later
     rows can run on the earlier ones: ``renamed``, ``{column after: its name before}``, once a select or an
     aggregation has listed every column (``None``: the same names); ``computed``, the columns a step made on
-    the way (a window's bounds), which had none.
+    the way (a window's bounds, a static table's columns), which had none; ``aliases``, ``{column: the column
+    it equals}`` after an inner join with a static table, whose key column equals the stream's in every row.
 
     >>> Names().computing("window_end").before(("key",)), Names().computing("window_end").before(("window_end",))
     (('key',), None)
     >>> Names().selected((("k", "key"), ("n", "n"))).selected((("key", "k"),)).before(("key",))
     ('key',)
+    >>> Names().computing("table_key").aliasing({"table_key": "key"}).before(("table_key",))
+    ('key',)
     """
 
     renamed: dict[str, str] | None = None
     computed: frozenset[str] = frozenset()
+    aliases: dict[str, str] = attrs.field(factory=dict)
 
     def before(self, columns: tuple[str, ...]) -> tuple[str, ...] | None:
         """The names ``columns`` had before, or ``None`` when one of them did not exist there."""
+        columns = tuple(self.aliases.get(column, column) for column in columns)
         if any(column in self.computed for column in columns):
             return None
         if self.renamed is None:
@@ -119,14 +130,27 @@ class Names:
     def computing(self, *columns: str) -> Names:
         """After a step that adds ``columns`` (or replaces them), the other columns kept as they are."""
         renamed = None if self.renamed is None else {c: n for c, n in self.renamed.items() if c not in columns}
-        return Names(renamed, self.computed | set(columns))
+        aliases = {alias: column for alias, column in self.aliases.items() if alias not in columns}
+        return Names(renamed, self.computed | set(columns), aliases)
+
+    def aliasing(self, aliases: dict[str, str]) -> Names:
+        """After a step whose rows have each column of ``aliases`` equal to the column it names."""
+        computed = self.computed - set(aliases)
+        return Names(self.renamed, computed, {**self.aliases, **aliases})
 
     def predicate_before(self, predicate):
         """``predicate`` of a row after, as a predicate of a row before."""
-        if self.renamed is None:
+        if self.renamed is None and not self.aliases:
             return predicate
-        renamed = self.renamed
-        return lambda row: predicate({new: row.get(old) for new, old in renamed.items()})
+        renamed, aliases = self.renamed, self.aliases
+
+        def on_row_before(row: dict) -> bool:
+            after = dict(row) if renamed is None else {new: row.get(old) for new, old in renamed.items()}
+            for alias, column in aliases.items():
+                after[alias] = after.get(column)
+            return predicate(after)
+
+        return on_row_before
 
 
 FILTERS_MOVE_INTO = {
@@ -200,7 +224,7 @@ def into_join_side(flow: Dataflow, join: Step, side: int) -> list[Condition]:
         for condition in key_conditions(flow, join, 1 - side):
             (column,) = set(condition.columns)
             key = keys[other_keys.index(column)]
-            origin = f"{condition.origin}, copied from {column} to {key},"
+            origin = None if condition.origin is None else f"{condition.origin}, copied from {column} to {key},"
             conditions.append(Condition(_on_key(condition.predicate, column, key), (key,), origin))
     return conditions
 
@@ -276,7 +300,7 @@ def _conditions_before(step: Step) -> list[Condition]:
 
 def _path_after(flow: Dataflow, step: Step) -> tuple[list[Condition], Step | None, Names, Step]:
     """Walk the single path after ``step`` through selects, filters, unions, window columns, aggregations and
-    windows (only their keys pass). Returns the filters on the way that declare their columns, each as a
+    windows (only their keys pass), and joins with a static table (only the stream's columns pass). Returns the filters on the way that declare their columns, each as a
     condition of ``step``'s rows; the first other step (``None`` where the path splits or ends); the names its
     columns had at ``step``; and the last step of the walk (the input of that other step)."""
     filters: list[Condition] = []
@@ -299,10 +323,31 @@ def _path_after(flow: Dataflow, step: Step) -> tuple[list[Condition], Step | Non
             names = names.computing(spec.start, spec.end)
         elif isinstance(spec, WindowTimeSpec):
             names = names.computing(spec.column)
+        elif isinstance(spec, StaticJoinSpec):
+            # the stream is the left side of a stream-static join, which both join types keep: a filter after
+            # it on the stream's columns moves into it (rule 3), one on the table's columns does not reach it;
+            # an inner join adds `key IS NOT NULL` on the stream (rule 2), and its table keys equal the
+            # stream's in every row: a condition on one of them holds for the stream's key (rule 4)
+            merged = {key for key, table_key in zip(spec.stream_keys, spec.table_keys) if key == table_key}
+            own = [column for column in spec.table_columns() if column not in merged]
+            if spec.how == "inner":
+                keys = names.before(spec.stream_keys)
+                if keys is not None:
+                    filters.append(Condition(names.predicate_before(KeysNotNull(spec.stream_keys)), keys))
+                equal = {
+                    table_key: key for key, table_key in zip(spec.stream_keys, spec.table_keys) if key != table_key
+                }
+                names = names.computing(*own).aliasing(equal)
+            else:
+                names = names.computing(*own)
         elif isinstance(spec, FilterSpec):
             read = None if spec.columns is None else names.before(spec.columns)
             if read is not None:
                 origin = f"filter {following.name!r}"
+                copied = [column for column in spec.columns if column in names.aliases]
+                if copied:
+                    targets = ", ".join(names.aliases[column] for column in copied)
+                    origin += f", copied from {', '.join(copied)} to {targets},"
                 filters.append(Condition(names.predicate_before(spec.predicate), read, origin))
         else:
             return filters, following, names, current

@@ -117,6 +117,17 @@ CASES = {  # name: (pipeline, events, the watermark of batch 1 in seconds after 
         "A",
         10,
     ),
+    # and so does an inner join with a static table on the padded side's key (a null key matches nothing)
+    "left outer, r_value, then a static table on r_key": (
+        pipeline_text(
+            "left_outer",
+            'joined.join_static("ads", [{"ad": ad} for ad in "abcdy"], on={"r_key": "ad"}).filter("f", '
+            + BIG.format("r_value")
+            + ")",
+        ),
+        "A",
+        10.5,
+    ),
     "full outer, r_key, then a window on r_ts": (
         pipeline_text(
             "full_outer",
@@ -342,3 +353,92 @@ def test_a_filter_after_an_aggregation_matches_spark(name):
     """The aggregation cases in Spark 4.3: the same watermarks and rows, batch for batch."""
     result = compare_lesson(pipeline_lesson(AGGREGATED[name][0], "aggregated_case.py"), keyed_script())
     assert result.matches, result.table()
+
+
+def static(on: str, then: str = "", how: str = "inner") -> str:
+    """One input watermarked 0 seconds behind, joined with a static table of regions on ``on``, then ``then``."""
+    return f'''
+from ministream import Count, Tumbling
+
+FIELDS = {{"key": str, "value": float}}
+OUTPUT_MODE = "append"
+KEYS = [{{"{on}": key, "region": "us" if key == "b" else "eu"}} for key in "abc"]
+
+
+def pipeline(events):
+    events = events.with_watermark("wm", "ts", "0 seconds")
+    joined = events.join_static("regions", KEYS, on={{"key": "{on}"}}, how="{how}")
+    return joined{then}
+'''
+
+
+def static_filter(column: str, condition: str) -> str:
+    return f'.filter("f", lambda row: {condition.format(f"row[{column!r}]")}, columns=("{column}",))'
+
+
+STATIC = {  # name: (pipeline, events, the watermark of batch 1 in seconds after 10:00)
+    "inner, value": (static("key", static_filter("value", "{} > 2")), "b", 5),
+    "left outer, value": (static("key", static_filter("value", "{} > 2"), "left_outer"), "b", 5),
+    "inner, key": (static("key", static_filter("key", '{} != "b"')), "b", 5),
+    "inner, the table's key": (static("k", static_filter("k", '{} != "b"')), "b", 5),
+    "inner, the table's key renamed": (
+        static("k", '.select("s", kk="k", ts="ts").filter("f", lambda row: row["kk"] != "b", columns=("kk",))'),
+        "b",
+        5,
+    ),
+    "inner, null key": (static("key"), "null", 5),
+    "inner, value, then a window": (
+        static(
+            "key", static_filter("value", "{} > 2") + '.key_by("key").window("w", Tumbling("10 seconds"), n=Count())'
+        ),
+        "b",
+        5,
+    ),
+    # a condition the stream's rows cannot be tested on before the join stays after it
+    "inner, a table column": (static("key", static_filter("region", '{} == "eu"')), "b", 90),
+    "left outer, the table's key": (static("k", static_filter("k", '{} != "b"'), "left_outer"), "b", 90),
+    "left outer, null key": (static("key", how="left_outer"), "null", 90),
+}
+"""Spark's stream-static join as a join whose left side is the stream: a filter after it on the stream's
+columns runs below the stream's watermark (both join types keep the stream's rows), an inner join adds
+``key IS NOT NULL`` there, and a condition on the table's key is copied to the stream's key it equals."""
+
+STATIC_EVENTS = {
+    "b": [[(5, "a", 5.0), (90, "b", 0.0)], [(15, "a", 5.0), (25, "c", 5.0)], [(40, "a", 5.0)]],
+    "null": [[(5, "a", 5.0), (90, None, 5.0)], [(15, "a", 5.0), (25, "c", 5.0)], [(40, "a", 5.0)]],
+}
+"""(second after 10:00, key, value) by batch: the row at 90 s (key b with value 0, or no key) is the only one
+that a moved condition drops; with it left out, c@25 s is not late in batch 1."""
+
+
+def static_script(events: str) -> list[list[dict]]:
+    return [
+        [{"ts": int((TEN_O_CLOCK + second) * 1000), "key": key, "value": value} for second, key, value in batch]
+        for batch in STATIC_EVENTS[events]
+    ]
+
+
+@pytest.mark.parametrize("name", list(STATIC))
+def test_a_filter_after_a_static_join_runs_below_the_streams_watermark(name):
+    """The watermark of batch 1 is 5 s when the row at 90 s fails a condition Spark runs below the watermark,
+    and 90 s when nothing Spark moves there drops it."""
+    text, events, second = STATIC[name]
+    lesson = pipeline_lesson(text, "static_case.py")
+    watermarks = [batch.watermark for batch in lesson.run(static_script(events)).output()]
+    assert watermarks[1] == (TEN_O_CLOCK + second) * 1000
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("name", list(STATIC))
+def test_a_filter_after_a_static_join_matches_spark(name):
+    """The stream-static cases in Spark 4.3: the same watermarks and rows, batch for batch."""
+    text, events, _ = STATIC[name]
+    result = compare_lesson(pipeline_lesson(text, "static_case.py"), static_script(events))
+    assert result.matches, result.table()
+
+
+def test_a_filter_on_the_tables_key_says_it_is_copied():
+    """The watermark's note names the filter on the table's key as copied to the stream's key."""
+    flow = pipeline_lesson(STATIC["inner, the table's key"][0], "static_case.py").pipeline(static_script("b"), {})
+    tail = "runs below it (Spark moves it there): only the rows it keeps move this watermark"
+    assert optimizer_notes(flow, flow.step("wm")) == [f"filter 'f', copied from k to key, {tail}"]

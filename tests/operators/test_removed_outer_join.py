@@ -153,3 +153,31 @@ def test_a_window_on_the_padded_sides_time_makes_the_outer_join_inner(how, windo
     renamed = joined.select("renamed", k=f"{window_side}_key", t=f"{window_side}_ts")
     renamed.key_by("k").window("w", Tumbling(1_000), column="t", n=Count()).sink("out", CollectingSink())
     assert spark_join_type(flow, flow.step("join")) == becomes
+
+
+@pytest.mark.parametrize(
+    ("how", "key_side", "static_how", "becomes"),
+    [
+        ("left_outer", "r", "inner", "inner"),
+        ("left_outer", "l", "inner", "left_outer"),
+        ("left_outer", "r", "left_outer", "left_outer"),
+        ("right_outer", "l", "inner", "inner"),
+        ("full_outer", "r", "inner", "right_outer"),
+    ],
+)
+def test_an_inner_join_with_a_static_table_on_the_padded_sides_key_makes_the_outer_join_inner(
+    how, key_side, static_how, becomes
+):
+    """An inner join with a static table drops the rows whose key is null (a null key matches nothing), so
+    Spark adds ``isnotnull`` of that key above the join, and on the padded side's key it runs an inner join
+    (measured: tests/operators/test_pushdown.py, "left outer, r_value, then a static table on r_key"); a left
+    outer join with the table keeps those rows, and changes nothing."""
+    flow = Dataflow("f")
+    left = flow.source("left", ScriptedSource([], columns=("l_key", "l_ts"))).with_watermark("lw", "l_ts", 0)
+    right = flow.source("right", ScriptedSource([], columns=("r_key", "r_ts"))).with_watermark("rw", "r_ts", 0)
+    joined = left.key_by("l_key").join(
+        "join", right.key_by("r_key"), how=how, between=TimeRange("l_ts", "r_ts", 0, 1_000)
+    )
+    table = [{"ad": "a", "name": "first"}]
+    joined.join_static("ads", table, on={f"{key_side}_key": "ad"}, how=static_how).sink("out", CollectingSink())
+    assert spark_join_type(flow, flow.step("join")) == becomes
