@@ -13,6 +13,11 @@ added). Spark reads its static side again in every micro-batch, so trips from ba
 new table; the rows emitted before are not revised (d1's first trips stay in Lyon, d3's first trip stays
 unmatched).
 
+With ``min_fare=N`` the trips get a watermark on ``ts`` (0 seconds behind), and only the trips whose fare is
+above N are kept, by a filter *after* the join. Spark's optimizer runs that filter before the join, and
+before the watermark (it reads ``fare``, a column of the stream, not the event time): the trips it drops never
+move the watermark (``operators/pushdown.py``). ministream does the same.
+
 >>> for batch in LESSON.run(params={"how": "left_outer"}).output():
 ...     print(batch.batch_id, sorted((r["driver"], r["fare"], r["city"]) for r in batch.rows))
 0 [('d1', 10.0, 'Lyon'), ('d2', 7.0, 'Paris'), ('d3', 4.0, None)]
@@ -94,6 +99,8 @@ def pipeline(script, params) -> Dataflow:
     versions = table_versions(params)
     flow = Dataflow("enrichment-join")
     trips = flow.source("trips", ScriptedSource(script))
+    if params["min_fare"]:
+        trips = trips.with_watermark("trips_watermark", "ts", "0 seconds")
     enriched = trips.join_static(
         "with_drivers",
         versions[0],
@@ -101,6 +108,9 @@ def pipeline(script, params) -> Dataflow:
         how=params["how"],
         changes={batch_id: rows for batch_id, rows in versions.items() if batch_id > 0},
     )
+    if params["min_fare"]:  # after the join, but Spark runs it below the watermark
+        minimum = params["min_fare"]
+        enriched = enriched.filter("big_fares", lambda row: row["fare"] > minimum, columns="fare")
     enriched.sink("output", CollectingSink())
     return flow
 
@@ -108,11 +118,16 @@ def pipeline(script, params) -> Dataflow:
 def twin(inputs, params):
     """PySpark: ``join`` with a batch DataFrame on ``driver``; Spark reads it again in every micro-batch, and
     ``versioned_table`` gives it the version in force then (a table updated between batches)."""
+    from pyspark.sql import functions as F
+
     from ministream.spark.table import versioned_table
 
     trips = inputs["trips"]
+    if params["min_fare"]:
+        trips = trips.withWatermark("ts", "0 seconds")
     drivers = versioned_table(trips.sparkSession, "driver STRING, city STRING", table_versions(params))
-    return trips.join(drivers, "driver", params["how"])
+    enriched = trips.join(drivers, "driver", params["how"])
+    return enriched.filter(F.col("fare") > params["min_fare"]) if params["min_fare"] else enriched
 
 
 LESSON = Lesson(
@@ -130,6 +145,12 @@ LESSON = Lesson(
             "changing: the table is updated before batch 2; fixed: it never changes",
             kind="choice",
             choices=("changing", "fixed"),
+        ),
+        Param(
+            "min_fare",
+            0,
+            "0: every trip; N: a watermark on ts, and only the trips whose fare is above N, kept after the join",
+            kind="int",
         ),
     ],
     inputs=("trips",),

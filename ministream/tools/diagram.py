@@ -472,12 +472,14 @@ OPTIMIZED_SETTINGS = {
     "outer-join.max-window.svg": ("outer-join", {"window": "max"}),
     "deduplication.keep-id.svg": ("deduplication", {"keep": "id"}),
     "stream-join.campaign.svg": ("stream-join", {"campaign": "a"}),
+    "enrichment-join.min-fare.svg": ("enrichment-join", {"min_fare": 5}),
 }
 """Lesson settings whose plan Spark's optimizer changes, drawn beside the lesson's own diagram, by file name:
 the outer join under a window of max alone, which Spark removes (``core/outer_join_elimination.py``), the
-deduplication with only ``event_id`` after it, whose ``ts`` Spark prunes (``core/pruning.py``), and the join
-followed by a filter on one ad, which Spark runs below both watermarks (``operators/pushdown.py``). The
-step's label says what changes (``planner.optimizer_notes``)."""
+deduplication with only ``event_id`` after it, whose ``ts`` Spark prunes (``core/pruning.py``), the join
+followed by a filter on one ad, which Spark runs below both watermarks (``operators/pushdown.py``), and the
+stream-static join followed by a filter on the fare, which Spark runs below the trips' watermark. The step's
+label says what changes (``planner.optimizer_notes``)."""
 
 
 def optimized_setting_dots() -> dict[str, str]:

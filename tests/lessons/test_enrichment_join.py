@@ -9,6 +9,8 @@ import attrs
 import pytest
 
 from ministream.lessons import compare_lesson, get_lesson
+from ministream.lessons.lesson import BASE_TIME
+from ministream.operators.planner import optimizer_notes
 
 LESSON = get_lesson("enrichment-join")
 RUNS = int(os.environ.get("MINISTREAM_FUZZ_RUNS", "2"))
@@ -94,3 +96,40 @@ def test_same_output_for_any_parallelism_and_seed():
     expected = cities(LESSON.run())
     for parallelism, seed in ((1, 3), (2, 0), (4, 7)):
         assert cities(LESSON.run(parallelism=parallelism, seed=seed)) == expected
+
+
+def watermarks(run) -> list:
+    return [batch.watermark - BASE_TIME if batch.watermark else 0 for batch in run.output()]
+
+
+def test_a_filter_after_the_join_keeps_its_rows_out_of_the_watermark():
+    """With ``min_fare=5`` the trips' watermark counts only the trips the filter after the join keeps, as
+    Spark runs it below the watermark: d3@3 (fare 4) and d3@22 (fare 5) never move it. d4@15 (fare 6) does,
+    though the inner join drops it: no condition of the table's runs before the join."""
+    for how in ("inner", "left_outer"):
+        run = LESSON.run(params={"how": how, "min_fare": 5})
+        assert watermarks(run) == [0, 2_000, 15_000, 21_000]
+        assert all(row["fare"] > 5 for batch in run.output() for row in batch.rows)
+    assert optimizer_notes_of({"min_fare": 5}) == [
+        "filter 'big_fares' runs below it (Spark moves it there): only the rows it keeps move this watermark"
+    ]
+
+
+def optimizer_notes_of(params) -> list[str]:
+    flow = LESSON.pipeline(LESSON.default_script, LESSON.resolve_params(params))
+    return optimizer_notes(flow, flow.step("trips_watermark"))
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("how", ["inner", "left_outer"])
+def test_a_filter_after_the_join_matches_spark(how):
+    """``min_fare=5``: the same watermarks and rows as Spark, on the lesson's trips and on random ones (whose
+    null drivers an inner join keeps out of Spark's watermark too: it adds ``driver IS NOT NULL`` below it)."""
+    params = {"how": how, "min_fare": 5}
+    result = compare_lesson(LESSON, params=params)
+    assert result.matches, result.table()
+    rng = random.Random(f"enrichment-join-min-fare-{how}")
+    for _ in range(RUNS):
+        script = LESSON.random_script(rng, LESSON.resolve_params(params))
+        result = compare_lesson(LESSON, script, params)
+        assert result.matches, f"script {script}\n{result.table()}"
