@@ -14,6 +14,13 @@ the first table).
 Output columns: the stream row's, then the table row's; a key column with the same name on both sides
 appears once (Spark's ``join(df, "key")``).
 
+Order: the stream's rows come out in the order they came, each with its matches; several table rows with the
+same key match last one first, as Spark's broadcast table gives them back (its hash table keeps a key's rows
+last first). The order matters to a step after the join that keeps the first row of a key, a deduplication.
+The twin broadcasts the table (``F.broadcast``), as one does with an enrichment table: left to itself Spark
+would broadcast the stream's batch, whose size it knows, against a table made from a list, whose size it does
+not, and emit the rows in the table's order (``tutorials/spark-facts.md``, "Stream-static joins").
+
 >>> from ministream.core.operator import StepContext
 >>> join = StaticJoin([{"parity": 0, "n": 2}, {"parity": 1, "n": 3}], ("value",), ("parity",), "inner")
 >>> ctx = StepContext.for_testing(); join.open(ctx)
@@ -68,8 +75,8 @@ class StaticJoin(Operator):
             return
         self.in_force = version
         self.table = self.versions[version][1]
-        self.index: dict = {}
-        for row in self.table:
+        self.index: dict = {}  # {key: [table rows]}, each key's rows last first, as Spark's hash table gives them
+        for row in reversed(self.table):
             key = tuple(row.get(column) for column in self.table_keys)
             if None not in key:
                 self.index.setdefault(key, []).append(row)

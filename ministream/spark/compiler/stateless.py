@@ -344,13 +344,19 @@ def compile_static_join(step: Step, inputs: list[Frame], compilation: Compilatio
     table_schema = {c: table_schema[c] for c in columns}
     writer = compilation.writer
     table = writer.name_of(f"{step.name}_table")
+    # the table is marked for broadcast, as an enrichment table is: every task joins its rows in the order they
+    # came (unmarked, a table made from a list has no size estimate, and Spark broadcasts the stream's batch
+    # instead, then emits the rows in the table's order, a key's rows last first: tutorials/spark-facts.md)
     if spec.changes:  # a table that changes between batches: each batch reads the version in force then
         writer.use("from ministream.spark.table import versioned_table")
         changes = f"{{0: {_spec_ref(step)}.table, **dict({_spec_ref(step)}.changes)}}"
-        writer.assign(table, f"versioned_table({frame.variable}.sparkSession, {literal(ddl(table_schema))}, {changes})")
+        schema = literal(ddl(table_schema))
+        writer.assign(table, f"F.broadcast(versioned_table({frame.variable}.sparkSession, {schema}, {changes}))")
     else:
         writer.assign(
-            table, f"static_table({frame.variable}.sparkSession, {_spec_ref(step)}.table, {literal(table_schema)})"
+            table,
+            f"F.broadcast(static_table({frame.variable}.sparkSession, {_spec_ref(step)}.table, "
+            f"{literal(table_schema)}))",
         )
     name = writer.name_of(step.name)
     same = [s for s, t in zip(spec.stream_keys, spec.table_keys) if s == t]
