@@ -8,6 +8,9 @@ with random durations, output modes and watermark policies, each drawn only wher
 needs a watermark, session windows refuse update mode, joins run in append mode...), and keyed process
 functions (the processors of ``tools/random_processors.py``: a per-key counter, and a counter of quiet keys on
 an event-time timer, which needs a watermark), which the compiler runs through ``spark/processor_adapter.py``.
+Some plans join the rows with a static table of regions (:class:`StaticTable`), then filter them on the
+stream's columns, the table's key or its region: Spark's optimizer moves some of those filters below the
+watermark (``operators/pushdown.py``).
 A :class:`RandomPlan` is typed data; :func:`pipeline_source` writes it as a pipeline file
 (``lessons/pipeline_file.py``), and the lesson is loaded from that very text, so the file a disagreement
 leaves behind is exactly the pipeline that was run.
@@ -77,6 +80,33 @@ class Stateful:
     side: str = "l"  # a window after a join: the side whose columns it reads, "l" (l_key, l_ts...) or "r"
 
 
+REGIONS = ("north", "south")
+"""The regions of the static table's rows, in turn: a filter on the region keeps the rows not in one of them."""
+
+
+@attrs.frozen
+class StaticTable:
+    """A join with a static table (``join_static``): on the one input's rows before its stateful steps, or on
+    the joined rows right after a stream-stream join. ``column`` is the stream's key column it joins on
+    (``key``, or ``l_key`` or ``r_key`` after a join), ``table_key`` the table's name for it (the same, or
+    ``t_key``), ``keys`` the keys the table has (each with a region of :data:`REGIONS`, in turn), and
+    ``filters`` come after the join, each on a stream column, the table's key or ``region``."""
+
+    how: str = "inner"
+    column: str = "key"
+    table_key: str = "key"
+    keys: tuple[str, ...] = ("a", "b")
+    filters: tuple[Stateless, ...] = ()
+
+    def rows(self) -> list[dict]:
+        """The table's rows.
+
+        >>> StaticTable(keys=("a", "c")).rows()
+        [{'key': 'a', 'region': 'north'}, {'key': 'c', 'region': 'south'}]
+        """
+        return [{self.table_key: key, "region": REGIONS[i % len(REGIONS)]} for i, key in enumerate(self.keys)]
+
+
 @attrs.frozen
 class RandomPlan:
     """A random pipeline as data: its inputs, each input's watermark delay (``None``: no watermark) and
@@ -96,6 +126,9 @@ class RandomPlan:
     after_keyed: tuple[Stateless, ...] = ()
     """Filters on the key after the last step, an aggregation or a window per key: Spark's optimizer moves
     them below it, and below the watermark."""
+    static: StaticTable | None = None
+    """A join with a static table, and filters after it: before the stateful steps of one input, right after
+    the join of two."""
 
     def describe(self) -> str:
         """The plan in a line of words (the pipeline file's docstring)."""
@@ -106,11 +139,14 @@ class RandomPlan:
         ]
         for name, steps in zip(self.inputs, self.stateless):
             parts += [_describe_stateless(step, name) for step in steps]
+        if self.static is not None and len(self.inputs) == 1:
+            parts += _describe_static(self.static)
         joined = False  # a step after the join runs on its rows
         for step in self.stateful:
             rows = f" of the joined rows{' (right columns)' if step.side == 'r' else ''}" if joined else ""
             parts.append(_describe_stateful(step, len(self.inputs) > 1) + rows)
             if step.kind == "join":
+                parts += _describe_static(self.static) if self.static is not None else []
                 parts += [_describe_stateless(filter_step, "the joined rows") for filter_step in self.after_join]
             joined = joined or step.kind == "join"
         parts += [_describe_stateless(filter_step, "the output") for filter_step in self.after_keyed]
@@ -118,7 +154,15 @@ class RandomPlan:
         return f"A random pipeline: {'; '.join(parts)} ({self.output_mode} mode{policy})."
 
 
+def _describe_static(static: StaticTable) -> list[str]:
+    on = static.column if static.table_key == static.column else f"{static.column} = {static.table_key}"
+    parts = [f"{static.how} join with a static table of keys {', '.join(static.keys)} on {on}"]
+    return parts + [_describe_stateless(filter_step, "the enriched rows") for filter_step in static.filters]
+
+
 def _describe_stateless(step: Stateless, name: str) -> str:
+    if step.column == "region":
+        return f"region != {REGIONS[step.number % len(REGIONS)]} on {name}"
     if step.column.endswith("key"):
         return f"{step.column} != {FILTERED_KEYS[step.number % len(FILTERED_KEYS)]} on {name}"
     value = step.column
@@ -187,7 +231,31 @@ def random_plan(rng: random.Random, kinds: tuple[str, ...] | None = None) -> Ran
     last = chain[-1]
     if last.keyed and last.kind in ("aggregate", *WINDOWED) and rng.random() < 0.3:  # drawn last, as after_join
         plan = attrs.evolve(plan, after_keyed=(Stateless("filter", rng.randint(0, 2), "key"),))
+    if rng.random() < STATIC_SHARE:  # drawn after everything else, so that earlier seeds keep their plans
+        plan = attrs.evolve(plan, static=random_static_table(rng, ("key",), ("value",)))
     return plan
+
+
+STATIC_SHARE = 0.25
+"""The share of plans with a join with a static table."""
+
+
+def random_static_table(rng: random.Random, keys: tuple[str, ...], values: tuple[str, ...]) -> StaticTable:
+    """A join with a static table on one of the stream's ``keys`` columns, inner or left outer, then up to two
+    filters, each on one of the stream's ``values`` columns, the key it joins on, the table's key or the region.
+
+    >>> random_static_table(random.Random(0), ("key",), ("value",)).how
+    'left_outer'
+    """
+    how = rng.choice(("inner", "left_outer"))
+    column = rng.choice(keys)
+    table_key = rng.choice((column, "t_key"))
+    table_keys = tuple(sorted(rng.sample(FILTERED_KEYS, rng.randint(1, len(FILTERED_KEYS)))))
+    columns = (*values, column, "region") + (("t_key",) if table_key == "t_key" else ())
+    filters = tuple(
+        Stateless("filter", rng.randint(0, 5), rng.choice(columns)) for _ in range(rng.choice((0, 1, 1, 2)))
+    )
+    return StaticTable(how, column, table_key, table_keys, filters)
 
 
 STATEFUL_KINDS = ("aggregate", "tumbling", "sliding", "session", "dedup", "join", "process")
@@ -292,7 +360,7 @@ def _join_plan(rng: random.Random) -> RandomPlan:
         # drawn last, so that a plan over the left side is the one drawn before sides were drawn
         side = "r" if how != "left_semi" and rng.random() < 0.4 else "l"
         chain = (join, attrs.evolve(chain[1], side=side))
-    return RandomPlan(
+    plan = RandomPlan(
         stateful=chain,
         inputs=("left", "right"),
         delays=delays,
@@ -301,6 +369,11 @@ def _join_plan(rng: random.Random) -> RandomPlan:
         policy=policy,
         after_join=_after_join(rng, how),  # drawn after everything else, for the same reason
     )
+    if rng.random() < STATIC_SHARE:  # and the static table after it
+        sides = ("l",) if how == "left_semi" else ("l", "r")
+        static = random_static_table(rng, tuple(f"{s}_key" for s in sides), tuple(f"{s}_value" for s in sides))
+        plan = attrs.evolve(plan, static=static)
+    return plan
 
 
 def _after_join(rng: random.Random, how: str) -> tuple[Stateless, ...]:
@@ -368,6 +441,8 @@ def pipeline_source(plan: RandomPlan) -> str:
         if join and plan.stateful[0].kind == "dedup":  # a join's dedup runs on each side, on its own columns
             body.append(f"{name} = {name}.{_dedup_call(plan.stateful[0], f'{name}_dedup', prefix)}")
     stream = plan.inputs[0]
+    if plan.static is not None and not join:
+        body.append(f"{stream} = {stream}.{_static_call(plan.static)}")
     joined = False  # a step after the join reads its rows: one side's columns, l_key, l_ts and l_value or r_...
     for index, step in enumerate(plan.stateful):
         if join and step.kind == "dedup":
@@ -375,12 +450,13 @@ def pipeline_source(plan: RandomPlan) -> str:
         name = f"{step.kind}" if index == 0 else f"{step.kind}_{index}"
         call = _stateful_call(step, name, plan, prefix=f"{step.side}_" if joined else "")
         joined = joined or step.kind == "join"
-        if step.kind == "join" and plan.after_join:
+        if step.kind == "join" and (plan.after_join or plan.static is not None):
             body.append(f"{stream} = {stream}.{call}")
-            call = "".join(
-                f".{_column_filter_call(filter_step, f'joined_filter_{i}')}"
-                for i, filter_step in enumerate(plan.after_join)
-            )[1:]
+            calls = [_static_call(plan.static)] if plan.static is not None else []
+            calls += [
+                _column_filter_call(filter_step, f"joined_filter_{i}") for i, filter_step in enumerate(plan.after_join)
+            ]
+            call = ".".join(calls)
             if index < len(plan.stateful) - 1:
                 body.append(f"{stream} = {stream}.{call}")
                 continue
@@ -406,11 +482,22 @@ def _stateless_call(step: Stateless, name: str, prefix: str = "") -> str:
     return f'select("{name}", {columns})'
 
 
+def _static_call(static: StaticTable) -> str:
+    """The join with the static table, then the filters after it."""
+    on = f'{{"{static.column}": "{static.table_key}"}}'
+    call = f'join_static("regions", {static.rows()!r}, on={on}, how="{static.how}")'
+    filters = [_column_filter_call(step, f"enriched_filter_{i}") for i, step in enumerate(static.filters)]
+    return ".".join([call, *filters])
+
+
 def _column_filter_call(step: Stateless, name: str) -> str:
-    """A filter on one named column, after a join or an aggregation: on a key, ``!=`` one key; on a value,
-    ``>`` a number, a null value (the padding of an outer join) counting as 0."""
+    """A filter on one named column, after a join or an aggregation: on a key, ``!=`` one key; on the region of
+    a static table, ``!=`` one region; on a value, ``>`` a number, a null value (the padding of an outer join)
+    counting as 0."""
     column = f'row["{step.column}"]'
-    if step.column.endswith("key"):
+    if step.column == "region":
+        condition = f'{column} != "{REGIONS[step.number % len(REGIONS)]}"'
+    elif step.column.endswith("key"):
         condition = f'{column} != "{FILTERED_KEYS[step.number % len(FILTERED_KEYS)]}"'
     else:
         condition = f"({column} or 0) > {step.number}"

@@ -4,8 +4,8 @@ A disagreement found by ``ministream fuzz --pipelines`` comes with a random plan
 two stateful steps, several aggregates) and random events. Most of that is noise: the shrinker takes it
 away one piece at a time, keeping a cut only while the two engines still disagree *the same way* (the same
 ``Outcome.kind``: rows that differ, or the same error of the same engine). It first simplifies the plan
-(:func:`smaller_plans`: the second stateful step, then each stateless step, then all aggregates but one, then
-the watermark, or its delay) and then the events (``fuzz.shrink_candidates``: whole batches, then rows), and goes
+(:func:`smaller_plans`: the second stateful step, then each stateless step and filter, the static table, then all
+aggregates but one, then the watermark, or its delay) and then the events (``fuzz.shrink_candidates``: whole batches, then rows), and goes
 round again until nothing more can go, or its budget of runs is spent. What is left is written as a pipeline
 file and an events file that ``ministream compare`` replays.
 
@@ -46,6 +46,12 @@ def smaller_plans(plan: RandomPlan) -> list[RandomPlan]:
         candidates.append(attrs.evolve(plan, after_join=plan.after_join[:index] + plan.after_join[index + 1 :]))
     if plan.after_keyed:
         candidates.append(attrs.evolve(plan, after_keyed=()))
+    if plan.static is not None:
+        candidates.append(attrs.evolve(plan, static=None))
+        filters = plan.static.filters
+        for index in range(len(filters)):
+            fewer = attrs.evolve(plan.static, filters=filters[:index] + filters[index + 1 :])
+            candidates.append(attrs.evolve(plan, static=fewer))
     for position, step in enumerate(plan.stateful):
         if len(step.aggregates) > 1:
             for aggregate in step.aggregates:

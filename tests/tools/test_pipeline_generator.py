@@ -13,6 +13,8 @@ from ministream.tools.pipeline_generator import (
     STATEFUL_KINDS,
     RandomPlan,
     Stateful,
+    Stateless,
+    StaticTable,
     modes_for,
     pipeline_source,
     plan_lesson,
@@ -182,3 +184,49 @@ def test_a_quiet_key_counter_plan_is_written_and_runs_in_the_engine():
     rows = [batch.rows for batch in plan_lesson(plan, "quiet").run(script).output()]
     # a's timer (4 s) fires in the no-data batch 3, under the watermark 10 s; b's (12 s) never does
     assert rows == [[], [], [], [{"key": "a", "count": 2, "last": 2_000}]]
+
+
+def test_some_plans_join_a_static_table_and_filter_after_it():
+    """About a quarter of the plans join a static table, inner or left outer, on one input's key or on either
+    side's key after a join (the left's only after a left semi join), the table naming its key as the stream
+    does or its own way, then filter on a stream column, the table's key or the region."""
+    statics = [plan for plan in PLANS if plan.static is not None]
+    assert 50 <= len(statics) <= 100
+    assert {plan.static.how for plan in statics} == {"inner", "left_outer"}
+    assert {plan.static.column for plan in statics} == {"key", "l_key", "r_key"}
+    assert {plan.static.table_key == plan.static.column for plan in statics} == {True, False}
+    assert {step.column for plan in statics for step in plan.static.filters} >= {
+        "value",
+        "key",
+        "t_key",
+        "region",
+        "l_value",
+        "r_value",
+        "l_key",
+    }
+    semi = [plan for plan in statics if plan.stateful[0].kind == "join" and plan.stateful[0].how == "left_semi"]
+    assert semi and all(plan.static.column == "l_key" for plan in semi)
+
+
+def test_a_static_table_is_written_before_the_stateful_steps_and_runs_in_the_engine():
+    """One input: the join with the static table and its filters come after the watermark and before the
+    aggregation; the rows without a key in the table are dropped (inner), and the filter on the region drops
+    the keys of the north."""
+    plan = RandomPlan(
+        stateful=(Stateful("aggregate", aggregates=("count",)),),
+        output_mode="update",
+        static=StaticTable("inner", "key", "t_key", ("a", "b"), (Stateless("filter", 0, "region"),)),
+    )
+    static_line = (
+        "    events = events.join_static(\"regions\", [{'t_key': 'a', 'region': 'north'}, {'t_key': 'b', 'region': "
+        '\'south\'}], on={"key": "t_key"}, how="inner").filter("enriched_filter_0", lambda row: row["region"] '
+        '!= "north", columns=["region"])'
+    )
+    assert pipeline_source(plan).splitlines()[-3:] == [
+        "def pipeline(events):",
+        static_line,
+        '    return events.key_by("key").aggregate("aggregate", count=Count())',
+    ]
+    script = [[{"ts": 1_000, "key": key, "value": 1.0} for key in "abc"]]
+    assert plan_lesson(plan, "p").run(script).output()[0].rows == [{"key": "b", "count": 1}]
+    assert "inner join with a static table of keys a, b on key = t_key; region != north" in plan.describe()

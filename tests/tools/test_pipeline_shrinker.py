@@ -7,7 +7,7 @@ from ministream.core.compare import compare_batches
 from ministream.core.results import BatchResult
 from ministream.errors import PipelineError
 from ministream.tools.fuzz import Outcome, rows_in, shrink_candidates
-from ministream.tools.pipeline_generator import RandomPlan, Stateful, Stateless, plan_lesson
+from ministream.tools.pipeline_generator import RandomPlan, Stateful, Stateless, StaticTable, plan_lesson
 from ministream.tools.pipeline_shrinker import shrink_pipeline, smaller_plans
 
 T = 1_704_103_200_000
@@ -107,3 +107,15 @@ def test_smaller_plans_may_leave_max_alone_in_a_window_after_an_outer_join():
     plan = RandomPlan(stateful=(join, window), inputs=("left", "right"), delays=(0, 0), stateless=((), ()))
     cut = [candidate.stateful[-1].aggregates for candidate in smaller_plans(plan) if len(candidate.stateful) == 2]
     assert ("count",) in cut and ("max",) in cut
+
+
+def test_smaller_plans_may_drop_the_static_table_or_one_of_its_filters():
+    """A join with a static table and two filters after it may lose the table (and its filters with it), or
+    either filter."""
+    filters = (Stateless("filter", 1, "region"), Stateless("filter", 2, "value"))
+    plan = RandomPlan(
+        stateful=(Stateful("aggregate"),), output_mode="update", static=StaticTable("inner", filters=filters)
+    )
+    statics = [candidate.static for candidate in smaller_plans(plan)]
+    assert None in statics
+    assert [static.filters for static in statics if static is not None] == [filters[1:], filters[:1]]
