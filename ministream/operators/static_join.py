@@ -17,9 +17,10 @@ appears once (Spark's ``join(df, "key")``).
 Order: the stream's rows come out in the order they came, each with its matches; several table rows with the
 same key match last one first, as Spark's broadcast table gives them back (its hash table keeps a key's rows
 last first). The order matters to a step after the join that keeps the first row of a key, a deduplication.
-The twin broadcasts the table (``F.broadcast``), as one does with an enrichment table: left to itself Spark
-would broadcast the stream's batch, whose size it knows, against a table made from a list, whose size it does
-not, and emit the rows in the table's order (``tutorials/spark-facts.md``, "Stream-static joins").
+The twin broadcasts the table (``F.broadcast``; a changing table is hashed after a shuffle), as one does with
+an enrichment table: left to itself Spark would broadcast the stream's batch, whose size it knows, against a
+table made from a list, whose size it does not, and emit the rows in the table's order
+(``tutorials/spark-facts.md``, "Stream-static joins").
 
 >>> from ministream.core.operator import StepContext
 >>> join = StaticJoin([{"parity": 0, "n": 2}, {"parity": 1, "n": 3}], ("value",), ("parity",), "inner")

@@ -344,14 +344,19 @@ def compile_static_join(step: Step, inputs: list[Frame], compilation: Compilatio
     table_schema = {c: table_schema[c] for c in columns}
     writer = compilation.writer
     table = writer.name_of(f"{step.name}_table")
-    # the table is marked for broadcast, as an enrichment table is: every task joins its rows in the order they
-    # came (unmarked, a table made from a list has no size estimate, and Spark broadcasts the stream's batch
-    # instead, then emits the rows in the table's order, a key's rows last first: tutorials/spark-facts.md)
+    # the table is the side Spark builds its hash table from, so that the stream's rows come out in the order
+    # they came (left to itself, Spark would broadcast the stream's batch, whose size it knows, against a table
+    # with no size estimate, and emit the rows in the table's order: tutorials/spark-facts.md): a fixed table
+    # is broadcast, as an enrichment table is; a changing one is hashed after a shuffle, since a broadcast
+    # would be built before run_query sets the batch clock it reads (batch 2 of enrichment-join still joined
+    # the first version)
     if spec.changes:  # a table that changes between batches: each batch reads the version in force then
         writer.use("from ministream.spark.table import versioned_table")
         changes = f"{{0: {_spec_ref(step)}.table, **dict({_spec_ref(step)}.changes)}}"
         schema = literal(ddl(table_schema))
-        writer.assign(table, f"F.broadcast(versioned_table({frame.variable}.sparkSession, {schema}, {changes}))")
+        writer.assign(
+            table, f"versioned_table({frame.variable}.sparkSession, {schema}, {changes}).hint('shuffle_hash')"
+        )
     else:
         writer.assign(
             table,
