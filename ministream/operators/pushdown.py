@@ -274,12 +274,13 @@ def key_conditions(flow: Dataflow, join: Step, side: int) -> list[Condition]:
 
 def _conditions_before(step: Step) -> list[Condition]:
     """The conditions of the filters that declare their columns on the way to ``step`` (through selects,
-    filters and watermarks), named as in ``step``'s rows; a filter on a column that a select drops later
-    holds for no column there, and is left out."""
+    filters, watermarks and joins with a static table, which keep the stream's columns as they are), named as
+    in ``step``'s rows; a filter on a column that a select drops later holds for no column there, and is left
+    out."""
     conditions: list[Condition] = []
     names: dict[str, str] | None = None  # {column at this step: its name at ``step``}; None: the same
     current = step
-    while isinstance(current.spec, (SelectSpec, FilterSpec, WatermarkSpec)):
+    while isinstance(current.spec, (SelectSpec, FilterSpec, WatermarkSpec, StaticJoinSpec)):
         spec = current.spec
         if isinstance(spec, FilterSpec) and spec.columns is not None:
             origin = f"filter {current.name!r}"

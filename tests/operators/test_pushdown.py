@@ -107,6 +107,16 @@ CASES = {  # name: (pipeline, events, the watermark of batch 1 in seconds after 
         "B",
         10.5,
     ),
+    "inner, a filter on l_key before a static table": (
+        pipeline_text("inner").replace(
+            '    left = left.with_watermark("left_watermark", "l_ts", "0 seconds")\n',
+            '    left = left.with_watermark("left_watermark", "l_ts", "0 seconds")\n'
+            '    left = left.filter("pre", ' + NOT_B.format("l_key") + ")"
+            '.join_static("ads", [{"ad": ad} for ad in "abcdy"], on={"l_key": "ad"})\n',
+        ),
+        "B",
+        10.5,
+    ),
     # a window on the time of the side an outer join pads drops the padded rows: Spark runs an inner join
     # (a full outer join: an outer join of the other side), and the filters move as in that join
     "right outer, l_key, then a window on l_ts": (
