@@ -348,8 +348,7 @@ def compile_static_join(step: Step, inputs: list[Frame], compilation: Compilatio
     # they came (left to itself, Spark would broadcast the stream's batch, whose size it knows, against a table
     # with no size estimate, and emit the rows in the table's order: tutorials/spark-facts.md): a fixed table
     # is broadcast, as an enrichment table is; a changing one is hashed after a shuffle, since a broadcast
-    # would be built before run_query sets the batch clock it reads (batch 2 of enrichment-join still joined
-    # the first version)
+    # would be built before run_query sets the batch clock it reads, and join an older version
     if spec.changes:  # a table that changes between batches: each batch reads the version in force then
         writer.use("from ministream.spark.table import versioned_table")
         changes = f"{{0: {_spec_ref(step)}.table, **dict({_spec_ref(step)}.changes)}}"
