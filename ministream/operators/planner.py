@@ -316,7 +316,13 @@ def operator_for(step: Step, model: Model = "microbatch", flow: Dataflow | None 
         times = distinct_event_times(event_time_columns(step.inputs[0].upstream))
         column = times[0].column if times else input_lineage(step.inputs[0].upstream).watermark_column
         return ProcessOperator(
-            spec.processor, spec.time_mode, column, spec.output_mode, spec.initial_state, spec.key_columns
+            spec.processor,
+            spec.time_mode,
+            column,
+            spec.output_mode,
+            spec.initial_state,
+            spec.key_columns,
+            spec.event_time_column,
         )
     if isinstance(spec, OperatorSpec):
         return spec.make_operator()

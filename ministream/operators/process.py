@@ -34,7 +34,12 @@ it), ``"processing_time"`` (when the batch timestamp reaches it) or ``"none"`` (
    in the handle's state. State variables are created in ``init`` only, and not used there (no key yet);
 6. a query restarted from its checkpoint may run another processor: the state variables it asks for again
    come back, those it drops with ``handle.delete_if_exists`` go; but it keeps its time mode, its output
-   mode and the kind of each state variable (Spark refuses a restart that changes them).
+   mode and the kind of each state variable (Spark refuses a restart that changes them);
+7. with an ``event_time_column`` (Spark's ``eventTimeColumnName``), the steps after the process step take
+   that output column as their event time, under the same watermark: every row the handlers return must be
+   later than ``WM_{k-1}``, and one at or before it fails the query, as it fails in Spark
+   (``EMITTING_ROWS_OLDER_THAN_WATERMARK_NOT_ALLOWED``). A timer handler that emits the time it waited for
+   is behind the watermark by then: emit a later time, or give no ``event_time_column``.
 
 ``TimerValues`` gives the batch's watermark ``WM_k`` and its processing time (the batch timestamp); both
 are ``None`` in time mode ``"none"`` (Spark gives -1), and the watermark is ``None`` in a query without one
@@ -188,14 +193,16 @@ class ProcessOperator(Operator):
         self,
         processor: Processor,
         time_mode: str,
-        event_time_column: str | None = None,
+        input_time_column: str | None = None,
         output_mode: str | None = None,
         initial_state: tuple[dict, ...] | None = None,
         key_columns: tuple[str, ...] = (),
+        output_time_column: str | None = None,
     ):
         self.template = processor
         self.time_mode = time_mode
-        self.column = event_time_column
+        self.column = input_time_column  # the input rows' event time: a row at or before the late watermark is late
+        self.output_time_column = output_time_column  # the step's event_time_column (Spark's eventTimeColumnName)
         self.output_mode = output_mode
         self.initial_state = initial_state  # rows for handle_initial_state, in the query's first batch
         self.key_columns = key_columns
@@ -308,10 +315,29 @@ class ProcessOperator(Operator):
                 # changes only its own key's timers, so the timers of one time are deleted together, after
                 # their handlers and before the next time's: straight from the time mode's queue
                 queue.discard_keys(expiry, keys)
+        if self.output_time_column is not None:
+            self._check_output_times(out, batch.late_watermark)
         self.ctx.emit(out)
         if self.processing_time is not None:
             self._clean_up(self.processing_time)
         self.processor.close()
+
+    def _check_output_times(self, rows: list[dict], late: int | None) -> None:
+        """Rule 7: the rows of a step with an ``event_time_column`` carry the event time of the steps after it,
+        under the same watermark, so none may be at or before the batch's late watermark (a row the next step
+        would take as late). Spark fails the query on the first such row
+        (``EMITTING_ROWS_OLDER_THAN_WATERMARK_NOT_ALLOWED``, ``UpdateEventTimeColumnExec``); so does ministream."""
+        if late is None:
+            return
+        column = self.output_time_column
+        for row in rows:
+            if row.get(column) is not None and row[column] <= late:  # a null is not compared, as in Spark
+                raise PipelineError(
+                    f"step {self.ctx.step_name!r}: the processor returned {row!r}, whose event time {column} "
+                    f"{format_ts(row.get(column))} is at or before {format_ts(late)}, the previous batch's "
+                    "watermark: a process step's event_time_column must be later than it (Spark fails the query: "
+                    "EMITTING_ROWS_OLDER_THAN_WATERMARK_NOT_ALLOWED)"
+                )
 
     def _handle_traced(self, values: TimerValues, watermark: int | None, out: list) -> None:
         """Rules 2 and 3 when the run is traced: each handler call, and each row it returns, has its line."""

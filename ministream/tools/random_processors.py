@@ -5,6 +5,10 @@ A process step runs a :class:`~ministream.operators.process.Processor` per key, 
 ``output_schema`` (the adapter needs it) and lives in the package, so Spark's workers import it by name:
 
 - :class:`KeyCounter` (no timers): each key's count of rows so far, one row per key and batch that has rows;
+- :class:`KeyLatest` (event-time mode, an output event time): each key's count of rows so far, with the sum of
+  the batch's values and its latest event time, ``latest``, which a step after it takes as its event time
+  (``event_time_column="latest"``): the batch's rows are all later than the previous batch's watermark, so
+  their latest time is too, as Spark requires of an ``eventTimeColumnName``;
 - :class:`QuietKeyCounter` (an event-time timer): each key's rows counted until the key is quiet for ``gap``
   ms of event time; the timer at the latest row's time + ``gap`` fires once the watermark passes it, emits the
   count and the latest time, and forgets the key (below: batch 1 runs under the watermark of batch 0, 2 s;
@@ -35,6 +39,21 @@ class KeyCounter(Processor):
     def handle_input_rows(self, key, rows, timer_values):
         self.count.update(self.count.value() + len(rows))
         return [{"key": key, "count": self.count.value()}]
+
+
+class KeyLatest(Processor):
+    """Per key and batch with rows: the count of the key's rows so far, the sum of the batch's values, and
+    the batch's latest event time (``latest``, an output event time for the steps after it)."""
+
+    output_schema = "key STRING, count BIGINT, value DOUBLE, latest TIMESTAMP"
+
+    def init(self, handle):
+        self.count = handle.get_value_state("count", default=0)
+
+    def handle_input_rows(self, key, rows, timer_values):
+        self.count.update(self.count.value() + len(rows))
+        total = float(sum(row["value"] for row in rows if row["value"] is not None))
+        return [{"key": key, "count": self.count.value(), "value": total, "latest": max(row["ts"] for row in rows)}]
 
 
 class QuietKeyCounter(Processor):

@@ -19,6 +19,8 @@ class Function(Processor):
     """The test's function as a process function: ``state`` is a value state ``c``; ``kind`` says what it
     emits (each test's function)."""
 
+    output_schema = "key STRING, countAsString STRING"
+
     def __init__(self, kind: str):
         self.kind = kind
 
@@ -72,7 +74,7 @@ def query(kind: str) -> Query:
 
         lines = inputs["lines"]
         return lines.groupBy(lines["value"]).applyInPandasWithState(
-            function, "key STRING, countAsString STRING", "c LONG", "Update", GroupStateTimeout.NoTimeout
+            function, Function.output_schema, "c LONG", "Update", GroupStateTimeout.NoTimeout
         )
 
     return Query(pipeline, twin, "update", conf={"spark.sql.shuffle.partitions": "5"})

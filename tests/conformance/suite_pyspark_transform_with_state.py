@@ -46,6 +46,8 @@ class SimpleCount(Processor):
     """``SimpleStatefulProcessor``: the number of the key's rows in this batch (a count of temperatures over
     100 is kept in state, and asserted inside the PySpark test's processor, not here)."""
 
+    output_schema = "id STRING, countAsString STRING"
+
     def init(self, handle):
         self.violations = handle.get_value_state("numViolations", default=0)
 
@@ -57,6 +59,8 @@ class SimpleCount(Processor):
 class ProcTimeCount(Processor):
     """``ProcTimeStatefulProcessor``: a running count of rows; key 0 registers a processing-time timer 1 ms
     after every batch; the timer (which ``listTimers()`` still lists, with the batch's new one) clears it."""
+
+    output_schema = "id STRING, countAsString STRING, timeValues STRING"
 
     def init(self, handle):
         self.handle = handle
@@ -81,6 +85,8 @@ class EventTimeMax(Processor):
     """``EventTimeStatefulProcessor``: the largest event second of the key; a timer at the watermark the
     batch evicts with (it fires in the same batch); the timer clears the state."""
 
+    output_schema = "id STRING, timestamp STRING"
+
     def init(self, handle):
         self.handle = handle
         self.max = handle.get_value_state("max_state")
@@ -100,6 +106,8 @@ class EventTimeMax(Processor):
 class EventTimeMin(Processor):
     """``MinEventTimeStatefulProcessor``: the smallest event second of the key."""
 
+    output_schema = "id STRING, timestamp STRING"
+
     def init(self, handle):
         self.min = handle.get_value_state("min_state")
 
@@ -114,6 +122,8 @@ class EventTimeMin(Processor):
 class SumWithInitialState(Processor):
     """``SimpleStatefulProcessorWithInitialState``: the key's sum of temperatures, starting from its
     initial state."""
+
+    output_schema = "id1 STRING, id2 STRING, value STRING"
 
     def init(self, handle):
         self.value = handle.get_value_state("value_state")
@@ -131,6 +141,8 @@ class ChainingOps(Processor):
     """``StatefulProcessorChainingOps``: no state; the event time of the first row of the last chunk of the
     key's rows (the test's pandas chunks hold 2 rows: spark.sql.execution.arrow...maxRecordsPerBatch)."""
 
+    output_schema = "id STRING, outputTimestamp TIMESTAMP"
+
     def handle_input_rows(self, key, rows, timer_values):
         last_chunk = rows[(len(rows) - 1) // 2 * 2 :]
         return [{"id": key, "outputTimestamp": last_chunk[0]["eventTime"]}]
@@ -141,6 +153,8 @@ LARGE = "a" * 524_288
 
 class LargeValues(Processor):
     """``LargeValueStatefulProcessor``: 512 KiB strings in value, list and map state, read back."""
+
+    output_schema = "id STRING, valueStateResult STRING, listStateResult STRING, mapStateResult STRING"
 
     def init(self, handle):
         self.value = handle.get_value_state("value_state")
@@ -273,13 +287,13 @@ def twin(kind: str, time_mode: str = "None", output_mode: str = "Update"):
 
         files = inputs["files"]
         schemas = {
-            "simple": "id STRING, countAsString STRING",
-            "proc_timer": "id STRING, countAsString STRING, timeValues STRING",
-            "event_time": "id STRING, timestamp STRING",
-            "min": "id STRING, timestamp STRING",
-            "init_state": "id1 STRING, id2 STRING, value STRING",
-            "chaining": "id STRING, outputTimestamp TIMESTAMP",
-            "large": "id STRING, valueStateResult STRING, listStateResult STRING, mapStateResult STRING",
+            "simple": SimpleCount.output_schema,
+            "proc_timer": ProcTimeCount.output_schema,
+            "event_time": EventTimeMax.output_schema,
+            "min": EventTimeMin.output_schema,
+            "init_state": SumWithInitialState.output_schema,
+            "chaining": ChainingOps.output_schema,
+            "large": LargeValues.output_schema,
         }
         if kind in ("event_time", "min", "chaining"):
             files = files.select("id", F.timestamp_seconds("temperature").alias("eventTime"))

@@ -52,6 +52,8 @@ class RunningCount(Processor):
     """``RunningCountStatefulProcessor``: a count of the batches that had rows for the key (``handleInputRows``
     runs once per key and batch); at 3 the count is cleared and nothing is emitted."""
 
+    output_schema = KEY_COUNT
+
     def init(self, handle):
         self.count = handle.get_value_state("countState")
 
@@ -148,6 +150,8 @@ class MaxEventTime(Processor):
     """``MaxEventTimeStatefulProcessor``: the largest event second of the key; an event-time timer 5 s after
     it, moved when the maximum moves; the timer clears the maximum and emits -1."""
 
+    output_schema = "key STRING, max INT"
+
     def init(self, handle):
         self.handle = handle
         self.max = handle.get_value_state("maxEventTimeState")
@@ -209,6 +213,8 @@ class LazyIterators(Processor):
 class RunningCountMostRecent(Processor):
     """``RunningCountMostRecentStatefulProcessor``: a count of the key's batches and its previous value."""
 
+    output_schema = "key STRING, count STRING, previous STRING"
+
     def init(self, handle):
         self.count = handle.get_value_state("countState")
         self.recent = handle.get_value_state("mostRecent")
@@ -227,6 +233,8 @@ class RunningCountMostRecent(Processor):
 class MostRecentWithDeletion(Processor):
     """``MostRecentStatefulProcessorWithDeletion``: drops ``countState`` (``deleteIfExists``); emits the key's
     previous value."""
+
+    output_schema = "key STRING, previous STRING"
 
     def init(self, handle):
         handle.delete_if_exists("countState")
@@ -406,7 +414,7 @@ def max_event_time_twin(inputs):
 
     rows = inputs["inputData"].select(F.col("_1").alias("key"), F.timestamp_seconds("_2").alias("eventTime"))
     rows = rows.withWatermark("eventTime", "10 seconds")
-    return rows.groupBy("key").transformWithState(MaxEventTimeTwin(), "key STRING, max INT", "Update", "EventTime")
+    return rows.groupBy("key").transformWithState(MaxEventTimeTwin(), MaxEventTime.output_schema, "Update", "EventTime")
 
 
 def lazy_iterators(inputs):
@@ -483,7 +491,7 @@ def most_recent(deletion: bool):
             def close(self):
                 pass
 
-        schema = "key STRING, previous STRING" if deletion else "key STRING, count STRING, previous STRING"
+        schema = MostRecentWithDeletion.output_schema if deletion else RunningCountMostRecent.output_schema
         return inputs["inputData"].groupBy("_1").transformWithState(MostRecentTwin(), schema, "Update", "None")
 
     output = ("key", "previous") if deletion else ("key", "count", "previous")

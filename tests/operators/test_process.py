@@ -467,3 +467,49 @@ def test_a_declared_output_mode_may_differ_from_the_querys():
         "p", Collect(), output_mode="append"
     ).sink("output", CollectingSink())
     assert len(run_microbatch(flow, output_mode="update").output()) == 1
+
+
+def run_with_output_time(processor, script, delay=0):
+    """Run ``processor`` with ``event_time_column="t"``: the steps after it would take ``t`` as event time."""
+    flow = Dataflow("output-time")
+    flow.source("events", ScriptedSource(script)).with_watermark("watermark", "ts", delay).key_by("key").process(
+        "p", processor, time_mode="event_time", event_time_column="t"
+    ).sink("output", CollectingSink())
+    return run_microbatch(flow, output_mode="update")
+
+
+def test_an_output_event_time_after_the_previous_watermark_passes():
+    """Rule 7: a timer row at 2 s, emitted in batch 2 (watermark 20 s), is later than the previous batch's
+    watermark (1 s), so it passes: the check is against WM_{k-1}, as Spark's late rows are."""
+    result = run_with_output_time(TimerPerRow(after=1_000), [[row("a", 1)], [row("b", 20)]])
+    assert rows_per_batch(result, "key", "kind", "t") == [
+        [("a", "row", 1_000)],
+        [("b", "row", 20_000)],
+        [("a", "timer", 2_000)],
+    ]
+
+
+def test_an_output_event_time_at_or_before_the_previous_watermark_fails_the_query():
+    """Rule 7: a timer set in the past (7 s, by a row at 12 s in batch 2, whose watermark is 11 s) fires in the
+    same batch and emits 7 s as the output event time: at or before the previous batch's watermark (10 s), so
+    the run fails, as Spark's does (EMITTING_ROWS_OLDER_THAN_WATERMARK_NOT_ALLOWED; measured in
+    tests/spark/test_compiler.py), naming the row. (Batch 1's timer row, 5 s, was later than 0 s.)"""
+    with pytest.raises(PipelineError) as caught:
+        run_with_output_time(TimerPerRow(after=-5_000), [[row("a", 10)], [row("b", 11)], [row("a", 12)]])
+    message = str(caught.value)
+    assert message.startswith("step 'p': the processor returned {'key': 'a', 'kind': 'timer', 't': 7000, 'wm': 11000}")
+    assert "is at or before 1970-01-01T00:00:10Z, the previous batch's watermark" in message
+    assert "EMITTING_ROWS_OLDER_THAN_WATERMARK_NOT_ALLOWED" in message and "\n" not in message
+
+
+class NoTime(Processor):
+    """Emits one row per key and batch, without an event time (``t`` is null)."""
+
+    def handle_input_rows(self, key, rows, timer_values):
+        return [{"key": key, "t": None}]
+
+
+def test_a_null_output_event_time_is_not_compared():
+    """Rule 7: Spark's check is ``t <= watermark``, which a null does not satisfy: the row passes."""
+    result = run_with_output_time(NoTime(), [[row("a", 10)], [row("a", 12)]])
+    assert rows_per_batch(result, "key", "t") == [[("a", None)], [("a", None)], []]

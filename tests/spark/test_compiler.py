@@ -169,3 +169,54 @@ def test_a_using_outer_join_with_conditions_agrees():
     result, compiled = run_both(flow, fields)
     assert result.matches, result.table()
     assert 'F.coalesce("L.key", "R.key").alias("key")' in compiled.source
+
+
+def test_steps_after_a_process_function_agree():
+    """A process step's declared columns are known to the compiler: a filter on its count, then a window over
+    its output event time (``event_time_column``, Spark's ``eventTimeColumnName``) in append mode, agree with
+    ministream batch for batch (the steps after it run under the query's watermark, chained as in Spark)."""
+    from ministream import Tumbling
+    from ministream.tools.random_processors import KeyLatest
+
+    script = [
+        [event(1, "a", 1), event(2, "a", 2), event(3, "b", 5)],
+        [event(9, "b", 1), event(4, "a", 3)],
+        [event(12, "a", 4)],
+        [event(30, "c", 1)],
+        [],
+    ]
+    flow = Dataflow("after-process")
+    latest = (
+        flow.source("events", ScriptedSource(script))
+        .with_watermark("wm", "ts", "2 seconds")
+        .key_by("key")
+        .process("latest", KeyLatest(), time_mode="event_time", output_mode="append", event_time_column="latest")
+    )
+    latest.filter("busy", lambda row: row["count"] > 1, columns="count").key_by("key").window(
+        "per_window", Tumbling("5 seconds"), column="latest", batches=Count(), total=Sum("value")
+    ).sink("output", CollectingSink())
+    result, compiled = run_both(flow, {"events": FIELDS})
+    assert result.matches, result.table()
+    assert result.rows_matched == 3, result.table()
+    assert 'busy.groupBy("key", F.window("latest", "5 seconds"))' in compiled.source
+
+
+def test_a_process_function_emitting_rows_behind_the_watermark_fails_in_both():
+    """A timer handler that emits the time it waited for, as the output event time: by then the watermark is
+    past it, and Spark fails the query (EMITTING_ROWS_OLDER_THAN_WATERMARK_NOT_ALLOWED); ministream raises the
+    same rule, naming the row (``operators/process.py``, rule 7)."""
+    from ministream import Tumbling
+    from ministream.errors import PipelineError
+    from ministream.spark import SparkQueryError
+    from ministream.tools.random_processors import QuietKeyCounter
+
+    flow = Dataflow("quiet-then-window")
+    flow.source("events", ScriptedSource([[event(1, "a")], [event(9, "a")], [], [event(20, "b")], []])).with_watermark(
+        "wm", "ts", 0
+    ).key_by("key").process("quiet", QuietKeyCounter(1000), time_mode="event_time", event_time_column="last").key_by(
+        "key"
+    ).window("per_window", Tumbling("5 seconds"), column="last", n=Count()).sink("output", CollectingSink())
+    with pytest.raises(PipelineError, match=r"the processor returned \{'key': 'a', 'count': 2, 'last': \d+\}"):
+        run_microbatch(flow, output_mode="append")
+    with pytest.raises(SparkQueryError, match="EMITTING_ROWS_OLDER_THAN_WATERMARK_NOT_ALLOWED"):
+        run_both(flow, {"events": FIELDS})

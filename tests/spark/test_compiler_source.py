@@ -313,3 +313,66 @@ def test_window_time_reads_the_window_struct_the_window_step_keeps():
     assert 'timed = hourly.withColumn("window_time", F.window_time("_window_window_start_window_end"))' in source
     message = refusal(lambda s: chained(s, lambda hourly: hourly.map("copy", dict)))
     assert message.startswith("step 'timed' (window_time): Spark's window_time reads the window struct")
+
+
+def test_the_steps_after_a_process_function_read_its_declared_columns():
+    """A process step's declared DDL gives the compiler its columns and types: a filter after it passes its
+    UDF the declared type of ``count``, and a window over its ``event_time_column`` groups by it."""
+    from ministream.tools.random_processors import KeyLatest
+
+    source = compile_one(
+        lambda s: (
+            s.with_watermark("wm", "ts", 0)
+            .key_by("key")
+            .process("latest", KeyLatest(), time_mode="event_time", event_time_column="latest")
+            .filter("busy", lambda row: row["count"] > 1, columns="count")
+            .key_by("key")
+            .window("per_window", Tumbling("5 seconds"), column="latest", n=Count())
+        )
+    ).source
+    assert 'latest = processor_twin(wm, steps["latest"].spec, step_name="latest")' in source
+    assert (
+        'latest.filter(row_predicate(steps["busy"].spec.predicate, {"count": "BIGINT"})(F.struct("count")))' in source
+    )
+    assert 'busy.groupBy("key", F.window("latest", "5 seconds"))' in source
+
+
+def test_an_event_time_column_not_declared_a_timestamp_is_refused():
+    """Spark compares the ``eventTimeColumnName`` column with the watermark as a timestamp: a column declared
+    otherwise is refused, naming its declared type."""
+    from ministream.tools.random_processors import KeyLatest
+
+    message = refusal(
+        lambda s: (
+            s.with_watermark("wm", "ts", 0)
+            .key_by("key")
+            .process("latest", KeyLatest(), time_mode="event_time", event_time_column="count")
+        )
+    )
+    assert message.startswith("step 'latest' (process): its event_time_column 'count' is BIGINT in the declared")
+    assert "rewrite: declare 'count' as TIMESTAMP" in message
+
+
+def test_a_process_function_declared_by_a_struct_type_ends_the_compiled_query():
+    """A schema given as a StructType goes to Spark unread: a step after the process step is refused, naming
+    the DDL declaration that would let it compile; the process step itself still compiles."""
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    from ministream.tools.random_processors import KeyCounter
+
+    struct = StructType([StructField("key", StringType()), StructField("count", LongType())])
+    counted = lambda s: s.key_by("key").process("count", KeyCounter(), output_schema=struct)  # noqa: E731
+    assert "processor_twin(" in compile_one(counted, "update").source
+    message = refusal(lambda s: counted(s).filter("some", lambda row: row["count"] > 1), "update")
+    assert message.startswith("step 'some' (filter): it reads the output of the process function 'count', whose")
+    assert "rewrite: declare the columns of 'count' as DDL text (output_schema=\"key STRING, count BIGINT\")" in message
+
+
+def test_a_declared_schema_that_is_not_ddl_is_refused():
+    """A declared output schema whose column has no type cannot be read: refused, quoting it."""
+    from ministream.tools.random_processors import KeyCounter
+
+    message = refusal(
+        lambda s: s.key_by("key").process("count", KeyCounter(), output_schema="key, count BIGINT"), "update"
+    )
+    assert message.startswith("step 'count' (process): its declared output schema cannot be read: 'key' in the schema")

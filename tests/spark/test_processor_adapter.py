@@ -271,6 +271,53 @@ def test_map_state_ttl_and_a_query_without_watermark_give_the_engine_s_rows(spar
     assert {row["watermark"] for batch in theirs for row in batch.rows} == {None}
 
 
+OUTPUT_TIME_SCRIPTS = {
+    "a timer row later than the previous watermark": (
+        1_000,
+        [[{"key": "a", "ts": 1_000}], [{"key": "b", "ts": 20_000}]],
+    ),
+    "timers in the past, later than WM_0": (-5_000, [[{"key": "a", "ts": 10_000}], [{"key": "b", "ts": 11_000}]]),
+    "a timer in the past, at or before WM_1": (
+        -5_000,
+        [[{"key": "a", "ts": 10_000}], [{"key": "b", "ts": 11_000}], [{"key": "a", "ts": 12_000}]],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", OUTPUT_TIME_SCRIPTS)
+def test_an_output_event_time_is_checked_against_the_previous_watermark_as_in_the_engine(name, spark):
+    """Rule 7 of ``operators/process.py``, measured: with ``event_time_column`` (``eventTimeColumnName``) Spark
+    fails the query on a returned row at or before the previous batch's watermark, even with no step after it
+    (``EMITTING_ROWS_OLDER_THAN_WATERMARK_NOT_ALLOWED``), and the engine raises on the same row; rows later
+    than it pass, in both, with the same batches."""
+    from ministream import CollectingSink, run_microbatch
+    from ministream.core.compare import compare_batches
+    from ministream.spark import ROCKSDB_STATE_STORE, SparkQueryError, run_query, scripted_stream
+    from tests.operators.test_process import TimerPerRow
+
+    after, script = OUTPUT_TIME_SCRIPTS[name]
+    flow = Dataflow("output-time")
+    flow.source("events", ScriptedSource(script)).with_watermark("wm", "ts", 0).key_by("key").process(
+        "p",
+        TimerPerRow(after),
+        time_mode="event_time",
+        event_time_column="t",
+        output_schema="key STRING, kind STRING, t TIMESTAMP, wm BIGINT",
+    ).sink("output", CollectingSink())
+    frame = scripted_stream(spark, "ts TIMESTAMP, key STRING", script).withWatermark("ts", "0 seconds")
+    twin = processor_twin(frame, flow.step("p").spec, step_name="p")
+    if name.endswith("WM_1"):
+        with pytest.raises(SparkQueryError, match=r"EMITTING_ROWS_OLDER_THAN_WATERMARK_NOT_ALLOWED.*7000000"):
+            run_query(twin, "update", conf=ROCKSDB_STATE_STORE)
+        with pytest.raises(PipelineError, match="'t': 7000"):
+            run_microbatch(flow, output_mode="update")
+        return
+    ours = run_microbatch(flow, output_mode="update").output()
+    comparison = compare_batches(ours, run_query(twin, "update", conf=ROCKSDB_STATE_STORE))
+    assert comparison.matches, comparison.table()
+    assert any(row["kind"] == "timer" for batch in ours for row in batch.rows)
+
+
 # -- the adapter's parts, without a query ------------------------------------------------------------------------
 
 

@@ -304,9 +304,9 @@ def compile_flow(
             raise refuse(
                 step.name,
                 step.kind,
-                f"it reads the output of the process function {opaque!r}, whose columns Spark learns from the "
-                "processor's declared DDL schema, which the compiler hands over without reading",
-                f"end the compiled query at {opaque!r}, or do this step's work inside the processor",
+                f"it reads the output of the process function {opaque!r}, whose columns are declared as a "
+                "StructType, which the compiler hands to Spark without reading",
+                f'declare the columns of {opaque!r} as DDL text (output_schema="key STRING, count BIGINT")',
             )
         compiler = COMPILERS.get(type(spec))
         if compiler is None:

@@ -33,7 +33,8 @@ class Frame:
     event_time: tuple[str, ...] = ()
     lost: dict[str, str] = attrs.field(factory=dict)
     opaque: str | None = None
-    """The process step whose output this is, when its columns are known only to Spark (``process.py``)."""
+    """The process step whose output this is, when its columns are declared as a StructType, which only Spark
+    reads (``process.py``)."""
     windows: dict[str, tuple[str, str]] = attrs.field(factory=dict)
     """Window structs the DataFrame carries besides the schema's columns: ``{struct column: (start column, end
     column)}``. Spark's watermark mark stays on the struct made by ``window()``, not on its bounds taken out

@@ -1,9 +1,11 @@
 """Keyed process functions: a process step is Spark's ``groupBy(keys).transformWithState(...)``, run by an
 adapter (``spark/processor_adapter.py``) that wraps the very same ``Processor`` class in a Spark
 ``StatefulProcessor``. The compiler writes the call; the adapter does the rest, the output schema included
-(declared on the step or the processor as Spark DDL, which the compiler hands over and does not read: a step
-after a process function is refused, as its columns are not known here). A step whose output columns are not
-declared is refused, naming the declaration to write.
+(declared on the step or the processor as Spark DDL). The compiler reads the declared columns and their types
+(``schema.ddl_schema``), so the steps after a process function compile as after any other step: a filter, a
+select, a Python function, or a stateful step on the ``event_time_column`` (Spark's ``eventTimeColumnName``), the
+processor's output event time under the query's watermark. A step whose output columns are not declared is
+refused, naming the declaration to write.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from ministream.core.steps import ProcessSpec, Step
 from ministream.spark.compiler.frames import Compilation, Frame
 from ministream.spark.compiler.refusals import refuse
+from ministream.spark.compiler.schema import Schema, ddl_schema
 from ministream.spark.compiler.writer import literal
 from ministream.spark.session import ROCKSDB_STATE_STORE
 
@@ -23,7 +26,8 @@ def compile_process(step: Step, inputs: list[Frame], compilation: Compilation) -
     assert isinstance(spec, ProcessSpec)
     if len(inputs) > 1:
         raise refuse(step.name, step.kind, "the adapter runs a process function on one input", "union the inputs first")
-    if not (spec.output_schema or getattr(spec.processor, "output_schema", None)):
+    declared = spec.output_schema or getattr(spec.processor, "output_schema", None)
+    if not declared:
         raise refuse(
             step.name,
             step.kind,
@@ -37,4 +41,25 @@ def compile_process(step: Step, inputs: list[Frame], compilation: Compilation) -
     call = f"processor_twin({frame.variable}, steps[{literal(step.name)}].spec, step_name={literal(step.name)})"
     compilation.writer.assign(name, call)
     column = spec.event_time_column
-    return Frame(name, {}, (column,) if column else (), opaque=step.name)
+    schema = _declared_columns(step, declared)
+    if schema is None:  # a StructType: Spark reads it, the compiler does not
+        return Frame(name, {}, (column,) if column else (), opaque=step.name)
+    if column is not None and schema.get(column) != "TIMESTAMP":
+        raise refuse(
+            step.name,
+            step.kind,
+            f"its event_time_column {column!r} is {schema.get(column, 'not among its columns')} in the declared "
+            f"schema {declared!r}, and Spark's eventTimeColumnName must name a TIMESTAMP column",
+            f"declare {column!r} as TIMESTAMP (the processor returns it in ms)",
+        )
+    return Frame(name, schema, (column,) if column else ())
+
+
+def _declared_columns(step: Step, declared) -> Schema | None:
+    """The columns of a process step's output rows, from its declared DDL (``None``: not DDL text)."""
+    if not isinstance(declared, str):
+        return None
+    try:
+        return ddl_schema(declared)
+    except ValueError as error:
+        raise refuse(step.name, step.kind, f"its declared output schema cannot be read: {error}") from None

@@ -46,6 +46,36 @@ def ddl(schema: Schema) -> str:
     return ", ".join(f"{name} {kind}" for name, kind in schema.items())
 
 
+def ddl_schema(text: str) -> Schema:
+    """A schema declared as Spark DDL text (a process step's ``output_schema``, an input's), column by column.
+
+    The columns are split at the commas outside ``<...>`` and ``(...)``, so a nested type stays whole; each is a
+    name (back-quoted or not) and its type, upper case, as written. Only the columns are read: the types go
+    back to Spark as they are, which checks them. A column that is not ``name type`` is a ``ValueError``.
+
+    >>> ddl_schema("key STRING, pair STRUCT<a: INT, b: INT>, `n` bigint, price DECIMAL(10, 2)")
+    {'key': 'STRING', 'pair': 'STRUCT<A: INT, B: INT>', 'n': 'BIGINT', 'price': 'DECIMAL(10, 2)'}
+    """
+    schema: Schema = {}
+    depth, start = 0, 0
+    for at, char in enumerate(text + ","):
+        if char in "<(":
+            depth += 1
+        elif char in ">)":
+            depth -= 1
+        elif char == "," and depth == 0:
+            column = text[start:at].strip()
+            start = at + 1
+            if column.startswith("`"):
+                name, _, kind = column[1:].partition("`")
+            else:
+                name, _, kind = column.partition(" ")
+            if not name or not kind.strip():
+                raise ValueError(f"{column!r} in the schema {text!r} is not a column and its type ('key STRING')")
+            schema[name] = kind.strip().upper()
+    return schema
+
+
 def sample_row(schema: Schema) -> dict:
     """A row with one made-up value per column (see :data:`SAMPLE_VALUES`; ``None`` for other types)."""
     return {name: SAMPLE_VALUES.get(kind) for name, kind in schema.items()}
