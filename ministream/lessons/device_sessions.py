@@ -16,6 +16,15 @@ which, with a ``delay`` of 10 seconds, takes an event at 10:00:40 or later.
 
 Events: ``ts``, ``device`` (the key), ``session`` (the game session id) and ``value`` (points scored).
 
+With ``per_window=D`` the process step's rows go on to a tumbling window of ``D``, per ``kind``, over their
+``time``: the step names ``time`` its ``event_time_column`` (Spark's ``eventTimeColumnName``), the event time of
+the steps after it, under the same watermark, and the query runs in append mode (Spark chains stateful steps in
+append mode only). Each row's time must be later than the previous batch's watermark, or the query fails in
+both engines (rule 7 of ``operators/process.py``); a heartbeat or a close comes out when the watermark passes
+it, from a timer that waited for it, so it is. With ``per_window=30 seconds``, the window of 10:00:30 holds the
+two heartbeats at 10:00:30 and d2's close at 10:00:49, and comes out in batch 6, when the watermark passes
+10:01:00.
+
 >>> for batch in LESSON.run().output():
 ...     print(batch.batch_id, sorted((r["kind"], r["device"], r["session"], format_clock(r["time"]))
 ...                                  for r in batch.rows))
@@ -32,12 +41,15 @@ from __future__ import annotations
 
 import sys
 
+from ministream.core.aggregates import Count, Sum
 from ministream.core.events import Field
 from ministream.core.plan import Dataflow
 from ministream.core.sinks import CollectingSink
 from ministream.core.sources import ScriptedSource
 from ministream.lessons.lesson import BASE_TIME, Lesson, Param
+from ministream.errors import PipelineError
 from ministream.operators.process import Processor
+from ministream.time.windows import Tumbling
 from ministream.time.units import format_clock  # noqa: F401  (used by the examples)
 
 
@@ -192,18 +204,33 @@ class DeviceSessions(Processor):
 
 
 def pipeline(script, params) -> Dataflow:
-    """ministream: watermark the events, key them by device, run ``DeviceSessions`` in event-time mode."""
+    """ministream: watermark the events, key them by device, run ``DeviceSessions`` in event-time mode; with
+    ``per_window``, count its rows per kind in tumbling windows over their ``time``."""
+    per_window = params.get("per_window", 0)
+    if per_window < 0:
+        raise PipelineError(f"--param per_window: a window's size cannot be negative, got {per_window} ms")
     flow = Dataflow("device-sessions")
     events = flow.source("events", ScriptedSource(script)).with_watermark("watermark", "ts", params["delay"])
     sessions = events.key_by("device").process(
         "sessions",
         DeviceSessions(params["heartbeat"], params["timeout"]),
         time_mode="event_time",
-        output_mode="update",
+        output_mode="append" if per_window else "update",
         output_schema=OUTPUT_SCHEMA,
+        event_time_column="time" if per_window else None,  # the event time of the window after it
     )
+    if per_window:
+        sessions = sessions.key_by("kind").window(
+            "per_window", Tumbling(per_window), column="time", rows=Count(), points=Sum("points")
+        )
     sessions.sink("output", CollectingSink())
     return flow
+
+
+def output_mode(params) -> str:
+    """Update mode, as the processor emits each row once; append mode with a window after it, as Spark runs
+    chained stateful steps in append mode only."""
+    return "append" if params.get("per_window", 0) else "update"
 
 
 def twin(inputs, params):
@@ -271,7 +298,26 @@ def twin(inputs, params):
             pass
 
     events = inputs["events"].withWatermark("ts", f"{params['delay']} milliseconds")
-    return events.groupBy("device").transformWithState(DeviceSessionsTwin(), OUTPUT_SCHEMA, "Update", "EventTime")
+    per_window = params.get("per_window", 0)
+    if not per_window:
+        return events.groupBy("device").transformWithState(DeviceSessionsTwin(), OUTPUT_SCHEMA, "Update", "EventTime")
+    sessions = events.groupBy("device").transformWithState(
+        DeviceSessionsTwin(), OUTPUT_SCHEMA, "Append", "EventTime", eventTimeColumnName="time"
+    )
+    return rows_per_window(sessions, per_window)
+
+
+def rows_per_window(sessions, per_window: int):
+    """PySpark: the process step's rows counted per kind in tumbling windows over ``time``, its
+    ``eventTimeColumnName``."""
+    from pyspark.sql import functions as F
+
+    windows = sessions.groupBy("kind", F.window("time", f"{per_window} milliseconds")).agg(
+        F.count("*").alias("rows"), F.sum("points").alias("points")
+    )
+    return windows.select(
+        "kind", F.col("window.start").alias("window_start"), F.col("window.end").alias("window_end"), "rows", "points"
+    )
 
 
 def adapter_twin(inputs, params):
@@ -280,7 +326,8 @@ def adapter_twin(inputs, params):
     from ministream.spark.processor_adapter import processor_twin
 
     events = inputs["events"].withWatermark("ts", f"{params['delay']} milliseconds")
-    return processor_twin(events, pipeline([], params).step("sessions").spec, step_name="sessions")
+    sessions = processor_twin(events, pipeline([], params).step("sessions").spec, step_name="sessions")
+    return rows_per_window(sessions, params["per_window"]) if params.get("per_window", 0) else sessions
 
 
 def random_script(rng, params) -> list:
@@ -320,8 +367,15 @@ LESSON = Lesson(
         Param("heartbeat", 30_000, "event time between two heartbeats of an open session"),
         Param("timeout", 30_000, "a session closes after this long without an event"),
         Param("delay", 10_000, "the watermark delay (how late an event may arrive)"),
+        Param(
+            "per_window",
+            0,
+            "when longer than 0, a tumbling window of this size counts the rows per kind over their time, "
+            "the process step's event_time_column (append mode)",
+            signed=True,
+        ),
     ],
-    output_mode="update",
+    output_mode=output_mode,
     spark_conf=TRANSFORM_WITH_STATE_CONF,
     doc=__doc__,
     random_script=random_script,

@@ -76,7 +76,8 @@ class Stateful:
     how: str = "inner"  # join
     lower: int | None = None  # join: right.ts - left.ts >= lower
     upper: int | None = None  # join: right.ts - left.ts <= upper
-    processor: str = "counter"  # process: "counter" (KeyCounter) or "quiet" (QuietKeyCounter, its gap in size)
+    processor: str = "counter"  # process: "counter" (KeyCounter), "quiet" (QuietKeyCounter, its gap in size) or
+    # "latest" (KeyLatest: its output event time, latest, is the event time of a window after it)
     side: str = "l"  # a window after a join: the side whose columns it reads, "l" (l_key, l_ts...) or "r"
 
 
@@ -185,6 +186,8 @@ def _describe_stateful(step: Stateful, on_each_side: bool = False) -> str:
     if step.kind == "process":
         if step.processor == "quiet":
             return f"process: rows per key until quiet for {format_duration(step.size)} (event-time timer)"
+        if step.processor == "latest":
+            return "process: rows per key so far, with the batch's latest time as the output event time"
         return "process: rows per key so far"
     return f"{step.kind}{per}"
 
@@ -233,6 +236,37 @@ def random_plan(rng: random.Random, kinds: tuple[str, ...] | None = None) -> Ran
         plan = attrs.evolve(plan, after_keyed=(Stateless("filter", rng.randint(0, 2), "key"),))
     if rng.random() < STATIC_SHARE:  # drawn after everything else, so that earlier seeds keep their plans
         plan = attrs.evolve(plan, static=random_static_table(rng, ("key",), ("value",)))
+    if first == "process":  # drawn last too
+        plan = _after_process(rng, plan)
+    return plan
+
+
+AFTER_PROCESS = 0.4
+"""The share of process plans whose processor is :class:`KeyLatest` (``tools/random_processors.py``), of which half
+have a window over its output event time after it."""
+
+
+def _after_process(rng: random.Random, plan: RandomPlan) -> RandomPlan:
+    """A process plan, maybe made to run :class:`KeyLatest` (event-time mode, so a watermark) with a window
+    over its ``latest`` column after it (Spark chains stateful steps in append mode only); and maybe a filter
+    on the count after the last step.
+
+    >>> plans = [random_plan(random.Random(seed), ("process",)) for seed in range(60)]
+    >>> sorted({tuple(step.kind for step in plan.stateful) for plan in plans})
+    [('process',), ('process', 'session'), ('process', 'sliding'), ('process', 'tumbling')]
+    >>> {plan.output_mode for plan in plans if len(plan.stateful) > 1}, any(plan.after_keyed for plan in plans)
+    ({'append'}, True)
+    """
+    if rng.random() < AFTER_PROCESS:
+        latest = attrs.evolve(plan.stateful[0], processor="latest")
+        delay = plan.delays[0] if plan.delays[0] is not None else rng.choice(DELAYS)
+        chain: tuple[Stateful, ...] = (latest,)
+        mode = plan.output_mode
+        if rng.random() < 0.5:
+            chain, mode = (latest, _stateful(rng, rng.choice(WINDOWED))), "append"
+        plan = attrs.evolve(plan, stateful=chain, delays=(delay,), output_mode=mode)
+    if rng.random() < 0.3 and len(plan.stateful) == 1:
+        plan = attrs.evolve(plan, after_keyed=(Stateless("filter", rng.randint(0, 2), "count"),))
     return plan
 
 
@@ -317,8 +351,8 @@ def modes_for(chain) -> list[str]:
     if any(step.kind == "join" for step in chain):
         return ["append"]
     kinds = {step.kind for step in chain}
-    if "process" in kinds:  # transformWithState runs in append or update mode
-        return ["append", "update"]
+    if "process" in kinds:  # transformWithState runs in append or update mode; chained, in append mode only
+        return ["append", "update"] if len(chain) == 1 else ["append"]
     if kinds <= {"dedup"}:
         return ["append", "update"]
     if "session" in kinds:
@@ -412,7 +446,7 @@ def pipeline_source(plan: RandomPlan) -> str:
         "from ministream import Count, Max, Min, Session, Sliding, Sum, TimeRange, Tumbling",
     ]
     if any(step.kind == "process" for step in plan.stateful):
-        lines.append("from ministream.tools.random_processors import KeyCounter, QuietKeyCounter")
+        lines.append("from ministream.tools.random_processors import KeyCounter, KeyLatest, QuietKeyCounter")
     lines += ["", 'FIELDS = {"key": str, "value": float}']
     if len(plan.inputs) > 1:
         lines.append(f"INPUTS = {plan.inputs!r}")
@@ -448,7 +482,9 @@ def pipeline_source(plan: RandomPlan) -> str:
         if join and step.kind == "dedup":
             continue
         name = f"{step.kind}" if index == 0 else f"{step.kind}_{index}"
-        call = _stateful_call(step, name, plan, prefix=f"{step.side}_" if joined else "")
+        after = plan.stateful[index - 1] if index else None
+        time = "latest" if after is not None and after.kind == "process" else None  # KeyLatest's output event time
+        call = _stateful_call(step, name, plan, prefix=f"{step.side}_" if joined else "", column=time)
         joined = joined or step.kind == "join"
         if step.kind == "join" and (plan.after_join or plan.static is not None):
             body.append(f"{stream} = {stream}.{call}")
@@ -511,9 +547,10 @@ def _dedup_call(step: Stateful, name: str, prefix: str = "") -> str:
     return f"drop_duplicates({arguments})"
 
 
-def _stateful_call(step: Stateful, name: str, plan: RandomPlan, prefix: str = "") -> str:
+def _stateful_call(step: Stateful, name: str, plan: RandomPlan, prefix: str = "", column: str | None = None) -> str:
     """The call of one stateful step; ``prefix``: its input's column names start with it (``l_`` or ``r_``
-    after a join, whose windows then name their event-time column, as the join's rows carry two)."""
+    after a join, whose windows then name their event-time column, as the join's rows carry two); ``column``:
+    the event-time column a window names (``latest`` after a process step)."""
     value = f"{prefix}value"
     aggregates = ", ".join(f"{aggregate}={AGGREGATES[aggregate].format(value=value)}" for aggregate in step.aggregates)
     key = f'key_by("{prefix}key")' if step.keyed else "key_by([])"
@@ -526,8 +563,8 @@ def _stateful_call(step: Stateful, name: str, plan: RandomPlan, prefix: str = ""
             assigner = f'Sliding("{format_duration(step.size)}", "{format_duration(step.slide)}")'
         else:
             assigner = f'Session("{format_duration(step.size)}")'
-        column = f', column="{prefix}ts"' if prefix else ""
-        return f'{key}.window("{name}", {assigner}{column}, {aggregates})'
+        time = f', column="{column or prefix + "ts"}"' if prefix or column else ""
+        return f'{key}.window("{name}", {assigner}{time}, {aggregates})'
     if step.kind == "dedup":
         return _dedup_call(step, name)
     if step.kind == "join":
@@ -538,6 +575,10 @@ def _stateful_call(step: Stateful, name: str, plan: RandomPlan, prefix: str = ""
     if step.kind == "process":
         if step.processor == "quiet":
             return f'key_by("key").process("{name}", QuietKeyCounter({step.size}), time_mode="event_time")'
+        if step.processor == "latest":
+            return (
+                f'key_by("key").process("{name}", KeyLatest(), time_mode="event_time", event_time_column="latest")'
+            )
         return f'key_by("key").process("{name}", KeyCounter())'
     raise ValueError(f"no such stateful kind: {step.kind}")
 

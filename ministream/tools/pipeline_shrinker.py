@@ -72,8 +72,9 @@ def smaller_plans(plan: RandomPlan) -> list[RandomPlan]:
 
 
 def _event_time_timers(plan: RandomPlan) -> bool:
-    """Whether a step of ``plan`` runs event-time timers, which need a watermark."""
-    return any(step.kind == "process" and step.processor == "quiet" for step in plan.stateful)
+    """Whether a step of ``plan`` runs in event-time mode (timers, or an output event time), which needs a
+    watermark."""
+    return any(step.kind == "process" and step.processor in ("quiet", "latest") for step in plan.stateful)
 
 
 def _replace(items: tuple, index: int, value) -> tuple:

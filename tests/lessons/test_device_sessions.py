@@ -96,3 +96,46 @@ def test_state_store_setting_is_sparks_rocksdb_provider():
 
     assert TRANSFORM_WITH_STATE_CONF == ROCKSDB_STATE_STORE
     assert LESSON.spark_conf == ROCKSDB_STATE_STORE
+
+
+PER_WINDOW = {"per_window": 30_000}
+
+
+def test_a_window_after_the_process_step_counts_its_rows_by_their_time():
+    """``per_window=30 seconds``: the process step's rows go on to a tumbling window per kind over their
+    ``time`` (its event_time_column); the window of 10:00:30 (two heartbeats, d2's close) comes out in batch 6,
+    when the watermark passes 10:01:00, and the later ones wait for a watermark the script never reaches."""
+    from ministream.time.units import format_clock
+
+    run = LESSON.run(params=PER_WINDOW)
+    rows = [
+        (batch.batch_id, row["kind"], format_clock(row["window_start"]), row["rows"], row["points"])
+        for batch in run.output()
+        for row in batch.rows
+    ]
+    assert sorted(rows) == [(6, "closed", "10:00:30", 1, 5.0), (6, "heartbeat", "10:00:30", 2, 16.0)]
+    assert LESSON.mode(LESSON.resolve_params(PER_WINDOW)) == "append"
+
+
+def test_a_negative_window_is_refused():
+    """A window cannot be negative: a one-line error naming the parameter."""
+    from ministream.errors import PipelineError
+
+    with pytest.raises(PipelineError, match="--param per_window: a window's size cannot be negative"):
+        LESSON.run(params={"per_window": -1_000})
+
+
+@pytest.mark.spark
+def test_a_window_after_the_process_step_matches_spark():
+    """``per_window``: the hand-written twin (``eventTimeColumnName="time"``, then ``groupBy(kind, window)``) and
+    the adapter twin give ministream's rows batch for batch, on the lesson's events and on random ones."""
+    from ministream.lessons.device_sessions import adapter_twin
+
+    result = compare_lesson(LESSON, params=PER_WINDOW)
+    assert result.matches, result.table()
+    assert result.rows_matched == 2
+    adapted = compare_lesson(attrs.evolve(LESSON, twin=adapter_twin), params=PER_WINDOW)
+    assert adapted.matches, adapted.table()
+    for script in random_scripts(RUNS, seed="per-window"):
+        result = compare_lesson(LESSON, script, PER_WINDOW)
+        assert result.matches, f"script {script}\n{result.table()}"
