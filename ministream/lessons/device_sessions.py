@@ -46,11 +46,11 @@ from ministream.core.events import Field
 from ministream.core.plan import Dataflow
 from ministream.core.sinks import CollectingSink
 from ministream.core.sources import ScriptedSource
-from ministream.lessons.lesson import BASE_TIME, Lesson, Param
 from ministream.errors import PipelineError
+from ministream.lessons.lesson import BASE_TIME, Lesson, Param
 from ministream.operators.process import Processor
-from ministream.time.windows import Tumbling
 from ministream.time.units import format_clock  # noqa: F401  (used by the examples)
+from ministream.time.windows import Tumbling
 
 
 def played(second: float, device: str, session: str, points: float = 1.0) -> dict:

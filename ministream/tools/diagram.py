@@ -468,24 +468,26 @@ def render_svg(dot_text: str, path: str | Path) -> Path:
     return path
 
 
-OPTIMIZED_SETTINGS = {
+SETTING_DIAGRAMS = {
     "outer-join.max-window.svg": ("outer-join", {"window": "max"}),
     "deduplication.keep-id.svg": ("deduplication", {"keep": "id"}),
     "stream-join.campaign.svg": ("stream-join", {"campaign": "a"}),
     "enrichment-join.min-fare.svg": ("enrichment-join", {"min_fare": 5}),
+    "device-sessions.per-window.svg": ("device-sessions", {"per_window": 30_000}),
 }
-"""Lesson settings whose plan Spark's optimizer changes, drawn beside the lesson's own diagram, by file name:
-the outer join under a window of max alone, which Spark removes (``core/outer_join_elimination.py``), the
-deduplication with only ``event_id`` after it, whose ``ts`` Spark prunes (``core/pruning.py``), the join
-followed by a filter on one ad, which Spark runs below both watermarks (``operators/pushdown.py``), and the
-stream-static join followed by a filter on the fare, which Spark runs below the trips' watermark. The step's
-label says what changes (``planner.optimizer_notes``)."""
+"""Lesson settings drawn beside the lesson's own diagram, by file name. The first four are plans Spark's
+optimizer changes: the outer join under a window of max alone, which Spark removes
+(``core/outer_join_elimination.py``), the deduplication with only ``event_id`` after it, whose ``ts`` Spark prunes
+(``core/pruning.py``), the join followed by a filter on one ad, which Spark runs below both watermarks
+(``operators/pushdown.py``), and the stream-static join followed by a filter on the fare, which Spark runs below
+the trips' watermark; the step's label says what changes (``planner.optimizer_notes``). The last is a window
+after a process step, over its ``event_time_column``."""
 
 
-def optimized_setting_dots() -> dict[str, str]:
-    """The DOT text of each of :data:`OPTIMIZED_SETTINGS`, by file name."""
+def setting_dots() -> dict[str, str]:
+    """The DOT text of each of :data:`SETTING_DIAGRAMS`, by file name."""
     dots = {}
-    for file_name, (lesson_name, params) in OPTIMIZED_SETTINGS.items():
+    for file_name, (lesson_name, params) in SETTING_DIAGRAMS.items():
         lesson = get_lesson(lesson_name)
         dots[file_name] = to_dot(lesson.pipeline(lesson.default_script, lesson.resolve_params(params)))
     return dots
@@ -493,7 +495,7 @@ def optimized_setting_dots() -> dict[str, str]:
 
 def render_lessons(directory: str | Path = "diagrams", parallelism: int = 2) -> list[Path]:
     """Render every lesson's dataflow (logical, and physical at ``parallelism``) into ``directory``, the
-    lesson settings whose plan Spark's optimizer changes (:data:`OPTIMIZED_SETTINGS`), and the checkpoint lessons' pictures of what they teach: the crash and restore as a timeline, the barriers in
+    lesson settings drawn beside them (:data:`SETTING_DIAGRAMS`), and the checkpoint lessons' pictures of what they teach: the crash and restore as a timeline, the barriers in
     flight, the key groups that move in a rescale."""
 
     written = []
@@ -501,7 +503,7 @@ def render_lessons(directory: str | Path = "diagrams", parallelism: int = 2) -> 
         flow = lesson.pipeline(lesson.default_script, lesson.resolve_params())
         written.append(render_svg(to_dot(flow), Path(directory) / f"{lesson.name}.svg"))
         written.append(render_svg(to_dot(flow, parallelism), Path(directory) / f"{lesson.name}.physical.svg"))
-    written += [render_svg(dot, Path(directory) / name) for name, dot in optimized_setting_dots().items()]
+    written += [render_svg(dot, Path(directory) / name) for name, dot in setting_dots().items()]
     written += write_barrier_diagrams(directory)
     storage = MemoryStorage()
     recovered = get_lesson("checkpoint-recovery").run(storage=storage, trace=True)

@@ -576,9 +576,7 @@ def _stateful_call(step: Stateful, name: str, plan: RandomPlan, prefix: str = ""
         if step.processor == "quiet":
             return f'key_by("key").process("{name}", QuietKeyCounter({step.size}), time_mode="event_time")'
         if step.processor == "latest":
-            return (
-                f'key_by("key").process("{name}", KeyLatest(), time_mode="event_time", event_time_column="latest")'
-            )
+            return f'key_by("key").process("{name}", KeyLatest(), time_mode="event_time", event_time_column="latest")'
         return f'key_by("key").process("{name}", KeyCounter())'
     raise ValueError(f"no such stateful kind: {step.kind}")
 

@@ -3,7 +3,7 @@
 import pytest
 
 from ministream.lessons import all_lessons, get_lesson
-from ministream.tools.diagram import optimized_setting_dots, render_svg, to_dot
+from ministream.tools.diagram import render_svg, setting_dots, to_dot
 from tests.operators.test_dedup import pruned_dedup
 from tests.operators.test_removed_outer_join import shape_flow
 
@@ -56,7 +56,7 @@ def test_a_diagram_says_what_sparks_optimizer_changes_in_a_step():
     """A join Spark removes, and a deduplication whose event time Spark prunes, say so in their labels."""
     removed = to_dot(shape_flow("left outer, tumbling max")).replace("\\l  ", " ")  # the label's lines, joined
     assert "removed by Spark (EliminateOuterJoin): passes on the left rows" in removed
-    settings = {name: dot.replace("\\l  ", " ") for name, dot in optimized_setting_dots().items()}
+    settings = {name: dot.replace("\\l  ", " ") for name, dot in setting_dots().items()}
     assert "removed by Spark" in settings["outer-join.max-window.svg"]
     assert "no late rows: Spark prunes ts" in settings["deduplication.keep-id.svg"]
     assert (

@@ -16,10 +16,10 @@ from ministream.lessons.barrier_alignment import ALIGNMENT_SEED, checkpointed_ru
 from ministream.lessons.rescale import keys_moved
 from ministream.tools.diagram import (
     architecture_dot,
-    optimized_setting_dots,
     recovery_timeline_dot,
     render_svg,
     rescale_dot,
+    setting_dots,
     to_dot,
 )
 from ministream.tools.pictures import FOLDER, PICTURES
@@ -45,7 +45,7 @@ def every_diagram() -> dict[str, str]:
     for number, (_caption, dot) in enumerate(checkpointed_run(seed=ALIGNMENT_SEED, pictures=True).pictures[:3], 1):
         found["barrier-alignment.barriers.svg" if number == 1 else f"barrier-alignment.barriers-{number}.svg"] = dot
     found["architecture.svg"] = architecture_dot()
-    found |= optimized_setting_dots()
+    found |= setting_dots()
     return found
 
 

@@ -57,8 +57,8 @@ def test_every_plan_is_valid_and_runs_in_the_engine(index):
 
 def test_the_plans_cover_every_kind_mode_and_shape():
     """Over 300 seeds: every stateful kind, every output mode, one and two inputs, one and two stateful steps
-    (dedup before an aggregate, a window, a session or a join; a window or a session after a join), every join
-    type, and stateless steps."""
+    (dedup before an aggregate, a window, a session or a join; a window or a session after a join or a process
+    step), every join type, and stateless steps."""
     kinds = Counter(plan.stateful[0].kind for plan in PLANS)
     assert set(kinds) == set(STATEFUL_KINDS)
     assert {plan.output_mode for plan in PLANS} == {"append", "update", "complete"}
@@ -66,7 +66,7 @@ def test_the_plans_cover_every_kind_mode_and_shape():
     chains = {tuple(step.kind for step in plan.stateful) for plan in PLANS if len(plan.stateful) == 2}
     assert chains == {("dedup", kind) for kind in ("aggregate", "tumbling", "sliding", "session", "join")} | {
         ("join", kind) for kind in ("tumbling", "sliding", "session")
-    }
+    } | {("process", kind) for kind in ("tumbling", "sliding", "session")}
     assert {step.how for plan in PLANS for step in plan.stateful if step.kind == "join"} == {
         "inner",
         "left_outer",
@@ -157,13 +157,43 @@ def test_a_window_over_the_right_rows_of_a_left_outer_join_is_written_and_runs_i
     assert [(row["window_start"], row["max"]) for row in rows] == [(0, 4.0)]
 
 
-def test_process_steps_are_drawn_with_both_processors_and_a_watermark_for_timers():
+def test_process_steps_are_drawn_with_every_processor_and_a_watermark_for_event_time():
     """Over 300 seeds, process steps are drawn with each processor of tools/random_processors.py, in append or
-    update mode; the quiet-key counter (event-time timers) always has a watermark."""
+    update mode; the quiet-key counter (event-time timers) and KeyLatest (an output event time) always have a
+    watermark; a window after KeyLatest runs in append mode (Spark chains stateful steps in append mode only),
+    and a filter on the count may follow a process step alone."""
     steps = [(plan, plan.stateful[0]) for plan in PLANS if plan.stateful[0].kind == "process"]
-    assert {step.processor for _, step in steps} == {"counter", "quiet"}
+    assert {step.processor for _, step in steps} == {"counter", "quiet", "latest"}
     assert {plan.output_mode for plan, _ in steps} == {"append", "update"}
-    assert all(plan.delays[0] is not None for plan, step in steps if step.processor == "quiet")
+    assert all(plan.delays[0] is not None for plan, step in steps if step.processor in ("quiet", "latest"))
+    chained = [plan for plan, _ in steps if len(plan.stateful) == 2]
+    assert chained and {plan.output_mode for plan in chained} == {"append"}
+    assert all(plan.stateful[0].processor == "latest" for plan in chained)
+    assert any(plan.after_keyed and plan.after_keyed[0].column == "count" for plan, _ in steps)
+
+
+def test_a_window_after_key_latest_reads_its_output_event_time():
+    """A window after a KeyLatest step names ``latest`` as its event-time column, and runs in the engine: the
+    window of 0 s holds the two batches of key a (one row per key and batch that has rows), emitted once the
+    watermark passes 5 s."""
+    plan = RandomPlan(
+        stateful=(Stateful("process", processor="latest"), Stateful("tumbling", size=5_000, aggregates=("count",))),
+        delays=(0,),
+    )
+    source = pipeline_source(plan)
+    assert "from ministream.tools.random_processors import KeyCounter, KeyLatest, QuietKeyCounter" in source
+    assert source.splitlines()[-2:] == [
+        '    events = events.key_by("key").process("process", KeyLatest(), time_mode="event_time", '
+        'event_time_column="latest")',
+        '    return events.key_by("key").window("tumbling_1", Tumbling("5 seconds"), column="latest", count=Count())',
+    ]
+    script = [
+        [{"ts": 1_000, "key": "a", "value": 1.0}],
+        [{"ts": 2_000, "key": "a", "value": 2.0}],
+        [{"ts": 9_000, "key": "b", "value": 1.0}],
+    ]
+    rows = [batch.rows for batch in plan_lesson(plan, "latest").run(script).output()]
+    assert rows == [[], [], [], [{"key": "a", "window_start": 0, "window_end": 5_000, "count": 2}]]
 
 
 def test_a_quiet_key_counter_plan_is_written_and_runs_in_the_engine():
@@ -172,7 +202,7 @@ def test_a_quiet_key_counter_plan_is_written_and_runs_in_the_engine():
     runs under the watermark of batch k-1)."""
     plan = RandomPlan(stateful=(Stateful("process", size=2_000, processor="quiet"),), delays=(0,))
     source = pipeline_source(plan)
-    assert "from ministream.tools.random_processors import KeyCounter, QuietKeyCounter" in source
+    assert "from ministream.tools.random_processors import KeyCounter, KeyLatest, QuietKeyCounter" in source
     assert source.splitlines()[-1] == (
         '    return events.key_by("key").process("process", QuietKeyCounter(2000), time_mode="event_time")'
     )

@@ -49,7 +49,8 @@ def compile_process(step: Step, inputs: list[Frame], compilation: Compilation) -
             step.name,
             step.kind,
             f"its event_time_column {column!r} is {schema.get(column, 'not among its columns')} in the declared "
-            f"schema {declared!r}, and Spark's eventTimeColumnName must name a TIMESTAMP column",
+            f"schema {declared!r}: Spark compares an eventTimeColumnName with the watermark as a timestamp, and "
+            "reads a number there as microseconds, not ministream's milliseconds",
             f"declare {column!r} as TIMESTAMP (the processor returns it in ms)",
         )
     return Frame(name, schema, (column,) if column else ())

@@ -69,6 +69,25 @@ from ministream.lessons import device_sessions
 result = compare_lesson(attrs.evolve(sessions, twin=device_sessions.adapter_twin))
 print(result.summary())
 assert result.matches"""),
+        markdown("""### A window after the process step
+
+With `event_time_column="time"` (Spark's `eventTimeColumnName`) the processor's rows carry the event time of
+the steps after it: `per_window="30 seconds"` counts them per kind in tumbling windows over `time`, in append
+mode. Every row must be later than the previous batch's watermark (`WM_{k-1}`), or the query fails, in Spark
+and in ministream; a heartbeat or a close comes from the timer that waited for it, so it is. The window of
+10:00:30 comes out in batch 6, when the watermark passes 10:01:00."""),
+        code("""from ministream.time.units import format_clock
+
+windowed = sessions.run(params={"per_window": "30 seconds"}).output()
+for batch in windowed:
+    print(batch.batch_id, format_clock(batch.watermark) if batch.watermark else 0,
+          sorted((r["kind"], format_clock(r["window_start"]), r["rows"]) for r in batch.rows))
+previous = [None] + [b.watermark for b in run.output()][:-1]
+assert all(r["time"] > (wm or 0) for b, wm in zip(run.output(), previous) for r in b.rows)
+graphviz.Source(to_dot(sessions.pipeline(sessions.default_script, sessions.resolve_params({"per_window": 30_000}))))"""),
+        code("""result = compare_lesson(sessions, params={"per_window": "30 seconds"})
+print(result.table())
+assert result.matches"""),
         markdown("""## 12. State TTL: state that expires
 
 A time-to-live counts processing time: the batch timestamp. ministream's batches run one second apart here;
@@ -115,6 +134,8 @@ assert result.matches"""),
 - Per micro-batch: late rows dropped (`ts <= WM_{k-1}`, event-time mode), input handlers, then timers
   (`expiry <= WM_k` or `<= batch timestamp`) in order, then TTL cleanup; a timer set by a timer handler waits
   for the next batch.
+- With an `event_time_column`, a window can follow the processor (append mode); each row it returns must be
+  later than the previous batch's watermark.
 - A time-to-live counts processing time: reads hide expired state at once, the cleanup frees it.
 - Processing time is not in the events: ministream's manual clock makes it repeatable, and the comparison
   with Spark replays Spark's batch timestamps."""),
