@@ -127,15 +127,22 @@ def test_a_negative_window_is_refused():
 
 @pytest.mark.spark
 def test_a_window_after_the_process_step_matches_spark():
-    """``per_window``: the hand-written twin (``eventTimeColumnName="time"``, then ``groupBy(kind, window)``) and
-    the adapter twin give ministream's rows batch for batch, on the lesson's events and on random ones."""
+    """``per_window``: the hand-written twin (``eventTimeColumnName="time"``, then ``groupBy(kind, window)``), the
+    adapter twin and the twin compiled from the pipeline give ministream's rows batch for batch, on the lesson's
+    events, and the hand-written one on random ones too."""
     from ministream.lessons.device_sessions import adapter_twin
+    from ministream.spark.compiler import compiled_lesson_twin
 
     result = compare_lesson(LESSON, params=PER_WINDOW)
     assert result.matches, result.table()
     assert result.rows_matched == 2
     adapted = compare_lesson(attrs.evolve(LESSON, twin=adapter_twin), params=PER_WINDOW)
     assert adapted.matches, adapted.table()
+    compiled = compiled_lesson_twin(LESSON, PER_WINDOW)
+    assert "eventTimeColumnName" not in compiled.source  # the step's spec carries it to processor_twin
+    assert 'sessions.groupBy("kind", F.window("time", "30 seconds"))' in compiled.source
+    twinned = compare_lesson(attrs.evolve(LESSON, twin=compiled.twin, spark_conf=compiled.conf), params=PER_WINDOW)
+    assert twinned.matches, twinned.table()
     for script in random_scripts(RUNS, seed="per-window"):
         result = compare_lesson(LESSON, script, PER_WINDOW)
         assert result.matches, f"script {script}\n{result.table()}"
