@@ -10,6 +10,9 @@ The driver runs the query as a sequence of small batch jobs. For batch k it:
    the output mode asks for and evicts what the watermark allows; each sink records the batch;
 4. computes WM_{k+1} from the event times the ``with_watermark`` steps saw (``watermarks.MicroBatchWatermarks``).
 
+A dataflow with several sinks is several Spark queries (``core/queries.py``): each runs on its own, with its
+own batches and watermark, and the run gathers what every sink received.
+
 Position k of the script is trigger firing k (``core/triggers.py``): it runs a batch with the data that
 arrived, or, when nothing arrived (a ``None`` batch of the script), a *no-data batch* if a stateful operator
 asks for one (Spark's ``shouldRunAnotherBatch``: its new watermark would let it emit or evict), or nothing.
@@ -41,6 +44,7 @@ from ministream.core.lineage import upstream
 from ministream.core.operator import BatchInfo
 from ministream.core.physical import EndOfBatch, PhysicalGraph, Scheduler
 from ministream.core.plan import Dataflow, event_time_delays
+from ministream.core.queries import split_queries
 from ministream.core.steps import AggregateSpec, SortSpec, WatermarkSpec, WindowSpec
 from ministream.core.trace import Trace
 from ministream.core.triggers import Trigger
@@ -141,6 +145,33 @@ def run_microbatch(
     """
     check_pipeline(flow, output_mode)
     check_policy(watermark_policy)
+    queries = split_queries(flow)
+    if len(queries) > 1:  # one Spark query per sink (core/queries.py): each runs on its own
+        if checkpoints is not None:
+            sinks = ", ".join(step.name for step in flow.sinks)
+            raise PipelineError(
+                f"dataflow {flow.name!r} runs as {len(queries)} queries, one per sink ({sinks}), and a checkpoint "
+                "location belongs to one query (Spark: one checkpointLocation per writeStream): run each query "
+                "of core.queries.split_queries(flow) with its own checkpoints"
+            )
+        runs = [
+            run_microbatch(
+                query,
+                output_mode=output_mode,
+                parallelism=parallelism,
+                seed=seed,
+                watermark_policy=watermark_policy,
+                trace=bool(trace),
+                batch_timestamps=batch_timestamps,
+                state_backend=state_backend,
+                after_batch=after_batch,
+                trigger=trigger,
+                no_data_batches=no_data_batches,
+                process_all_available=process_all_available,
+            )
+            for query in queries
+        ]
+        return Run.of_queries(runs)
     trigger = trigger if trigger is not None else Trigger.processing_time()
     tracer = (trace if isinstance(trace, Trace) else Trace()) if trace else None
     clock = ManualClock(batch_timestamps[0]) if batch_timestamps else None

@@ -3,7 +3,9 @@
 ``run_microbatch`` and ``run_continuous`` both return a :class:`Run`: each sink's batches, the watermark of
 every batch, the trace when one was kept, the physical graph (to look at the state the operators hold after
 the run), the rows that the watermark kept out (:meth:`Run.late_rows`) and the account of every row
-(:meth:`Run.accounting`).
+(:meth:`Run.accounting`). A micro-batch run of a dataflow with several queries (``core/queries.py``) gathers
+each query's run: every sink's batches, and the rest of the query of the first sink, each query's in
+:attr:`Run.queries`.
 """
 
 from __future__ import annotations
@@ -29,6 +31,24 @@ class Run:
     graph: PhysicalGraph
     row_counts: RowCounts | None = None
     batches: list = attrs.field(factory=list)
+    queries: list[Run] = attrs.field(factory=list)
+    """The run of each query, when the dataflow ran as several (one per sink, ``core/queries.py``); empty
+    when it ran as one."""
+
+    @classmethod
+    def of_queries(cls, runs: list[Run]) -> Run:
+        """The runs of a dataflow's queries as one: every sink's batches; the watermarks, the trace, the graph,
+        the counts and the batches of the first query (the first sink's); each query's run in ``queries``."""
+        first = runs[0]
+        outputs = {sink: batches for run in runs for sink, batches in run.outputs.items()}
+        return cls(outputs, first.watermarks, first.trace, first.graph, first.row_counts, first.batches, runs)
+
+    def query(self, sink: str) -> Run:
+        """The run of the query that feeds ``sink`` (the run itself when the dataflow ran as one query)."""
+        for run in self.queries:
+            if sink in run.outputs:
+                return run
+        return self
 
     def no_data_batches(self) -> list[int]:
         """The ids of the no-data batches the run ran (micro-batch model; ``core/triggers.py`` says when).
@@ -52,10 +72,12 @@ class Run:
     def late_rows(self, step: str | None = None) -> list:
         """The rows the watermark kept out, batch by batch: every entry an operator keeps in its ``late_rows``
         list (``lateness.LateRow``: batch, step, row, window, watermark and the rule), for one step
-        or all."""
+        or all (of every query)."""
+        graphs = [run.graph for run in self.queries] or [self.graph]
         found = [
             late
-            for name, subtasks in self.graph.by_step.items()
+            for graph in graphs
+            for name, subtasks in graph.by_step.items()
             if step in (None, name)
             for subtask in subtasks
             for late in getattr(subtask.operator, "late_rows", ())
@@ -64,7 +86,8 @@ class Run:
 
     def accounting(self, events_file=None, dead_letters=None):
         """Where every row went, step by step, with a check that nothing is unexplained (``core/accounting.py``);
-        give the events file and its dead letters to account for the file's lines too."""
+        give the events file and its dead letters to account for the file's lines too. A run of several queries
+        accounts for the first sink's query: ``run.query(sink).accounting()`` for another's."""
         if self.row_counts is None:
             raise ValueError("this run did not count its rows (only run_microbatch and run_continuous do)")
         return account(self, events_file, dead_letters)

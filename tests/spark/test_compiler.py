@@ -220,3 +220,21 @@ def test_a_process_function_emitting_rows_behind_the_watermark_fails_in_both():
         run_microbatch(flow, output_mode="append")
     with pytest.raises(SparkQueryError, match="EMITTING_ROWS_OLDER_THAN_WATERMARK_NOT_ALLOWED"):
         run_both(flow, {"events": FIELDS})
+
+
+def test_each_sink_is_its_own_query_with_its_own_watermark():
+    """Two sinks of one source are two Spark queries, each compiled alone: the windows of every row and the
+    windows of b's rows under b's own watermark. Each agrees with ministream's sink batch for batch: the first
+    query's windows come out as its watermark passes them, though b's stays at 2 s (ministream runs a flow of
+    several queries one query at a time, ``core/queries.py``)."""
+    from tests.core.test_queries import two_sinks
+
+    script = [[event(1, "a"), event(2, "b")], [event(20, "a")], [event(40, "a")], []]
+    flow = two_sinks(script)
+    every, compiled = run_both(flow, {"events": FIELDS}, sink="output")
+    assert every.matches, every.table()
+    assert every.rows_matched == 3
+    assert "The sink 'b_output' is another query, not compiled here." in compiled.source
+    only_b, _ = run_both(flow, {"events": FIELDS}, sink="b_output")
+    assert only_b.matches, only_b.table()
+    assert only_b.rows_matched == 0 and len(only_b.batches) == 4

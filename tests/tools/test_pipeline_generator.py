@@ -183,8 +183,10 @@ def test_a_window_after_key_latest_reads_its_output_event_time():
     source = pipeline_source(plan)
     assert "from ministream.tools.random_processors import KeyCounter, KeyLatest, QuietKeyCounter" in source
     assert source.splitlines()[-2:] == [
-        '    events = events.key_by("key").process("process", KeyLatest(), time_mode="event_time", '
-        'event_time_column="latest")',
+        (
+            '    events = events.key_by("key").process("process", KeyLatest(), time_mode="event_time", '
+            'event_time_column="latest")'
+        ),
         '    return events.key_by("key").window("tumbling_1", Tumbling("5 seconds"), column="latest", count=Count())',
     ]
     script = [

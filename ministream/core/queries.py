@@ -1,0 +1,54 @@
+"""Queries: a dataflow with several sinks is several Spark queries.
+
+In Spark each ``writeStream...start()`` is a query of its own: its own micro-batches, its own watermark (from
+the ``withWatermark`` steps that feed *it*), its own no-data batches and its own state, even when two queries
+read the same source. A ministream dataflow may end in several sinks; in the micro-batch model it runs as
+Spark would run it, one query per sink, so that what a sink receives does not depend on the other sinks.
+
+Two sinks stay in one query when they share a stateful step (an operator of your own included): its state
+can serve only one run. That is how a sink of late rows (a window's side output, which Spark does not have) sees the same run as the window's own
+sink.
+
+The split below: the windows of ``output`` would wait for the slower ``b`` rows if ``only_b``'s watermark
+counted for them; as two queries, each has its own watermark.
+
+>>> from ministream import CollectingSink, Count, Dataflow, ScriptedSource, Tumbling
+>>> flow = Dataflow("two-queries")
+>>> events = flow.source("events", ScriptedSource([]))
+>>> events.with_watermark("wm", "ts", 0).key_by("key").window(
+...     "counts", Tumbling("5 seconds"), n=Count()).sink("output", CollectingSink())
+>>> events.filter("only_b", lambda row: row["key"] == "b", columns="key").with_watermark(
+...     "b_wm", "ts", 0).sink("b_rows", CollectingSink())
+>>> [[step.name for step in query.steps] for query in split_queries(flow)]
+[['events', 'wm', 'counts', 'output'], ['events', 'only_b', 'b_wm', 'b_rows']]
+"""
+
+from __future__ import annotations
+
+from ministream.core.lineage import upstream
+from ministream.core.plan import Dataflow
+from ministream.core.steps import OperatorSpec, Step
+
+
+def split_queries(flow: Dataflow) -> list[Dataflow]:
+    """The queries of ``flow``, one per sink, but for sinks that share a stateful step, which run together; each
+    a dataflow of the steps that feed its sinks, in the flow's order, named after the flow (and its first sink,
+    when there are several queries). A flow with one query comes back as it is."""
+    groups: list[tuple[list[Step], set[int]]] = []  # [(sinks, ids of the steps feeding them)]
+    for sink in flow.sinks:
+        feeding = {id(step) for step in upstream(sink)}
+        stateful = {id(step) for step in upstream(sink) if step.spec.keyed or isinstance(step.spec, OperatorSpec)}
+        joined = [group for group in groups if stateful & group[1]]
+        sinks, steps = [sink], set(feeding)
+        for group in joined:
+            groups.remove(group)
+            sinks = group[0] + sinks
+            steps |= group[1]
+        groups.append((sinks, steps))
+    if len(groups) <= 1:
+        return [flow]
+    groups.sort(key=lambda group: flow.steps.index(group[0][0]))
+    return [
+        Dataflow(f"{flow.name}:{sinks[0].name}", [step for step in flow.steps if id(step) in steps])
+        for sinks, steps in groups
+    ]
