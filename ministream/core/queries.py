@@ -7,7 +7,8 @@ Spark would run it, one query per sink, so that what a sink receives does not de
 
 Two sinks stay in one query when they share a stateful step (an operator of your own included): its state
 can serve only one run. That is how a sink of late rows (a window's side output, which Spark does not have) sees the same run as the window's own
-sink.
+sink. The continuous model is Flink's, where a job with several sinks is one job: it runs the whole dataflow
+at once.
 
 The split below: the windows of ``output`` would wait for the slower ``b`` rows if ``only_b``'s watermark
 counted for them; as two queries, each has its own watermark.
