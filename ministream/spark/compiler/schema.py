@@ -50,11 +50,12 @@ def ddl_schema(text: str) -> Schema:
     """A schema declared as Spark DDL text (a process step's ``output_schema``, an input's), column by column.
 
     The columns are split at the commas outside ``<...>`` and ``(...)``, so a nested type stays whole; each is a
-    name (back-quoted or not) and its type, upper case, as written. Only the columns are read: the types go
-    back to Spark as they are, which checks them. A column that is not ``name type`` is a ``ValueError``.
+    name (back-quoted or not) and its type, in upper case (a nested type as written: its fields' names are
+    names). Only the columns are read: the types go back to Spark as they are, which checks them. A column that
+    is not ``name type`` is a ``ValueError``.
 
     >>> ddl_schema("key STRING, pair STRUCT<a: INT, b: INT>, `n` bigint, price DECIMAL(10, 2)")
-    {'key': 'STRING', 'pair': 'STRUCT<A: INT, B: INT>', 'n': 'BIGINT', 'price': 'DECIMAL(10, 2)'}
+    {'key': 'STRING', 'pair': 'STRUCT<a: INT, b: INT>', 'n': 'BIGINT', 'price': 'DECIMAL(10, 2)'}
     """
     schema: Schema = {}
     depth, start = 0, 0
@@ -72,7 +73,8 @@ def ddl_schema(text: str) -> Schema:
                 name, _, kind = column.partition(" ")
             if not name or not kind.strip():
                 raise ValueError(f"{column!r} in the schema {text!r} is not a column and its type ('key STRING')")
-            schema[name] = kind.strip().upper()
+            kind = kind.strip()
+            schema[name] = kind if "<" in kind else kind.upper()
     return schema
 
 
