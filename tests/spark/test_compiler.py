@@ -238,3 +238,33 @@ def test_each_sink_is_its_own_query_with_its_own_watermark():
     only_b, _ = run_both(flow, {"events": FIELDS}, sink="b_output")
     assert only_b.matches, only_b.table()
     assert only_b.rows_matched == 0 and len(only_b.batches) == 4
+
+
+def test_a_join_after_a_process_function_agrees():
+    """A left outer join of a process step's rows, by their output event time (``event_time_column``), with
+    another input within a second agrees batch for batch: the join keeps the process step's rows under the
+    query's watermark, pads those no right row matched once the watermark passes them, as after any input."""
+    from ministream import TimeRange
+    from ministream.tools.random_processors import KeyLatest
+
+    left = [[event(1, "a"), event(2, "b")], [event(8, "a")], [event(20, "a")], [event(40, "b")], []]
+    right = [[event(2, "a")], [event(9, "b"), event(8, "a")], [event(21, "a")], [], [event(41, "b")]]
+    flow = Dataflow("join-after-process")
+    latest = (
+        flow.source("left", ScriptedSource(left))
+        .with_watermark("lw", "ts", "2 seconds")
+        .key_by("key")
+        .process("latest", KeyLatest(), time_mode="event_time", output_mode="append", event_time_column="latest")
+    )
+    rights = (
+        flow.source("right", ScriptedSource(right))
+        .select("r", r_key="key", r_ts="ts")
+        .with_watermark("rw", "r_ts", "2 seconds")
+    )
+    latest.key_by("key").join(
+        "joined", rights.key_by("r_key"), how="left_outer", between=TimeRange("latest", "r_ts", lower=-1000, upper=1000)
+    ).sink("output", CollectingSink())
+    result, compiled = run_both(flow, {"left": FIELDS, "right": FIELDS})
+    assert result.matches, result.table()
+    assert result.rows_matched == 5
+    assert "latest.join(" in compiled.source
