@@ -55,6 +55,7 @@ from ministream.core.sinks import CollectingSink
 from ministream.core.sources import ScriptedSource
 from ministream.core.triggers import Trigger
 from ministream.models.microbatch import run_microbatch
+from ministream.spark.compiler.schema import ddl_schema
 
 # -- steps -----------------------------------------------------------------------------------------------------
 
@@ -286,21 +287,12 @@ class NotExpressible:
 
 
 def ddl_names(ddl: str) -> tuple[str, ...]:
-    """The column names of a Spark DDL schema (``"value INT, tags ARRAY<INT>"``).
+    """The column names of a Spark DDL schema (``"value INT, tags ARRAY<INT>"``), as the compiler reads them.
 
     >>> ddl_names("key STRING, pair STRUCT<a: INT, b: INT>, n BIGINT")
     ('key', 'pair', 'n')
     """
-    names, depth, start = [], 0, 0
-    for i, char in enumerate(ddl + ","):
-        if char in "<(":
-            depth += 1
-        elif char in ">)":
-            depth -= 1
-        elif char == "," and depth == 0:
-            names.append(ddl[start:i].strip().split()[0].strip("`"))
-            start = i + 1
-    return tuple(names)
+    return tuple(ddl_schema(ddl))
 
 
 def as_dict(columns: tuple[str, ...], row) -> dict:

@@ -21,6 +21,7 @@ import os
 import shutil
 import tempfile
 
+from ministream.spark.compiler.schema import ddl_schema
 from ministream.spark.session import session_conf
 from ministream.spark.source import write_script_files
 from ministream.time.units import from_datetime, parse_timestamp
@@ -48,21 +49,6 @@ from tests.conformance.harness import (
 INPUT = "__input"
 
 
-def ddl_fields(ddl: str) -> list[tuple[str, str]]:
-    """``[(name, type)]`` of a Spark DDL schema (``"value INT, tags ARRAY<INT>"``)."""
-    fields, depth, start = [], 0, 0
-    for i, char in enumerate(ddl + ","):
-        if char in "<(":
-            depth += 1
-        elif char in ">)":
-            depth -= 1
-        elif char == "," and depth == 0:
-            name, _, kind = ddl[start:i].strip().partition(" ")
-            fields.append((name.strip("`"), kind.strip()))
-            start = i + 1
-    return fields
-
-
 class SparkReplay:
     """Replays a case's steps with Spark; :meth:`run` raises ``CaseFailure`` at the first step whose answer
     differs from the test's."""
@@ -76,7 +62,9 @@ class SparkReplay:
         self.single = len(case.inputs) == 1
         fields = [(INPUT, "STRING")] if not self.single else []
         for name, ddl in case.inputs.items():
-            fields += [(column if self.single else f"{name}__{column}", kind) for column, kind in ddl_fields(ddl)]
+            fields += [
+                (column if self.single else f"{name}__{column}", kind) for column, kind in ddl_schema(ddl).items()
+            ]
         self.schema_ddl = ", ".join(f"`{column}` {kind}" for column, kind in fields)
         self.schema = spark.createDataFrame([], self.schema_ddl).schema
         self.query_name = next(iter(case.queries))

@@ -12,25 +12,9 @@ from ministream.core.plan import Dataflow
 from ministream.core.sinks import CollectingSink
 from ministream.core.sources import ScriptedSource
 from ministream.spark.compiler import CompileError, compile_flow
+from ministream.spark.compiler.schema import ddl_schema
 from tests.conformance.catalog import ENGINE_CASES, SPARK_CASES, case_id
-from tests.conformance.harness import Case, Inputs, ddl_names
-
-
-def ddl_types(ddl: str) -> dict[str, str]:
-    """A case's input DDL as ``{column: Spark type}`` (types as written, upper case).
-
-    >>> ddl_types("key STRING, ts INT")
-    {'key': 'STRING', 'ts': 'INT'}
-    """
-    names = ddl_names(ddl)
-    types = {}
-    rest = ddl
-    for name, following in zip(names, (*names[1:], None)):
-        start = rest.index(name) + len(name)
-        end = len(rest) if following is None else rest.index(f", {following} ", start)
-        types[name] = rest[start:end].strip().upper()
-        rest = rest[end:]
-    return types
+from tests.conformance.harness import Case, Inputs
 
 
 def compiled_query(case: Case, query):
@@ -43,7 +27,7 @@ def compiled_query(case: Case, query):
         {},
         output_mode=query.output_mode,
         sink="sink",
-        schemas={name: ddl_types(ddl) for name, ddl in case.inputs.items()},
+        schemas={name: ddl_schema(ddl) for name, ddl in case.inputs.items()},
         watermark_policy=query.conf.get("spark.sql.streaming.multipleWatermarkPolicy", "min"),
     )
     return attrs.evolve(query, twin=lambda inputs: compiled.twin(inputs, {}), conf={**compiled.conf, **query.conf})
