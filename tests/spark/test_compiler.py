@@ -18,6 +18,7 @@ from ministream.models.microbatch import run_microbatch
 from ministream.spark.compiler import CompileError, compile_flow, compiled_lesson_twin
 from ministream.spark.compiler.schema import ddl, source_schema
 from ministream.time.ranges import TimeRange
+from ministream.tools.random_processors import KeyLatest
 
 pytestmark = pytest.mark.spark
 
@@ -171,12 +172,22 @@ def test_a_using_outer_join_with_conditions_agrees():
     assert 'F.coalesce("L.key", "R.key").alias("key")' in compiled.source
 
 
+def key_latest(flow: Dataflow, source: str, script: list):
+    """A source of ``script`` with a 2-second watermark, then ``KeyLatest`` per key in append mode, its output
+    event time ``latest`` (the chain the tests of steps after a process function start from)."""
+    return (
+        flow.source(source, ScriptedSource(script))
+        .with_watermark(f"{source}_watermark", "ts", "2 seconds")
+        .key_by("key")
+        .process("latest", KeyLatest(), time_mode="event_time", output_mode="append", event_time_column="latest")
+    )
+
+
 def test_steps_after_a_process_function_agree():
     """A process step's declared columns are known to the compiler: a filter on its count, then a window over
     its output event time (``event_time_column``, Spark's ``eventTimeColumnName``) in append mode, agree with
     ministream batch for batch (the steps after it run under the query's watermark, chained as in Spark)."""
     from ministream import Tumbling
-    from ministream.tools.random_processors import KeyLatest
 
     script = [
         [event(1, "a", 1), event(2, "a", 2), event(3, "b", 5)],
@@ -186,12 +197,7 @@ def test_steps_after_a_process_function_agree():
         [],
     ]
     flow = Dataflow("after-process")
-    latest = (
-        flow.source("events", ScriptedSource(script))
-        .with_watermark("wm", "ts", "2 seconds")
-        .key_by("key")
-        .process("latest", KeyLatest(), time_mode="event_time", output_mode="append", event_time_column="latest")
-    )
+    latest = key_latest(flow, "events", script)
     latest.filter("busy", lambda row: row["count"] > 1, columns="count").key_by("key").window(
         "per_window", Tumbling("5 seconds"), column="latest", batches=Count(), total=Sum("value")
     ).sink("output", CollectingSink())
@@ -245,17 +251,11 @@ def test_a_join_after_a_process_function_agrees():
     another input within a second agrees batch for batch: the join keeps the process step's rows under the
     query's watermark, pads those no right row matched once the watermark passes them, as after any input."""
     from ministream import TimeRange
-    from ministream.tools.random_processors import KeyLatest
 
     left = [[event(1, "a"), event(2, "b")], [event(8, "a")], [event(20, "a")], [event(40, "b")], []]
     right = [[event(2, "a")], [event(9, "b"), event(8, "a")], [event(21, "a")], [], [event(41, "b")]]
     flow = Dataflow("join-after-process")
-    latest = (
-        flow.source("left", ScriptedSource(left))
-        .with_watermark("lw", "ts", "2 seconds")
-        .key_by("key")
-        .process("latest", KeyLatest(), time_mode="event_time", output_mode="append", event_time_column="latest")
-    )
+    latest = key_latest(flow, "left", left)
     rights = (
         flow.source("right", ScriptedSource(right))
         .select("r", r_key="key", r_ts="ts")
