@@ -87,25 +87,30 @@ REGIONS = ("north", "south")
 
 @attrs.frozen
 class StaticTable:
-    """A join with a static table (``join_static``): on the one input's rows before its stateful steps, or on
-    the joined rows right after a stream-stream join. ``column`` is the stream's key column it joins on
-    (``key``, or ``l_key`` or ``r_key`` after a join), ``table_key`` the table's name for it (the same, or
-    ``t_key``), ``keys`` the keys the table has (each with a region of :data:`REGIONS`, in turn), and
-    ``filters`` come after the join, each on a stream column, the table's key or ``region``."""
+    """A join with a static table (``join_static``): on the one input's rows before its stateful steps; with
+    two inputs, on the joined rows right after the stream-stream join, or on one side's rows before it
+    (``before_join``). ``column`` is the stream's key column it joins on (``key``, or ``l_key`` or ``r_key``
+    with two inputs: a side's key), ``table_key`` the table's name for it (the same, or ``t_key``), ``keys``
+    the keys the table has (each with a region of :data:`REGIONS`, in turn), and ``filters`` come after the
+    join, each on a stream column, the table's key or ``region``. ``changes``: ``(batch id, keys)``, the table
+    as it is from that micro-batch on (a table updated between batches, ``join_static(changes=...)``)."""
 
     how: str = "inner"
     column: str = "key"
     table_key: str = "key"
     keys: tuple[str, ...] = ("a", "b")
     filters: tuple[Stateless, ...] = ()
+    before_join: bool = False
+    changes: tuple[tuple[int, tuple[str, ...]], ...] = ()
 
-    def rows(self) -> list[dict]:
-        """The table's rows.
+    def rows(self, keys: tuple[str, ...] | None = None) -> list[dict]:
+        """The table's rows (of ``keys``, the keys of a change, or of the table as it starts).
 
         >>> StaticTable(keys=("a", "c")).rows()
         [{'key': 'a', 'region': 'north'}, {'key': 'c', 'region': 'south'}]
         """
-        return [{self.table_key: key, "region": REGIONS[i % len(REGIONS)]} for i, key in enumerate(self.keys)]
+        keys = self.keys if keys is None else keys
+        return [{self.table_key: key, "region": REGIONS[i % len(REGIONS)]} for i, key in enumerate(keys)]
 
 
 @attrs.frozen
@@ -140,14 +145,16 @@ class RandomPlan:
         ]
         for name, steps in zip(self.inputs, self.stateless):
             parts += [_describe_stateless(step, name) for step in steps]
-        if self.static is not None and len(self.inputs) == 1:
+        if self.static is not None and (len(self.inputs) == 1 or self.static.before_join):
             parts += _describe_static(self.static)
         joined = False  # a step after the join runs on its rows
         for step in self.stateful:
             rows = f" of the joined rows{' (right columns)' if step.side == 'r' else ''}" if joined else ""
             parts.append(_describe_stateful(step, len(self.inputs) > 1) + rows)
             if step.kind == "join":
-                parts += _describe_static(self.static) if self.static is not None else []
+                parts += (
+                    _describe_static(self.static) if self.static is not None and not self.static.before_join else []
+                )
                 parts += [_describe_stateless(filter_step, "the joined rows") for filter_step in self.after_join]
             joined = joined or step.kind == "join"
         parts += [_describe_stateless(filter_step, "the output") for filter_step in self.after_keyed]
@@ -157,7 +164,11 @@ class RandomPlan:
 
 def _describe_static(static: StaticTable) -> list[str]:
     on = static.column if static.table_key == static.column else f"{static.column} = {static.table_key}"
-    parts = [f"{static.how} join with a static table of keys {', '.join(static.keys)} on {on}"]
+    side = " before the join" if static.before_join else ""
+    parts = [f"{static.how} join with a static table of keys {', '.join(static.keys)} on {on}{side}"]
+    parts += [
+        f"the table has keys {', '.join(keys) or 'none'} from batch {batch_id} on" for batch_id, keys in static.changes
+    ]
     return parts + [_describe_stateless(filter_step, "the enriched rows") for filter_step in static.filters]
 
 
@@ -238,7 +249,7 @@ def random_plan(rng: random.Random, kinds: tuple[str, ...] | None = None) -> Ran
         plan = attrs.evolve(plan, static=random_static_table(rng, ("key",), ("value",)))
     if first == "process":  # drawn last too
         plan = _after_process(rng, plan)
-    return plan
+    return _changing_table(rng, plan)
 
 
 AFTER_PROCESS = 0.4
@@ -407,7 +418,47 @@ def _join_plan(rng: random.Random) -> RandomPlan:
         sides = ("l",) if how == "left_semi" else ("l", "r")
         static = random_static_table(rng, tuple(f"{s}_key" for s in sides), tuple(f"{s}_value" for s in sides))
         plan = attrs.evolve(plan, static=static)
-    return plan
+    if plan.static is not None and rng.random() < BEFORE_JOIN:  # drawn last, as the changes below
+        plan = attrs.evolve(plan, static=_before_join(plan.static))
+    return _changing_table(rng, plan)
+
+
+BEFORE_JOIN = 0.5
+"""The share of the static tables of two-input plans joined to one side before the stream-stream join (Spark
+runs the stream-static join in that side's part of the query), not to the joined rows after it."""
+
+
+def _before_join(static: StaticTable) -> StaticTable:
+    """``static`` joined to the side of its key column before the stream-stream join: its filters read that
+    side's columns, so a filter on the other side's value reads this side's.
+
+    >>> _before_join(StaticTable(column="r_key", filters=(Stateless("filter", 3, "l_value"),))).filters
+    (Stateless(kind='filter', number=3, column='r_value'),)
+    """
+    side = static.column[:2]  # "l_" or "r_"
+    filters = tuple(
+        attrs.evolve(step, column=side + "value") if step.column.endswith("_value") else step for step in static.filters
+    )
+    return attrs.evolve(static, before_join=True, filters=filters)
+
+
+CHANGING_SHARE = 0.3
+"""The share of static tables that change between batches (from batch 1 or 2 on, their keys drawn again)."""
+
+
+def _changing_table(rng: random.Random, plan: RandomPlan) -> RandomPlan:
+    """Maybe make the plan's static table change once: from batch 1 or 2 on it has other keys (maybe none).
+    Drawn after everything else, so that a seed keeps the plan it drew before tables changed.
+
+    >>> plans = [random_plan(random.Random(seed)) for seed in range(200)]
+    >>> sorted({batch_id for plan in plans if plan.static for batch_id, _ in plan.static.changes})
+    [1, 2]
+    """
+    if plan.static is None or rng.random() >= CHANGING_SHARE:
+        return plan
+    batch_id = rng.choice((1, 2))
+    keys = tuple(sorted(rng.sample(FILTERED_KEYS, rng.randint(0, len(FILTERED_KEYS)))))
+    return attrs.evolve(plan, static=attrs.evolve(plan.static, changes=((batch_id, keys),)))
 
 
 def _after_join(rng: random.Random, how: str) -> tuple[Stateless, ...]:
@@ -474,9 +525,12 @@ def pipeline_source(plan: RandomPlan) -> str:
             body.append(f'{name} = {name}.select("{name}_known_columns", {columns})')
         if join and plan.stateful[0].kind == "dedup":  # a join's dedup runs on each side, on its own columns
             body.append(f"{name} = {name}.{_dedup_call(plan.stateful[0], f'{name}_dedup', prefix)}")
+        if join and plan.static is not None and plan.static.before_join and plan.static.column.startswith(prefix):
+            body.append(f"{name} = {name}.{_static_call(plan.static)}")  # one side's rows, before the join
     stream = plan.inputs[0]
     if plan.static is not None and not join:
         body.append(f"{stream} = {stream}.{_static_call(plan.static)}")
+    static_after = plan.static if plan.static is not None and not plan.static.before_join else None
     joined = False  # a step after the join reads its rows: one side's columns, l_key, l_ts and l_value or r_...
     for index, step in enumerate(plan.stateful):
         if join and step.kind == "dedup":
@@ -486,9 +540,9 @@ def pipeline_source(plan: RandomPlan) -> str:
         time = "latest" if after is not None and after.kind == "process" else None  # KeyLatest's output event time
         call = _stateful_call(step, name, plan, prefix=f"{step.side}_" if joined else "", column=time)
         joined = joined or step.kind == "join"
-        if step.kind == "join" and (plan.after_join or plan.static is not None):
+        if step.kind == "join" and (plan.after_join or static_after is not None):
             body.append(f"{stream} = {stream}.{call}")
-            calls = [_static_call(plan.static)] if plan.static is not None else []
+            calls = [_static_call(static_after)] if static_after is not None else []
             calls += [
                 _column_filter_call(filter_step, f"joined_filter_{i}") for i, filter_step in enumerate(plan.after_join)
             ]
@@ -521,7 +575,9 @@ def _stateless_call(step: Stateless, name: str, prefix: str = "") -> str:
 def _static_call(static: StaticTable) -> str:
     """The join with the static table, then the filters after it."""
     on = f'{{"{static.column}": "{static.table_key}"}}'
-    call = f'join_static("regions", {static.rows()!r}, on={on}, how="{static.how}")'
+    changes = {batch_id: static.rows(keys) for batch_id, keys in static.changes}
+    changed = f", changes={changes!r}" if changes else ""
+    call = f'join_static("regions", {static.rows()!r}, on={on}, how="{static.how}"{changed})'
     filters = [_column_filter_call(step, f"enriched_filter_{i}") for i, step in enumerate(static.filters)]
     return ".".join([call, *filters])
 

@@ -4,8 +4,8 @@ A disagreement found by ``ministream fuzz --pipelines`` comes with a random plan
 two stateful steps, several aggregates) and random events. Most of that is noise: the shrinker takes it
 away one piece at a time, keeping a cut only while the two engines still disagree *the same way* (the same
 ``Outcome.kind``: rows that differ, or the same error of the same engine). It first simplifies the plan
-(:func:`smaller_plans`: the second stateful step, then each stateless step and filter, the static table, then all
-aggregates but one, then the watermark, or its delay) and then the events (``fuzz.shrink_candidates``: whole batches, then rows), and goes
+(:func:`smaller_plans`: the second stateful step, then each stateless step and filter, the static table or its
+changes, then all aggregates but one, then the watermark, or its delay) and then the events (``fuzz.shrink_candidates``: whole batches, then rows), and goes
 round again until nothing more can go, or its budget of runs is spent. What is left is written as a pipeline
 file and an events file that ``ministream compare`` replays.
 
@@ -48,6 +48,8 @@ def smaller_plans(plan: RandomPlan) -> list[RandomPlan]:
         candidates.append(attrs.evolve(plan, after_keyed=()))
     if plan.static is not None:
         candidates.append(attrs.evolve(plan, static=None))
+        if plan.static.changes:  # a table that does not change
+            candidates.append(attrs.evolve(plan, static=attrs.evolve(plan.static, changes=())))
         filters = plan.static.filters
         for index in range(len(filters)):
             fewer = attrs.evolve(plan.static, filters=filters[:index] + filters[index + 1 :])

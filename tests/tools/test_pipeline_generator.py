@@ -262,3 +262,55 @@ def test_a_static_table_is_written_before_the_stateful_steps_and_runs_in_the_eng
     script = [[{"ts": 1_000, "key": key, "value": 1.0} for key in "abc"]]
     assert plan_lesson(plan, "p").run(script).output()[0].rows == [{"key": "b", "count": 1}]
     assert "inner join with a static table of keys a, b on key = t_key; region != north" in plan.describe()
+
+
+def test_a_static_table_may_join_one_side_before_the_join_or_change_between_batches():
+    """Half the static tables of two-input plans join one side's rows before the stream-stream join (their
+    filters then read that side's columns only), and some tables of every shape change once, from batch 1 or
+    2 on, to other keys (maybe none)."""
+    statics = [plan for plan in PLANS if plan.static is not None]
+    before = [plan for plan in statics if plan.static.before_join]
+    assert before and all(len(plan.inputs) == 2 for plan in before)
+    assert {plan.static.column for plan in before} == {"l_key", "r_key"}
+    for plan in before:
+        side = plan.static.column[:2]
+        assert all(step.column[:2] == side for step in plan.static.filters if step.column.endswith("_value"))
+    assert any(len(plan.inputs) == 2 and not plan.static.before_join for plan in statics)
+    changing = [plan for plan in statics if plan.static.changes]
+    assert {len(plan.inputs) for plan in changing} == {1, 2}
+    assert {batch_id for plan in changing for batch_id, _ in plan.static.changes} == {1, 2}
+    assert () in {keys for plan in changing for _, keys in plan.static.changes}  # a table emptied
+
+
+def test_a_static_table_before_the_join_is_written_on_its_side_and_runs_in_the_engine():
+    """A table of key a joined to the right side before an inner join, from batch 1 on of key b: the right
+    row of key a in batch 0 and the one of key b in batch 1 find the table, so each joins its left row; the
+    right row of key a in batch 1 no longer does, and its left row finds no match. The joined rows carry the
+    table's region."""
+    join = Stateful("join", how="inner")
+    static = StaticTable("inner", "r_key", "r_key", ("a",), before_join=True, changes=((1, ("b",)),))
+    plan = RandomPlan(
+        stateful=(join,), inputs=("left", "right"), delays=(None, None), stateless=((), ()), static=static
+    )
+    assert plan.describe() == (
+        "A random pipeline: inner join with a static table of keys a on r_key before the join; the table has keys b "
+        "from batch 1 on; inner join on key (append mode, min watermark policy)."
+    )
+    assert pipeline_source(plan).splitlines()[-2:] == [
+        (
+            "    right = right.join_static(\"regions\", [{'r_key': 'a', 'region': 'north'}], on={\"r_key\": \"r_key\"}, "
+            "how=\"inner\", changes={1: [{'r_key': 'b', 'region': 'north'}]})"
+        ),
+        '    return left.key_by("l_key").join("join", right.key_by("r_key"), how="inner")',
+    ]
+    script = {
+        "left": [[{"ts": 1_000, "key": "a", "value": 1.0}], [{"ts": 2_000, "key": k, "value": 2.0} for k in "ab"]],
+        "right": [[{"ts": 1_000, "key": "a", "value": 5.0}], [{"ts": 2_000, "key": k, "value": 6.0} for k in "ab"]],
+    }
+    batches = [batch.rows for batch in plan_lesson(plan, "before").run(script).output()]
+    pairs = [[(row["l_key"], row["l_ts"], row["r_ts"], row["region"]) for row in rows] for rows in batches]
+    # batch 1: left a@2 meets right a@1 (kept in state from batch 0), left b@2 meets right b@2; right a@2 is dropped
+    assert [sorted(rows) for rows in pairs] == [
+        [("a", 1_000, 1_000, "north")],
+        [("a", 2_000, 1_000, "north"), ("b", 2_000, 2_000, "north")],
+    ]

@@ -119,3 +119,11 @@ def test_smaller_plans_may_drop_the_static_table_or_one_of_its_filters():
     statics = [candidate.static for candidate in smaller_plans(plan)]
     assert None in statics
     assert [static.filters for static in statics if static is not None] == [filters[1:], filters[:1]]
+
+
+def test_smaller_plans_may_keep_the_static_table_but_not_its_changes():
+    """A table that changes between batches may become one that does not (the same keys throughout)."""
+    static = StaticTable("inner", changes=((1, ("c",)),))
+    plan = RandomPlan(stateful=(Stateful("aggregate"),), output_mode="update", static=static)
+    statics = [candidate.static for candidate in smaller_plans(plan)]
+    assert StaticTable("inner") in statics
