@@ -6,11 +6,13 @@ stateful steps (a running aggregate, tumbling, sliding or session windows, dedup
 deduplication then an aggregate or a window, or on each side of a join; a join then a window over its rows),
 with random durations, output modes and watermark policies, each drawn only where Spark accepts it (append mode
 needs a watermark, session windows refuse update mode, joins run in append mode...), and keyed process
-functions (the processors of ``tools/random_processors.py``: a per-key counter, and a counter of quiet keys on
-an event-time timer, which needs a watermark), which the compiler runs through ``spark/processor_adapter.py``.
-Some plans join the rows with a static table of regions (:class:`StaticTable`), then filter them on the
-stream's columns, the table's key or its region: Spark's optimizer moves some of those filters below the
-watermark (``operators/pushdown.py``).
+functions (the processors of ``tools/random_processors.py``: a per-key counter, a counter of quiet keys on
+an event-time timer, which needs a watermark, and ``KeyLatest``, whose output event time a window or a
+deduplication after it reads), which the compiler runs through ``spark/processor_adapter.py``.
+Some plans join the rows with a static table of regions (:class:`StaticTable`: one input's rows, one side's
+before a stream-stream join, or the joined rows after it; some tables change between batches), then filter
+them on the stream's columns, the table's key or its region: Spark's optimizer moves some of those filters
+below the watermark (``operators/pushdown.py``).
 A :class:`RandomPlan` is typed data; :func:`pipeline_source` writes it as a pipeline file
 (``lessons/pipeline_file.py``), and the lesson is loaded from that very text, so the file a disagreement
 leaves behind is exactly the pipeline that was run.
@@ -259,12 +261,12 @@ have a window over its output event time after it."""
 
 def _after_process(rng: random.Random, plan: RandomPlan) -> RandomPlan:
     """A process plan, maybe made to run :class:`KeyLatest` (event-time mode, so a watermark) with a window
-    over its ``latest`` column after it (Spark chains stateful steps in append mode only); and maybe a filter
-    on the count after the last step.
+    over its ``latest`` column after it (Spark chains stateful steps in append mode only); maybe a filter
+    on the count after the last step; and maybe a deduplication after a lone ``KeyLatest``.
 
     >>> plans = [random_plan(random.Random(seed), ("process",)) for seed in range(60)]
-    >>> sorted({tuple(step.kind for step in plan.stateful) for plan in plans})
-    [('process',), ('process', 'session'), ('process', 'sliding'), ('process', 'tumbling')]
+    >>> sorted({tuple(step.kind for step in plan.stateful) for plan in plans})  # doctest: +NORMALIZE_WHITESPACE
+    [('process',), ('process', 'dedup'), ('process', 'session'), ('process', 'sliding'), ('process', 'tumbling')]
     >>> {plan.output_mode for plan in plans if len(plan.stateful) > 1}, any(plan.after_keyed for plan in plans)
     ({'append'}, True)
     """
@@ -278,7 +280,16 @@ def _after_process(rng: random.Random, plan: RandomPlan) -> RandomPlan:
         plan = attrs.evolve(plan, stateful=chain, delays=(delay,), output_mode=mode)
     if rng.random() < 0.3 and len(plan.stateful) == 1:
         plan = attrs.evolve(plan, after_keyed=(Stateless("filter", rng.randint(0, 2), "count"),))
+    if plan.stateful[-1].processor == "latest" and len(plan.stateful) == 1 and rng.random() < DEDUP_AFTER_PROCESS:
+        # drawn last: a deduplication of KeyLatest's rows (by key, by the whole row, or by key within the
+        # watermark, over its output event time), chained in append mode
+        dedup = Stateful("dedup", dedup=rng.choice(("key", "row", "within")))
+        plan = attrs.evolve(plan, stateful=(plan.stateful[0], dedup), output_mode="append")
     return plan
+
+
+DEDUP_AFTER_PROCESS = 0.5
+"""The share of the plans running :class:`KeyLatest` alone that deduplicate its rows after it."""
 
 
 STATIC_SHARE = 0.25

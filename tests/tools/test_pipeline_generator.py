@@ -58,7 +58,7 @@ def test_every_plan_is_valid_and_runs_in_the_engine(index):
 def test_the_plans_cover_every_kind_mode_and_shape():
     """Over 300 seeds: every stateful kind, every output mode, one and two inputs, one and two stateful steps
     (dedup before an aggregate, a window, a session or a join; a window or a session after a join or a process
-    step), every join type, and stateless steps."""
+    step, a dedup after a process step), every join type, and stateless steps."""
     kinds = Counter(plan.stateful[0].kind for plan in PLANS)
     assert set(kinds) == set(STATEFUL_KINDS)
     assert {plan.output_mode for plan in PLANS} == {"append", "update", "complete"}
@@ -66,7 +66,7 @@ def test_the_plans_cover_every_kind_mode_and_shape():
     chains = {tuple(step.kind for step in plan.stateful) for plan in PLANS if len(plan.stateful) == 2}
     assert chains == {("dedup", kind) for kind in ("aggregate", "tumbling", "sliding", "session", "join")} | {
         ("join", kind) for kind in ("tumbling", "sliding", "session")
-    } | {("process", kind) for kind in ("tumbling", "sliding", "session")}
+    } | {("process", kind) for kind in ("tumbling", "sliding", "session", "dedup")}
     assert {step.how for plan in PLANS for step in plan.stateful if step.kind == "join"} == {
         "inner",
         "left_outer",
@@ -160,8 +160,8 @@ def test_a_window_over_the_right_rows_of_a_left_outer_join_is_written_and_runs_i
 def test_process_steps_are_drawn_with_every_processor_and_a_watermark_for_event_time():
     """Over 300 seeds, process steps are drawn with each processor of tools/random_processors.py, in append or
     update mode; the quiet-key counter (event-time timers) and KeyLatest (an output event time) always have a
-    watermark; a window after KeyLatest runs in append mode (Spark chains stateful steps in append mode only),
-    and a filter on the count may follow a process step alone."""
+    watermark; a window or a deduplication after KeyLatest runs in append mode (Spark chains stateful steps in
+    append mode only), and a filter on the count may follow a process step alone."""
     steps = [(plan, plan.stateful[0]) for plan in PLANS if plan.stateful[0].kind == "process"]
     assert {step.processor for _, step in steps} == {"counter", "quiet", "latest"}
     assert {plan.output_mode for plan, _ in steps} == {"append", "update"}
@@ -169,7 +169,28 @@ def test_process_steps_are_drawn_with_every_processor_and_a_watermark_for_event_
     chained = [plan for plan, _ in steps if len(plan.stateful) == 2]
     assert chained and {plan.output_mode for plan in chained} == {"append"}
     assert all(plan.stateful[0].processor == "latest" for plan in chained)
+    assert {plan.stateful[1].kind for plan in chained} == {"tumbling", "sliding", "session", "dedup"}
+    assert {plan.stateful[1].dedup for plan in chained if plan.stateful[1].kind == "dedup"} <= {"key", "row", "within"}
     assert any(plan.after_keyed and plan.after_keyed[0].column == "count" for plan, _ in steps)
+
+
+def test_a_deduplication_within_the_watermark_after_key_latest_reads_its_output_event_time():
+    """A deduplication by key within the watermark after KeyLatest keeps a key's row until the watermark
+    passes its ``latest`` by the delay: a's second row (batch 1) is a duplicate, and its third (batch 4) is
+    not, as the watermark of 15 s (batch 3, after b at 20 s) dropped a's row of 1 s."""
+    plan = RandomPlan(
+        stateful=(Stateful("process", processor="latest"), Stateful("dedup", dedup="within")), delays=(5_000,)
+    )
+    assert pipeline_source(plan).splitlines()[-1] == (
+        '    return events.drop_duplicates("dedup_1", "key", within_watermark=True)'
+    )
+    script = [[{"ts": ts, "key": key, "value": 1.0}] for ts, key in ((1_000, "a"), (2_000, "a"), (20_000, "b"))]
+    script += [[], [{"ts": 21_000, "key": "a", "value": 1.0}]]
+    rows = [
+        [(row["key"], row["count"], row["latest"]) for row in batch.rows]
+        for batch in plan_lesson(plan, "d").run(script).output()
+    ]
+    assert rows == [[("a", 1, 1_000)], [], [("b", 1, 20_000)], [], [("a", 3, 21_000)], []]
 
 
 def test_a_window_after_key_latest_reads_its_output_event_time():
