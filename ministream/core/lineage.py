@@ -196,7 +196,7 @@ def event_time_columns(step: Step) -> dict[str, EventTime]:
     >>> from ministream.core.sources import ScriptedSource
     >>> events = Dataflow("f").source("events", ScriptedSource([])).with_watermark("wm", "ts", "5 seconds")
     >>> event_time_columns(events.select("renamed", event_time="ts", key="key").step)
-    {'event_time': EventTime(column='ts', delay=5000, step='wm')}
+    {'event_time': EventTime(column='event_time', delay=5000, step='wm')}
     """
     spec = step.spec
     upstream = [edge.upstream for edge in step.inputs]
@@ -216,6 +216,8 @@ def event_time_columns(step: Step) -> dict[str, EventTime]:
                 start, end = renamed.get(time.window[0]), renamed.get(time.window[1])
                 window = (start, end) if start and end else None
                 time = attrs.evolve(time, column=end or new, window=window)
+            elif time is not None:  # the event time is now read from the column's new name
+                time = attrs.evolve(time, column=new)
             if time is not None:
                 kept[new] = time
         return kept

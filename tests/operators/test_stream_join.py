@@ -457,3 +457,21 @@ def test_a_pruned_event_time_matches_spark(aggregates):
     twin = twin.drop("w")
     result = compare_batches(run_microbatch(pruned_flow(aggregates)).output(), run_query(twin, "append"))
     assert result.matches, result.table()
+
+
+def test_a_side_whose_event_time_is_renamed_after_its_watermark_drops_late_rows_by_the_new_name():
+    """A select that renames the watermarked column keeps its watermark (Spark: an alias keeps the column's
+    watermark metadata): the join tests the new name, l_time, for late rows. (The lineage once kept the old
+    name, and the join read a column the rows no longer had.)"""
+    flow = Dataflow("renamed")
+    left = (
+        flow.source("left", ScriptedSource([[{"key": "k", "ts": 10 * S}], [], [{"key": "k", "ts": 6 * S}]]))
+        .with_watermark("left_watermark", "ts", 0)
+        .select("left_columns", l_key="key", l_time="ts")
+    )
+    right = flow.source("right", ScriptedSource([[R(10 * S)], [R(12 * S)], []])).with_watermark("rw", "r_time", 0)
+    left.key_by("l_key").join("join", right.key_by("r_key"), between=TEN_SECONDS).sink("output", CollectingSink())
+    run = run_microbatch(flow)
+    # (10 s, 10 s), then (10 s, 12 s); in batch 2 the left row at 6 s is late: at or before 10 s, WM_1
+    assert [len(batch.rows) for batch in run.output()] == [1, 1, 0]
+    assert [(late.row, late.step) for late in run.late_rows()] == [({"l_key": "k", "l_time": 6 * S}, "join")]
