@@ -147,10 +147,12 @@ class RandomPlan:
         ]
         for name, steps in zip(self.inputs, self.stateless):
             parts += [_describe_stateless(step, name) for step in steps]
-        if self.static is not None and (len(self.inputs) == 1 or self.static.before_join):
+        if self.static is not None and len(self.inputs) == 1:
             parts += _describe_static(self.static)
         joined = False  # a step after the join runs on its rows
         for step in self.stateful:
+            if step.kind == "join" and self.static is not None and self.static.before_join:
+                parts += _describe_static(self.static)
             rows = f" of the joined rows{' (right columns)' if step.side == 'r' else ''}" if joined else ""
             parts.append(_describe_stateful(step, len(self.inputs) > 1) + rows)
             if step.kind == "join":
@@ -197,6 +199,8 @@ def _describe_stateful(step: Stateful, on_each_side: bool = False) -> str:
         bounds = "" if step.lower is None and step.upper is None else f" within [{step.lower}, {step.upper}] ms"
         return f"{step.how} join on key{bounds}"
     if step.kind == "process":
+        if on_each_side:  # before a join: the left side's rows
+            return "process on left: rows per key so far and the batch's latest time, as l_key, l_ts and l_value"
         if step.processor == "quiet":
             return f"process: rows per key until quiet for {format_duration(step.size)} (event-time timer)"
         if step.processor == "latest":
@@ -327,9 +331,9 @@ makes Spark's optimizer remove the join (``core/outer_join_elimination.py``), an
 
 
 def valid_chain(chain, inputs: int) -> bool:
-    """Whether a chain of stateful steps is one the generator draws: with two inputs, a join, and after it
-    only a step of :data:`AFTER_JOIN` (over the right side, not after a left semi join); with one input, no
-    join.
+    """Whether a chain of stateful steps is one the generator draws: with two inputs, a join, before it a
+    dedup (on each side) or ``KeyLatest`` (on the left side), and after it only a step of :data:`AFTER_JOIN`
+    (over the right side, not after a left semi join); with one input, no join.
 
     >>> valid_chain([Stateful("join"), Stateful("tumbling")], 2), valid_chain([Stateful("tumbling")], 2)
     (True, False)
@@ -337,13 +341,17 @@ def valid_chain(chain, inputs: int) -> bool:
     (False, True)
     >>> valid_chain([Stateful("join", how="left_semi"), Stateful("tumbling", side="r")], 2)
     False
+    >>> valid_chain([Stateful("process", processor="latest"), Stateful("join")], 2)  # KeyLatest on the left
+    True
     """
     kinds = [step.kind for step in chain]
     if "join" not in kinds:
         return inputs == 1
     join = kinds.index("join")
-    after = chain[join + 1 :]
+    before, after = chain[:join], chain[join + 1 :]
     if chain[join].how == "left_semi" and any(step.side == "r" for step in after):
+        return False
+    if before and (len(before) > 1 or not (before[0].kind == "dedup" or before[0].processor == "latest")):
         return False
     return inputs == 2 and all(step.kind in AFTER_JOIN for step in after)
 
@@ -431,7 +439,16 @@ def _join_plan(rng: random.Random) -> RandomPlan:
         plan = attrs.evolve(plan, static=static)
     if plan.static is not None and rng.random() < BEFORE_JOIN:  # drawn last, as the changes below
         plan = attrs.evolve(plan, static=_before_join(plan.static))
-    return _changing_table(rng, plan)
+    plan = _changing_table(rng, plan)
+    if chain[0].kind != "dedup" and rng.random() < PROCESS_BEFORE_JOIN:  # drawn last too
+        delays = (plan.delays[0] if plan.delays[0] is not None else rng.choice(DELAYS), plan.delays[1])
+        plan = attrs.evolve(plan, stateful=(Stateful("process", processor="latest"), *chain), delays=delays)
+    return plan
+
+
+PROCESS_BEFORE_JOIN = 0.2
+"""The share of join plans (without a dedup before the join) whose left side runs :class:`KeyLatest` before it:
+the join reads its rows, renamed ``l_key``, ``l_ts`` (its output event time, ``latest``) and ``l_value``."""
 
 
 BEFORE_JOIN = 0.5
@@ -520,19 +537,24 @@ def pipeline_source(plan: RandomPlan) -> str:
     for name, delay, steps in zip(plan.inputs, plan.delays, plan.stateless):
         prefix = f"{name[0]}_" if join else ""  # a join's sides have their own column names (l_key, r_key...)
         columns = ", ".join(f'{prefix}{column}="{prefix}{column}"' for column in ("key", "ts", "value"))
-        if join:
+        # KeyLatest before the join, on the left side: its input keeps the source's names, its rows are renamed
+        processed = join and name == plan.inputs[0] and plan.stateful[0].kind == "process"
+        if join and not processed:
             renames = ", ".join(f'{prefix}{column}="{column}"' for column in ("key", "ts", "value"))
             body.append(f'{name} = {name}.select("{name}_columns", {renames})')
+        named = "" if processed else prefix  # the prefix of the columns the stateless steps read
         stateless = [
-            f"{name} = {name}.{_stateless_call(step, f'{name}_{step.kind}_{i}', prefix)}"
-            for i, step in enumerate(steps)
+            f"{name} = {name}.{_stateless_call(step, f'{name}_{step.kind}_{i}', named)}" for i, step in enumerate(steps)
         ]
         # maps before the watermark: a map rebuilds each row, ts included, in a UDF whose column carries no mark
         body += [line for line, step in zip(stateless, steps) if step.kind == "map"]
         if delay is not None:
-            body.append(f'{name} = {name}.with_watermark("{name}_watermark", "{prefix}ts", "{format_duration(delay)}")')
+            body.append(f'{name} = {name}.with_watermark("{name}_watermark", "{named}ts", "{format_duration(delay)}")')
         body += [line for line, step in zip(stateless, steps) if step.kind != "map"]
-        if join and any(step.kind == "map" for step in steps):  # a join must know each side's columns
+        if processed:  # its output event time, latest, is the left side's event time in the join (l_ts)
+            body.append(f"{name} = {name}.{_stateful_call(plan.stateful[0], 'process', plan)}")
+            body.append(f'{name} = {name}.select("{name}_columns", l_key="key", l_ts="latest", l_value="value")')
+        elif join and any(step.kind == "map" for step in steps):  # a join must know each side's columns
             body.append(f'{name} = {name}.select("{name}_known_columns", {columns})')
         if join and plan.stateful[0].kind == "dedup":  # a join's dedup runs on each side, on its own columns
             body.append(f"{name} = {name}.{_dedup_call(plan.stateful[0], f'{name}_dedup', prefix)}")
@@ -544,7 +566,7 @@ def pipeline_source(plan: RandomPlan) -> str:
     static_after = plan.static if plan.static is not None and not plan.static.before_join else None
     joined = False  # a step after the join reads its rows: one side's columns, l_key, l_ts and l_value or r_...
     for index, step in enumerate(plan.stateful):
-        if join and step.kind == "dedup":
+        if join and step.kind in ("dedup", "process"):  # written on the sides, above
             continue
         name = f"{step.kind}" if index == 0 else f"{step.kind}_{index}"
         after = plan.stateful[index - 1] if index else None

@@ -58,15 +58,17 @@ def test_every_plan_is_valid_and_runs_in_the_engine(index):
 def test_the_plans_cover_every_kind_mode_and_shape():
     """Over 300 seeds: every stateful kind, every output mode, one and two inputs, one and two stateful steps
     (dedup before an aggregate, a window, a session or a join; a window or a session after a join or a process
-    step, a dedup after a process step), every join type, and stateless steps."""
+    step, a dedup or a join after a process step), every join type, and stateless steps."""
     kinds = Counter(plan.stateful[0].kind for plan in PLANS)
     assert set(kinds) == set(STATEFUL_KINDS)
     assert {plan.output_mode for plan in PLANS} == {"append", "update", "complete"}
-    assert {len(plan.inputs) for plan in PLANS} == {1, 2} and {len(plan.stateful) for plan in PLANS} == {1, 2}
+    assert {len(plan.inputs) for plan in PLANS} == {1, 2} and {len(plan.stateful) for plan in PLANS} == {1, 2, 3}
     chains = {tuple(step.kind for step in plan.stateful) for plan in PLANS if len(plan.stateful) == 2}
     assert chains == {("dedup", kind) for kind in ("aggregate", "tumbling", "sliding", "session", "join")} | {
         ("join", kind) for kind in ("tumbling", "sliding", "session")
-    } | {("process", kind) for kind in ("tumbling", "sliding", "session", "dedup")}
+    } | {("process", kind) for kind in ("tumbling", "sliding", "session", "dedup", "join")}
+    longer = {tuple(step.kind for step in plan.stateful) for plan in PLANS if len(plan.stateful) == 3}
+    assert longer and {chain[:2] for chain in longer} == {("process", "join")}  # KeyLatest, a join, a window
     assert {step.how for plan in PLANS for step in plan.stateful if step.kind == "join"} == {
         "inner",
         "left_outer",
@@ -169,7 +171,7 @@ def test_process_steps_are_drawn_with_every_processor_and_a_watermark_for_event_
     chained = [plan for plan, _ in steps if len(plan.stateful) == 2]
     assert chained and {plan.output_mode for plan in chained} == {"append"}
     assert all(plan.stateful[0].processor == "latest" for plan in chained)
-    assert {plan.stateful[1].kind for plan in chained} == {"tumbling", "sliding", "session", "dedup"}
+    assert {plan.stateful[1].kind for plan in chained} == {"tumbling", "sliding", "session", "dedup", "join"}
     assert {plan.stateful[1].dedup for plan in chained if plan.stateful[1].kind == "dedup"} <= {"key", "row", "within"}
     assert any(plan.after_keyed and plan.after_keyed[0].column == "count" for plan, _ in steps)
 
@@ -335,3 +337,36 @@ def test_a_static_table_before_the_join_is_written_on_its_side_and_runs_in_the_e
         [("a", 1_000, 1_000, "north")],
         [("a", 2_000, 1_000, "north"), ("b", 2_000, 2_000, "north")],
     ]
+
+
+def test_key_latest_before_a_join_is_written_on_the_left_side_and_runs_in_the_engine():
+    """KeyLatest on the left side, then an inner join within a second: the left rows are the processor's (one
+    per key and batch: the batch's latest time and value sum), renamed l_key, l_ts and l_value, and l_ts, its
+    output event time, is the join's left event time. a's row of batch 0 (2 s, 1 + 2) meets the right row at
+    2.5 s, not the one at 1.5 s (before it); a's row of batch 1 (9 s) meets the right row at 9 s."""
+    join = Stateful("join", how="inner", lower=0, upper=1_000)
+    plan = RandomPlan(
+        stateful=(Stateful("process", processor="latest"), join),
+        inputs=("left", "right"),
+        delays=(0, 0),
+        stateless=((), ()),
+    )
+    assert pipeline_source(plan).splitlines()[-6:-3] == [
+        '    left = left.with_watermark("left_watermark", "ts", "0 seconds")',
+        (
+            '    left = left.key_by("key").process("process", KeyLatest(), time_mode="event_time", '
+            'event_time_column="latest")'
+        ),
+        '    left = left.select("left_columns", l_key="key", l_ts="latest", l_value="value")',
+    ]
+    rows = {
+        "left": [[(1_000, 1.0), (2_000, 2.0)], [(9_000, 4.0)]],
+        "right": [[(2_500, 5.0), (1_500, 6.0)], [(9_000, 7.0)]],
+    }
+    script = {
+        side: [[{"ts": ts, "key": "a", "value": value} for ts, value in batch] for batch in batches]
+        for side, batches in rows.items()
+    }
+    output = [batch.rows for batch in plan_lesson(plan, "latest_join").run(script).output()]
+    pairs = [[(row["l_ts"], row["l_value"], row["r_ts"]) for row in batch] for batch in output]
+    assert pairs == [[(2_000, 3.0, 2_500)], [(9_000, 4.0, 9_000)], []]
