@@ -351,7 +351,8 @@ def valid_chain(chain, inputs: int) -> bool:
     before, after = chain[:join], chain[join + 1 :]
     if chain[join].how == "left_semi" and any(step.side == "r" for step in after):
         return False
-    if before and (len(before) > 1 or not (before[0].kind == "dedup" or before[0].processor == "latest")):
+    key_latest = before and before[0].kind == "process" and before[0].processor == "latest"
+    if before and (len(before) > 1 or not (before[0].kind == "dedup" or key_latest)):
         return False
     return inputs == 2 and all(step.kind in AFTER_JOIN for step in after)
 

@@ -461,8 +461,7 @@ def test_a_pruned_event_time_matches_spark(aggregates):
 
 def test_a_side_whose_event_time_is_renamed_after_its_watermark_drops_late_rows_by_the_new_name():
     """A select that renames the watermarked column keeps its watermark (Spark: an alias keeps the column's
-    watermark metadata): the join tests the new name, l_time, for late rows. (The lineage once kept the old
-    name, and the join read a column the rows no longer had.)"""
+    watermark metadata): the join tests the new name, l_time, for late rows."""
     flow = Dataflow("renamed")
     left = (
         flow.source("left", ScriptedSource([[{"key": "k", "ts": 10 * S}], [], [{"key": "k", "ts": 6 * S}]]))
