@@ -307,9 +307,9 @@ def test_a_static_table_may_join_one_side_before_the_join_or_change_between_batc
 
 def test_a_static_table_before_the_join_is_written_on_its_side_and_runs_in_the_engine():
     """A table of key a joined to the right side before an inner join, from batch 1 on of key b: the right
-    row of key a in batch 0 and the one of key b in batch 1 find the table, so each joins its left row; the
-    right row of key a in batch 1 no longer does, and its left row finds no match. The joined rows carry the
-    table's region."""
+    row of key a in batch 0 and the one of key b in batch 1 find the table, so each joins its left rows; the
+    right row of key a in batch 1 no longer finds it and is dropped before the join, so the left row of key a
+    in batch 1 meets only the right row of batch 0, kept in state. The joined rows carry the table's region."""
     join = Stateful("join", how="inner")
     static = StaticTable("inner", "r_key", "r_key", ("a",), before_join=True, changes=((1, ("b",)),))
     plan = RandomPlan(
