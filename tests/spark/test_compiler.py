@@ -2,7 +2,8 @@
 the twin compiled from the lesson's own pipeline agree batch for batch on the default script (one Spark run per
 lesson), and the compiled twin gives the columns, of the same types, as the hand-written one; a few flows of
 the steps no lesson uses (Python maps, filters and flat maps, unions, stream-static joins, a key from a
-function, joins with conditions and USING keys, per-row session gaps) agree too."""
+function, joins with conditions and USING keys, per-row session gaps, event times renamed after their watermark)
+agree too."""
 
 import attrs
 import pytest
@@ -268,3 +269,48 @@ def test_a_join_after_a_process_function_agrees():
     assert result.matches, result.table()
     assert result.rows_matched == 5
     assert "latest.join(" in compiled.source
+
+
+def test_event_times_renamed_after_their_watermarks_agree():
+    """A ``select`` that renames a watermarked column keeps its watermark under the new name, as Spark's alias
+    keeps the column's watermark metadata: a deduplication within the watermark of the renamed left side, then
+    a full outer join of the two renamed sides (only possible when the join sees both renamed columns as event
+    times, to evict its state), agree with Spark batch for batch, late rows dropped by the new names."""
+    left = [
+        [event(1, "a"), event(2, "b"), event(2, "a")],
+        [event(9, "a"), event(1, "c"), event(10, "a")],
+        [event(20, "b")],
+        [event(40, "a"), event(41, "a"), event(3, "b")],
+        [],
+    ]
+    right = [
+        [event(2, "a")],
+        [event(3, "b"), event(10, "a")],
+        [event(2, "c"), event(21, "b")],
+        [event(4, "a")],
+        [event(41, "a")],
+    ]
+    flow = Dataflow("renamed-event-times")
+    lefts = (
+        flow.source("left", ScriptedSource(left))
+        .with_watermark("lw", "ts", "2 seconds")
+        .select("l", l_key="key", l_ts="ts", l_value="value")
+        .drop_duplicates("once", "l_key", within_watermark=True)
+    )
+    rights = (
+        flow.source("right", ScriptedSource(right))
+        .with_watermark("rw", "ts", "2 seconds")
+        .select("r", r_key="key", r_ts="ts")
+    )
+    lefts.key_by("l_key").join(
+        "joined", rights.key_by("r_key"), how="full_outer", between=TimeRange("l_ts", "r_ts", lower=-1000, upper=1000)
+    ).sink("output", CollectingSink())
+    result, compiled = run_both(flow, {"left": FIELDS, "right": FIELDS})
+    assert result.matches, result.table()
+    assert result.rows_matched == 6, result.table()  # a's rows at 2, 9, 10 and 41 s are duplicates
+    assert "dropDuplicatesWithinWatermark" in compiled.source
+    late = run_microbatch(flow, output_mode="append").late_rows()  # in batch 3, behind WM_2 = 10:00:08
+    assert sorted((row.step, row.row.get("l_ts", row.row.get("r_ts"))) for row in late) == [
+        ("joined", event(4, "a")["ts"]),
+        ("once", event(3, "b")["ts"]),
+    ]
