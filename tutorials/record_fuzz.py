@@ -153,7 +153,7 @@ def plan_kind(plan: str) -> str:
             ("sliding windows", "sliding"),
             ("session windows", "session"),
             ("join", "join on key"),
-            ("process function", "process"),  # "process: ..." or, before a join, "process on left: ..."
+            ("process function", "process"),  # "process: ..." or, before a join, "process on left: ..." (or right)
         )
         if word in plan
     ]

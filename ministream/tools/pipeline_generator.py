@@ -80,7 +80,8 @@ class Stateful:
     upper: int | None = None  # join: right.ts - left.ts <= upper
     processor: str = "counter"  # process: "counter" (KeyCounter), "quiet" (QuietKeyCounter, its gap in size) or
     # "latest" (KeyLatest: its output event time, latest, is the event time of a window after it)
-    side: str = "l"  # a window after a join: the side whose columns it reads, "l" (l_key, l_ts...) or "r"
+    side: str = "l"  # a window after a join: the side whose columns it reads, "l" (l_key, l_ts...) or "r"; a
+    # process step before a join: the side it runs on
 
 
 REGIONS = ("north", "south")
@@ -121,8 +122,8 @@ class RandomPlan:
     stateless steps, its chain of stateful steps, its output mode and watermark policy."""
 
     stateful: tuple[Stateful, ...]
-    """The chain, in order: one or two steps; with two inputs, a join, with a dedup before it (on each side) or a
-    window after it (over the joined rows, :data:`AFTER_JOIN`)."""
+    """The chain, in order: one or two steps; with two inputs, a join, with a dedup before it (on each side) or
+    ``KeyLatest`` (on the side the step names), or a window after it (over the joined rows, :data:`AFTER_JOIN`)."""
     inputs: tuple[str, ...] = ("events",)
     delays: tuple[int | None, ...] = (None,)
     stateless: tuple[tuple[Stateless, ...], ...] = ((),)
@@ -199,8 +200,10 @@ def _describe_stateful(step: Stateful, on_each_side: bool = False) -> str:
         bounds = "" if step.lower is None and step.upper is None else f" within [{step.lower}, {step.upper}] ms"
         return f"{step.how} join on key{bounds}"
     if step.kind == "process":
-        if on_each_side:  # before a join: the left side's rows
-            return "process on left: rows per key so far and the batch's latest time, as l_key, l_ts and l_value"
+        if on_each_side:  # before a join: one side's rows
+            side = {"l": "left", "r": "right"}[step.side]
+            names = ", ".join(f"{step.side}_{column}" for column in ("key", "ts")) + f" and {step.side}_value"
+            return f"process on {side}: rows per key so far and the batch's latest time, as {names}"
         if step.processor == "quiet":
             return f"process: rows per key until quiet for {format_duration(step.size)} (event-time timer)"
         if step.processor == "latest":
@@ -332,7 +335,7 @@ makes Spark's optimizer remove the join (``core/outer_join_elimination.py``), an
 
 def valid_chain(chain, inputs: int) -> bool:
     """Whether a chain of stateful steps is one the generator draws: with two inputs, a join, before it a
-    dedup (on each side) or ``KeyLatest`` (on the left side), and after it only a step of :data:`AFTER_JOIN`
+    dedup (on each side) or ``KeyLatest`` (on one side), and after it only a step of :data:`AFTER_JOIN`
     (over the right side, not after a left semi join); with one input, no join.
 
     >>> valid_chain([Stateful("join"), Stateful("tumbling")], 2), valid_chain([Stateful("tumbling")], 2)
@@ -341,7 +344,7 @@ def valid_chain(chain, inputs: int) -> bool:
     (False, True)
     >>> valid_chain([Stateful("join", how="left_semi"), Stateful("tumbling", side="r")], 2)
     False
-    >>> valid_chain([Stateful("process", processor="latest"), Stateful("join")], 2)  # KeyLatest on the left
+    >>> valid_chain([Stateful("process", processor="latest", side="r"), Stateful("join")], 2)  # on the right
     True
     """
     kinds = [step.kind for step in chain]
@@ -444,12 +447,20 @@ def _join_plan(rng: random.Random) -> RandomPlan:
     if chain[0].kind != "dedup" and rng.random() < PROCESS_BEFORE_JOIN:  # drawn last too
         delays = (plan.delays[0] if plan.delays[0] is not None else rng.choice(DELAYS), plan.delays[1])
         plan = attrs.evolve(plan, stateful=(Stateful("process", processor="latest"), *chain), delays=delays)
+        if rng.random() < PROCESS_ON_RIGHT:  # drawn after the left side's watermark, which it then keeps
+            delays = (plan.delays[0], plan.delays[1] if plan.delays[1] is not None else rng.choice(DELAYS))
+            process = Stateful("process", processor="latest", side="r")
+            plan = attrs.evolve(plan, stateful=(process, *chain), delays=delays)
     return plan
 
 
 PROCESS_BEFORE_JOIN = 0.2
-"""The share of join plans (without a dedup before the join) whose left side runs :class:`KeyLatest` before it:
-the join reads its rows, renamed ``l_key``, ``l_ts`` (its output event time, ``latest``) and ``l_value``."""
+"""The share of join plans (without a dedup before the join) with one side running :class:`KeyLatest` before
+it: the join reads its rows, renamed ``l_key``, ``l_ts`` (its output event time, ``latest``) and ``l_value``, or
+``r_key``, ``r_ts`` and ``r_value`` on the right side."""
+
+PROCESS_ON_RIGHT = 0.5
+"""The share of those plans whose :class:`KeyLatest` runs on the right side, not the left."""
 
 
 BEFORE_JOIN = 0.5
@@ -538,8 +549,8 @@ def pipeline_source(plan: RandomPlan) -> str:
     for name, delay, steps in zip(plan.inputs, plan.delays, plan.stateless):
         prefix = f"{name[0]}_" if join else ""  # a join's sides have their own column names (l_key, r_key...)
         columns = ", ".join(f'{prefix}{column}="{prefix}{column}"' for column in ("key", "ts", "value"))
-        # KeyLatest before the join, on the left side: its input keeps the source's names, its rows are renamed
-        processed = join and name == plan.inputs[0] and plan.stateful[0].kind == "process"
+        # KeyLatest before the join, on its side: its input keeps the source's names, its rows are renamed
+        processed = join and plan.stateful[0].kind == "process" and prefix == f"{plan.stateful[0].side}_"
         if join and not processed:
             renames = ", ".join(f'{prefix}{column}="{column}"' for column in ("key", "ts", "value"))
             body.append(f'{name} = {name}.select("{name}_columns", {renames})')
@@ -552,9 +563,10 @@ def pipeline_source(plan: RandomPlan) -> str:
         if delay is not None:
             body.append(f'{name} = {name}.with_watermark("{name}_watermark", "{named}ts", "{format_duration(delay)}")')
         body += [line for line, step in zip(stateless, steps) if step.kind != "map"]
-        if processed:  # its output event time, latest, is the left side's event time in the join (l_ts)
+        if processed:  # its output event time, latest, is the side's event time in the join (l_ts or r_ts)
             body.append(f"{name} = {name}.{_stateful_call(plan.stateful[0], 'process', plan)}")
-            body.append(f'{name} = {name}.select("{name}_columns", l_key="key", l_ts="latest", l_value="value")')
+            renames = f'{prefix}key="key", {prefix}ts="latest", {prefix}value="value"'
+            body.append(f'{name} = {name}.select("{name}_columns", {renames})')
         elif join and any(step.kind == "map" for step in steps):  # a join must know each side's columns
             body.append(f'{name} = {name}.select("{name}_known_columns", {columns})')
         if join and plan.stateful[0].kind == "dedup":  # a join's dedup runs on each side, on its own columns

@@ -69,14 +69,24 @@ def smaller_plans(plan: RandomPlan) -> list[RandomPlan]:
         for candidate in candidates
         if plan.output_mode in modes_for(candidate.stateful)
         and valid_chain(candidate.stateful, len(candidate.inputs))  # two inputs: a join, and only a window after it
-        and (candidate.delays[0] is not None or not _event_time_timers(candidate))
+        and all(candidate.delays[side] is not None for side in _event_time_sides(candidate))
     ]
 
 
-def _event_time_timers(plan: RandomPlan) -> bool:
-    """Whether a step of ``plan`` runs in event-time mode (timers, or an output event time), which needs a
-    watermark."""
-    return any(step.kind == "process" and step.processor in ("quiet", "latest") for step in plan.stateful)
+def _event_time_sides(plan: RandomPlan) -> set[int]:
+    """The inputs (0, or 1 on a join's right side) of the steps of ``plan`` that run in event-time mode
+    (timers, or an output event time): each needs a watermark.
+
+    >>> from ministream.tools.pipeline_generator import Stateful
+    >>> process = Stateful("process", processor="latest", side="r")
+    >>> _event_time_sides(RandomPlan(stateful=(process, Stateful("join")), inputs=("left", "right")))
+    {1}
+    """
+    return {
+        0 if step.side == "l" else 1
+        for step in plan.stateful
+        if step.kind == "process" and step.processor in ("quiet", "latest")
+    }
 
 
 def _replace(items: tuple, index: int, value) -> tuple:

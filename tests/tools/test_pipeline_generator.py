@@ -163,11 +163,16 @@ def test_process_steps_are_drawn_with_every_processor_and_a_watermark_for_event_
     """Over 300 seeds, process steps are drawn with each processor of tools/random_processors.py, in append or
     update mode; the quiet-key counter (event-time timers) and KeyLatest (an output event time) always have a
     watermark; a window or a deduplication after KeyLatest runs in append mode (Spark chains stateful steps in
-    append mode only), and a filter on the count may follow a process step alone."""
+    append mode only), a KeyLatest before a join runs on either side, and a filter on the count may follow a
+    process step alone."""
     steps = [(plan, plan.stateful[0]) for plan in PLANS if plan.stateful[0].kind == "process"]
     assert {step.processor for _, step in steps} == {"counter", "quiet", "latest"}
     assert {plan.output_mode for plan, _ in steps} == {"append", "update"}
-    assert all(plan.delays[0] is not None for plan, step in steps if step.processor in ("quiet", "latest"))
+    side = {"l": 0, "r": 1}  # a process step before a join runs on one side: that side's watermark
+    assert all(
+        plan.delays[side[step.side]] is not None for plan, step in steps if step.processor in ("quiet", "latest")
+    )
+    assert {step.side for plan, step in steps if len(plan.inputs) == 2} == {"l", "r"}
     chained = [plan for plan, _ in steps if len(plan.stateful) == 2]
     assert chained and {plan.output_mode for plan in chained} == {"append"}
     assert all(plan.stateful[0].processor == "latest" for plan in chained)
@@ -370,3 +375,40 @@ def test_key_latest_before_a_join_is_written_on_the_left_side_and_runs_in_the_en
     output = [batch.rows for batch in plan_lesson(plan, "latest_join").run(script).output()]
     pairs = [[(row["l_ts"], row["l_value"], row["r_ts"]) for row in batch] for batch in output]
     assert pairs == [[(2_000, 3.0, 2_500)], [(9_000, 4.0, 9_000)], []]
+
+
+def test_key_latest_on_the_right_side_of_a_join_runs_in_the_engine():
+    """KeyLatest on the right side, then an inner join within a second: the right rows are the processor's (one
+    per key and batch: the batch's latest time and value sum), renamed r_key, r_ts and r_value, and r_ts, its
+    output event time, is the join's right event time. The left row at 1.5 s meets a's right row of batch 0
+    (2 s, 1 + 2), not the left row at 0.5 s (more than a second before it); the left row at 9 s meets a's
+    right row of batch 1 (9.5 s)."""
+    join = Stateful("join", how="inner", lower=0, upper=1_000)
+    plan = RandomPlan(
+        stateful=(Stateful("process", processor="latest", side="r"), join),
+        inputs=("left", "right"),
+        delays=(0, 0),
+        stateless=((), ()),
+    )
+    assert pipeline_source(plan).splitlines()[-4:-1] == [
+        '    right = right.with_watermark("right_watermark", "ts", "0 seconds")',
+        (
+            '    right = right.key_by("key").process("process", KeyLatest(), time_mode="event_time", '
+            'event_time_column="latest")'
+        ),
+        '    right = right.select("right_columns", r_key="key", r_ts="latest", r_value="value")',
+    ]
+    assert "process on right: rows per key so far and the batch's latest time, as r_key, r_ts and r_value" in (
+        plan.describe()
+    )
+    rows = {
+        "left": [[(500, 5.0), (1_500, 6.0)], [(9_000, 7.0)]],
+        "right": [[(1_000, 1.0), (2_000, 2.0)], [(9_500, 4.0)]],
+    }
+    script = {
+        side: [[{"ts": ts, "key": "a", "value": value} for ts, value in batch] for batch in batches]
+        for side, batches in rows.items()
+    }
+    output = [batch.rows for batch in plan_lesson(plan, "latest_right").run(script).output()]
+    pairs = [[(row["l_ts"], row["r_ts"], row["r_value"]) for row in batch] for batch in output]
+    assert pairs == [[(1_500, 2_000, 3.0)], [(9_000, 9_500, 4.0)], []]

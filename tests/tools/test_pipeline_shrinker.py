@@ -127,3 +127,15 @@ def test_smaller_plans_may_keep_the_static_table_but_not_its_changes():
     plan = RandomPlan(stateful=(Stateful("aggregate"),), output_mode="update", static=static)
     statics = [candidate.static for candidate in smaller_plans(plan)]
     assert StaticTable("inner") in statics
+
+
+def test_smaller_plans_keep_the_watermark_of_the_side_key_latest_runs_on():
+    """KeyLatest on a join's right side runs in event time: no smaller plan drops the right side's watermark
+    (the left side's may go)."""
+    process = Stateful("process", processor="latest", side="r")
+    plan = RandomPlan(
+        stateful=(process, Stateful("join")), inputs=("left", "right"), delays=(1_000, 1_000), stateless=((), ())
+    )
+    smaller = smaller_plans(plan)
+    assert smaller and all(candidate.delays[1] is not None for candidate in smaller)
+    assert (None, 1_000) in {candidate.delays for candidate in smaller}
