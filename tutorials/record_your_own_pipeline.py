@@ -2,7 +2,7 @@
 
 Each block of the page marked ``<!-- recorded: NAME -->`` is the output of a command run here, in a fresh
 process, exactly as a reader types it (with the project's venv): ``compare`` and ``fuzz`` on the example
-pipeline file, then a local cluster started on its default ports, ``compare --master`` on it, and the cluster
+pipeline file, ``compare`` on the example of two outputs, then a local cluster started on its default ports, ``compare --master`` on it, and the cluster
 stopped. The commands run in a copy of the last commit (``git archive HEAD``), so that work in progress in the
 tree cannot change what is recorded. ``tests/lessons/test_pipeline_file.py`` checks the page's claims.
 
@@ -25,6 +25,7 @@ FILES = "examples/my_pipeline.py --events examples/my-events.jsonl"
 COMMANDS = {
     "compare": f"ministream compare {FILES}",
     "fuzz": "ministream fuzz examples/my_pipeline.py --runs 5 --seed 0",
+    "compare-outputs": "ministream compare examples/two_outputs.py --events examples/my-events.jsonl",
     "cluster-start": "ministream cluster start",
     "compare-cluster": f"ministream compare {FILES} --master {MASTER}",
     "cluster-stop": "ministream cluster stop",
@@ -43,7 +44,7 @@ def run(command: str, here: Path) -> str:
 def main() -> None:
     here = Path(tempfile.mkdtemp(prefix="ministream-record-"))
     commit = snapshot(here)
-    blocks = {name: run(COMMANDS[name], here) for name in ("compare", "fuzz", "cluster-start")}
+    blocks = {name: run(COMMANDS[name], here) for name in ("compare", "fuzz", "compare-outputs", "cluster-start")}
     try:
         blocks["compare-cluster"] = run(COMMANDS["compare-cluster"], here)
     finally:

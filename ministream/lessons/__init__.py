@@ -68,11 +68,15 @@ def compare_lesson(
     parallelism: int = 1,
     seed: int = 0,
     master: str | None = None,
+    output: str | None = None,
 ) -> Comparison:
-    """Run a lesson in ministream and in Spark on the same script and compare them batch by batch.
+    """Run a lesson in ministream and in Spark on the same script and compare them batch by batch: one of its
+    outputs (``output``, the first by default; a pipeline file may have several, each its own Spark query).
 
     A lesson that uses processing time (``lesson.replay_spark_clock``) runs Spark first, then ministream with
     the batch timestamps Spark recorded, so that both engines see the same processing time."""
+    lesson = lesson.of_output(output or lesson.outputs[0])
+    sink = lesson.outputs[0]
     if lesson.twin is None:
         raise PipelineError(
             f"lesson {lesson.name!r} has no Spark twin to compare with: Spark has no such concept, and the lesson "
@@ -81,9 +85,9 @@ def compare_lesson(
     if lesson.replay_spark_clock:
         theirs = lesson.run_twin(script, params, master=master)
         timestamps = [batch.processing_time for batch in theirs]
-        ours = lesson.run(script, params, parallelism=parallelism, seed=seed, batch_timestamps=timestamps).output()
-        return compare_batches(ours, theirs)
-    ours = lesson.run(script, params, parallelism=parallelism, seed=seed).output()
+        run = lesson.run(script, params, parallelism=parallelism, seed=seed, batch_timestamps=timestamps)
+        return compare_batches(run.output(sink), theirs)
+    ours = lesson.run(script, params, parallelism=parallelism, seed=seed).output(sink)
     theirs = lesson.run_twin(script, params, master=master)
     return compare_batches(ours, theirs)
 

@@ -120,6 +120,34 @@ class Lesson:
     twin_source: Callable[[], str] | None = None
     """The twin's PySpark code as text, for a twin that a compiler wrote (a pipeline file's,
     ``lessons/pipeline_file.py``); ``None``: the source of the ``twin`` function."""
+    outputs: tuple[str, ...] = ("output",)
+    """The sinks of the pipeline whose rows are compared with the twin's, each its own query in Spark; ``twin``
+    is the first one's query."""
+    twin_of_output: Callable[[str], Any] | None = None
+    """A pipeline with several outputs: the twin of each output's query (it has ``conf`` and ``source`` too,
+    as a pipeline file's compiled twin has)."""
+
+    def of_output(self, output: str) -> Lesson:
+        """The lesson as it compares one of its outputs: that output's twin, its Spark settings and code.
+
+        >>> from ministream.lessons import get_lesson
+        >>> get_lesson("late-data").of_output("output").outputs
+        ('output',)
+        >>> get_lesson("late-data").of_output("alerts")
+        Traceback (most recent call last):
+        ...
+        ministream.errors.PipelineError: lesson 'late-data' has no output 'alerts'; it has: output
+        """
+        if output not in self.outputs:
+            raise PipelineError(f"lesson {self.name!r} has no output {output!r}; it has: {', '.join(self.outputs)}")
+        if len(self.outputs) == 1:
+            return self
+        if self.twin_of_output is None:
+            raise PipelineError(f"lesson {self.name!r} has several outputs, and no twin for each")
+        twin = self.twin_of_output(output)
+        return attrs.evolve(
+            self, twin=twin, spark_conf=twin.conf, twin_source=twin.source, outputs=(output,), twin_of_output=None
+        )
 
     def twin_code(self) -> str:
         """The PySpark code of the twin: what ``ministream twin LESSON`` prints.

@@ -1,7 +1,8 @@
 """A pipeline file: your own pipeline, in a Python file of its own, run and compared like a lesson.
 
 A pipeline file defines the fields of its events and a function that takes the stream of events and returns
-the stream to output; ministream adds the source and the sink, and compiles the plan to its PySpark twin
+the stream to output (or a dict of them, ``{"totals": totals, "alerts": alerts}``: several outputs, each its own
+sink and, in Spark, its own query); ministream adds the source and the sinks, and compiles the plan to its PySpark twin
 (``ministream/spark/compiler/``), so every command that takes a lesson takes the file's path instead
 (``ministream compare my_pipeline.py --events my-events.jsonl``)::
 
@@ -108,7 +109,9 @@ def pipeline_lesson(text: str, filename: str) -> Lesson:
         return build_flow(name, build, script, inputs, fields, filename)
 
     empty = {input_name: [] for input_name in inputs} if len(inputs) > 1 else []
-    twin = CompiledTwinOf(lambda: pipeline(empty, {}), fields, inputs, output_mode, policy, filename)
+    plan = build_flow(name, build, empty, inputs, fields, filename)  # the steps, whatever the events
+    outputs = tuple(step.name for step in plan.sinks)
+    twin = CompiledTwinOf(lambda: pipeline(empty, {}), fields, inputs, output_mode, policy, filename, outputs[0])
 
     return Lesson(
         name=name,
@@ -123,6 +126,8 @@ def pipeline_lesson(text: str, filename: str) -> Lesson:
         spark_conf=twin.conf,
         doc=doc,
         twin_source=twin.source,
+        outputs=outputs,
+        twin_of_output=twin.for_output,
     )
 
 
@@ -131,7 +136,8 @@ def build_flow(
 ) -> Dataflow:
     """The dataflow of a pipeline function on ``script``: a source per input (its columns ``ts`` and the
     fields, so that the plan can check a column's name as it is built), the function's steps, the sink
-    ``output`` (a function that fails says so with the file's line)."""
+    ``output``, or a sink per output when it returns a dict of them (a function that fails says so with the
+    file's line)."""
     flow = Dataflow(name)
     by_input = script if len(inputs) > 1 else {inputs[0]: script}
     columns = ("ts", *(field.name for field in fields))
@@ -145,14 +151,39 @@ def build_flow(
         raise PipelineFileError(f"{filename}: {error}") from None
     except Exception as error:  # the user's code failed: say where, in one line
         raise PipelineFileError(f"{filename}{_line_in(error, filename)}: {call} failed: {_one_line(error)}") from None
-    if not isinstance(result, Stream):
-        kind = "a keyed stream: add a step after key_by(...)" if type(result).__name__ == "KeyedStream" else None
-        raise PipelineFileError(
-            f"{filename}: {call} returned {kind or repr(result)}, not a stream: return the stream to output "
-            "(the last step)"
-        )
-    result.sink("output", CollectingSink())
+    for output, stream in _outputs(result, call, filename).items():
+        if any(step.name == output for step in flow.steps):
+            raise PipelineFileError(
+                f"{filename}: {call} returned an output named {output!r}, the name of one of its steps: an output "
+                "is a step too (its sink), so name it otherwise"
+            )
+        stream.sink(output, CollectingSink())
     return flow
+
+
+def _outputs(result, call: str, filename: str) -> dict[str, Stream]:
+    """What a pipeline function returned, as ``{sink name: stream}``: one stream goes to the sink ``output``;
+    a dict of streams, each to the sink its key names (each sink is its own query in Spark)."""
+    if isinstance(result, dict) and result:
+        for output, stream in result.items():
+            if not isinstance(output, str) or not output.isidentifier():
+                raise PipelineFileError(
+                    f"{filename}: {call} returned an output named {output!r}: name each output like a Python "
+                    'variable, like {"totals": totals, "alerts": alerts}'
+                )
+            _check_stream(stream, f"{call} returned, as output {output!r},", filename)
+        return dict(result)
+    _check_stream(result, f"{call} returned", filename)
+    return {"output": result}
+
+
+def _check_stream(stream, returned: str, filename: str) -> None:
+    if not isinstance(stream, Stream):
+        kind = "a keyed stream: add a step after key_by(...)" if type(stream).__name__ == "KeyedStream" else None
+        raise PipelineFileError(
+            f"{filename}: {returned} {kind or repr(stream)}, not a stream: return the stream to output "
+            "(the last step), or a dict of them"
+        )
 
 
 class CompiledTwinOf:
@@ -161,12 +192,26 @@ class CompiledTwinOf:
     :meth:`source` give the Spark settings it needs and its PySpark code as text."""
 
     def __init__(
-        self, plan, fields: list[Field], inputs: tuple[str, ...], output_mode: str, policy: str, filename: str
+        self,
+        plan,
+        fields: list[Field],
+        inputs: tuple[str, ...],
+        output_mode: str,
+        policy: str,
+        filename: str,
+        output: str = "output",
     ):
         self.plan = plan  # () -> Dataflow: the file's plan on empty inputs (the same steps whatever the events)
         self.fields, self.inputs, self.output_mode, self.filename = fields, inputs, output_mode, filename
         self.policy = policy
+        self.output = output  # the sink whose query this twin is
         self._compiled: Any = None
+
+    def for_output(self, output: str) -> CompiledTwinOf:
+        """The twin of another output of the file: the query that feeds that sink, compiled on its own."""
+        if output == self.output:
+            return self
+        return CompiledTwinOf(self.plan, self.fields, self.inputs, self.output_mode, self.policy, self.filename, output)
 
     def compiled(self):
         """The compiled twin (``CompiledTwin``: ``source``, ``twin``, ``conf``), compiled once."""
@@ -178,6 +223,7 @@ class CompiledTwinOf:
                     self.plan(),
                     {name: list(self.fields) for name in self.inputs},
                     output_mode=self.output_mode,
+                    sink=self.output,
                     watermark_policy=self.policy,
                 )
             except CompileError as error:

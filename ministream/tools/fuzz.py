@@ -163,6 +163,8 @@ class Outcome:
     error: str | None = None
     error_kind: str | None = None
     """Which engine failed and how, e.g. ``"ministream: KeyError"`` or ``"Spark: STREAM_FAILED"``."""
+    output: str | None = None
+    """A pipeline of several outputs: the one that disagreed (or failed in Spark)."""
 
     @property
     def matches(self) -> bool:
@@ -176,7 +178,10 @@ class Outcome:
         return "match" if self.comparison.matches else "differs"
 
     def describe(self) -> str:
-        return self.error if self.error is not None else self.comparison.summary()
+        if self.error is not None:
+            return self.error
+        named = f"output {self.output!r}: " if self.output is not None else ""
+        return named + self.comparison.summary()
 
 
 def check_script(lesson: Lesson, script, params: dict | None = None, parallelism: int = 1) -> Outcome:
@@ -187,15 +192,12 @@ def check_script(lesson: Lesson, script, params: dict | None = None, parallelism
     batch timestamps Spark recorded."""
     from ministream.spark import SparkQueryError
 
+    if len(lesson.outputs) > 1:  # a pipeline file of several outputs: each its own query in Spark
+        return _check_outputs(lesson, script, params, parallelism)
+
     def ours(timestamps=None):
         extra = {"batch_timestamps": timestamps} if timestamps is not None else {}
         return lesson.run(script, params, parallelism=parallelism, **extra).output()
-
-    def crash(error):
-        return Outcome(
-            error=f"ministream failed: {type(error).__name__}: {error}",
-            error_kind=f"ministream: {type(error).__name__}",
-        )
 
     replay = getattr(lesson, "replay_spark_clock", False)
     mine = None
@@ -205,7 +207,7 @@ def check_script(lesson: Lesson, script, params: dict | None = None, parallelism
         except PipelineError:
             raise
         except Exception as error:  # a crash of ministream on these events is a finding, not a stop
-            return crash(error)
+            return _crashed(error)
     try:
         theirs = lesson.run_twin(script, params)
     except SparkQueryError as error:
@@ -216,8 +218,40 @@ def check_script(lesson: Lesson, script, params: dict | None = None, parallelism
         except PipelineError:
             raise
         except Exception as error:
-            return crash(error)
+            return _crashed(error)
     return Outcome(compare_batches(mine, theirs))
+
+
+def _crashed(error: Exception) -> Outcome:
+    """The outcome of a script that crashed ministream."""
+    return Outcome(
+        error=f"ministream failed: {type(error).__name__}: {error}", error_kind=f"ministream: {type(error).__name__}"
+    )
+
+
+def _check_outputs(lesson: Lesson, script, params: dict | None, parallelism: int) -> Outcome:
+    """``check_script`` for a lesson of several outputs: ministream runs once, then each output's twin runs as
+    its own Spark query and is compared with that sink's batches. The outcome is the first output that
+    disagrees (or fails in Spark), named; when all agree, every output's batches together."""
+    from ministream.spark import SparkQueryError
+
+    try:
+        run = lesson.run(script, params, parallelism=parallelism)
+    except PipelineError:
+        raise
+    except Exception as error:  # a crash of ministream on these events is a finding, not a stop
+        return _crashed(error)
+    batches = []
+    for output in lesson.outputs:
+        try:
+            theirs = lesson.of_output(output).run_twin(script, params)
+        except SparkQueryError as error:
+            return Outcome(error=f"output {output!r}: {error}", error_kind=f"Spark: {error.error_class}", output=output)
+        comparison = compare_batches(run.output(output), theirs)
+        if not comparison.matches:
+            return Outcome(comparison, output=output)
+        batches += comparison.batches
+    return Outcome(Comparison(batches))
 
 
 # -- shrinking ----------------------------------------------------------------------------------------------------

@@ -149,11 +149,53 @@ def test_a_wrong_file_is_refused_in_one_line(text, message):
     ids=["keyed", "not-a-stream", "type-error", "plan-refusal"],
 )
 def test_a_pipeline_that_fails_says_where(body, message):
-    """A pipeline function that fails or returns no stream: one line with the file (and its line)."""
-    lesson = pipeline_lesson('FIELDS = {"key": str}\ndef pipeline(events):\n' + body, "f.py")
+    """A pipeline function that fails or returns no stream is refused as the file is loaded (its plan is the
+    same whatever the events): one line with the file (and its line)."""
     with pytest.raises(PipelineFileError) as error:
-        lesson.run([[{"ts": 1, "key": "a"}]])
+        pipeline_lesson('FIELDS = {"key": str}\ndef pipeline(events):\n' + body, "f.py")
     assert str(error.value).startswith(message) and "\n" not in str(error.value)
+
+
+TWO_OUTPUTS = ROOT / "examples" / "two_outputs.py"
+
+
+def test_a_pipeline_may_return_several_outputs():
+    """A dict of streams is several outputs, each its own sink, in the order of the dict: the totals' windows
+    close in the no-data batch 3, and the events over 2 come out in the batch that brought them (3 batches: a
+    query with no state runs no batch without data)."""
+    lesson = load_pipeline_file(TWO_OUTPUTS)
+    assert lesson.outputs == ("per_window", "big_events")
+    run = lesson.run(lesson.read_script(EVENTS))
+    assert [len(batch.rows) for batch in run.output("per_window")] == [0, 0, 0, 2]
+    assert [[row["value"] for row in batch.rows] for batch in run.output("big_events")] == [[10.0], [3.0], [7.0]]
+    assert lesson.of_output("big_events").outputs == ("big_events",)
+
+
+@pytest.mark.parametrize(
+    "returned, message",
+    [
+        ('{"not a name": events}', "f.py: pipeline(events) returned an output named 'not a name': name each output"),
+        ('{"n": events}', "f.py: pipeline(events) returned an output named 'n', the name of one of its steps"),
+        ('{"counts": events.key_by("key")}', "f.py: pipeline(events) returned, as output 'counts', a keyed stream"),
+        ('{"counts": 42}', "f.py: pipeline(events) returned, as output 'counts', 42, not a stream"),
+    ],
+    ids=["name", "step-name", "keyed", "not-a-stream"],
+)
+def test_wrong_outputs_are_refused_in_one_line(returned, message):
+    """Each output is named like a variable, unlike the pipeline's steps, and is a stream."""
+    body = f'    events.key_by("key").aggregate("n", n=Count())\n    return {returned}\n'
+    with pytest.raises(PipelineFileError) as error:
+        pipeline_lesson('from ministream import Count\nFIELDS = {"key": str}\ndef pipeline(events):\n' + body, "f.py")
+    assert str(error.value).startswith(message) and "\n" not in str(error.value)
+
+
+def test_a_crash_and_recovery_takes_a_pipeline_of_one_output(capsys):
+    """``run --crash-at`` recovers one query: a file of two outputs is refused, in one line that names them."""
+    assert run_cli("run", TWO_OUTPUTS, "--events", EVENTS, "--crash-at", 2)[0] == 2
+    assert capsys.readouterr().err.strip() == (
+        "ministream: error: --crash-at recovers a pipeline of one output, and two_outputs has 2 "
+        "(per_window, big_events): return one of them to crash and recover it"
+    )
 
 
 def test_the_command_line_reports_a_missing_file_and_no_events(tmp_path, capsys):
@@ -189,6 +231,31 @@ def test_the_readme_example_matches_spark_as_the_tutorial_records(monkeypatch):
     ), "re-record the page: .venv/bin/python tutorials/record_your_own_pipeline.py"
     assert blocks["compare-cluster"].splitlines()[1:] == blocks["compare"].splitlines()[1:]
     assert blocks["fuzz"].splitlines()[-1] == "my_pipeline: 5 of 5 random scripts match Spark batch for batch (seed 0)"
+
+
+@pytest.mark.spark
+def test_several_outputs_are_compared_and_fuzzed_each_against_its_own_query(monkeypatch):
+    """A file of two outputs: `compare` prints a table per output, each against its own Spark query, as
+    tutorials/your-own-pipeline.md records; `twin` prints both queries; a fuzz check compares both outputs
+    (its batches are both queries' together)."""
+    from ministream.tools.fuzz import check_script
+
+    monkeypatch.chdir(ROOT)
+    blocks = {m["name"]: m["body"] for m in RECORDED.finditer((ROOT / "tutorials/your-own-pipeline.md").read_text())}
+    status, out = run_cli("compare", "examples/two_outputs.py", "--events", "examples/my-events.jsonl")
+    assert status == 0 and out.splitlines()[-1] == "two_outputs: 2 of 2 outputs match batch for batch"
+    assert (
+        blocks["compare-outputs"]
+        == f"$ ministream compare examples/two_outputs.py --events examples/my-events.jsonl\n{out}"
+    ), "re-record the page: .venv/bin/python tutorials/record_your_own_pipeline.py"
+    status, twin = run_cli("twin", "examples/two_outputs.py")
+    assert status == 0 and twin.count("def twin(inputs):") == 2
+    assert "# sink 'per_window': the query's output" in twin and "# sink 'big_events': the query's output" in twin
+    lesson = load_pipeline_file(TWO_OUTPUTS)
+    outcome = check_script(
+        lesson, [[{"ts": 1_000, "key": "a", "value": 3.0}], [{"ts": 30_000, "key": "a", "value": 1.0}]]
+    )
+    assert outcome.matches and len(outcome.comparison.batches) == 3 + 2, outcome.describe()
 
 
 @pytest.mark.spark  # compiling imports the compiler, which writes PySpark
