@@ -138,6 +138,10 @@ class RandomPlan:
     static: StaticTable | None = None
     """A join with a static table, and filters after it: before the stateful steps of one input, right after
     the join of two."""
+    second_output: Stateful | None = None
+    """One input only: a second output, another stateful step over the same rows as the first (after the
+    stateless steps, the watermark and the static table), in the same output mode. The pipeline returns both
+    (``{"output": ..., "second": ...}``): in Spark, two queries, each with its own watermark."""
 
     def describe(self) -> str:
         """The plan in a line of words (the pipeline file's docstring)."""
@@ -163,6 +167,8 @@ class RandomPlan:
                 parts += [_describe_stateless(filter_step, "the joined rows") for filter_step in self.after_join]
             joined = joined or step.kind == "join"
         parts += [_describe_stateless(filter_step, "the output") for filter_step in self.after_keyed]
+        if self.second_output is not None:
+            parts.append(f"a second output: {_describe_stateful(self.second_output)}")
         policy = f", {self.policy} watermark policy" if len(self.inputs) > 1 else ""
         return f"A random pipeline: {'; '.join(parts)} ({self.output_mode} mode{policy})."
 
@@ -258,7 +264,33 @@ def random_plan(rng: random.Random, kinds: tuple[str, ...] | None = None) -> Ran
         plan = attrs.evolve(plan, static=random_static_table(rng, ("key",), ("value",)))
     if first == "process":  # drawn last too
         plan = _after_process(rng, plan)
-    return _changing_table(rng, plan)
+    return _second_output(rng, _changing_table(rng, plan))
+
+
+SECOND_OUTPUT = 0.2
+"""The share of one-input plans that draw a second output (fewer have one: a step the output mode or the
+watermark does not allow is not drawn again)."""
+
+
+def _second_output(rng: random.Random, plan: RandomPlan) -> RandomPlan:
+    """Maybe a second output (drawn last, so that a seed keeps the plan it drew before): an aggregation, a
+    window or a deduplication over the rows the first output's steps read, allowed in the plan's output mode
+    (a window in append mode, or a deduplication within the watermark, only under a watermark).
+
+    >>> plans = [random_plan(random.Random(seed)) for seed in range(300)]
+    >>> seconds = [plan for plan in plans if plan.second_output is not None]
+    >>> sorted({plan.second_output.kind for plan in seconds}), {len(plan.inputs) for plan in seconds}
+    (['aggregate', 'dedup', 'session', 'sliding', 'tumbling'], {1})
+    """
+    if rng.random() >= SECOND_OUTPUT:
+        return plan
+    step = _stateful(rng, rng.choice(("aggregate", "tumbling", "sliding", "session", "dedup")))
+    watermarked = plan.delays[0] is not None
+    if plan.output_mode not in modes_for([step]) or (step.dedup == "within" and not watermarked):
+        return plan
+    if plan.output_mode == "append" and step.kind in WINDOWED and not watermarked:
+        return plan
+    return attrs.evolve(plan, second_output=step)
 
 
 AFTER_PROCESS = 0.4
@@ -576,6 +608,9 @@ def pipeline_source(plan: RandomPlan) -> str:
     stream = plan.inputs[0]
     if plan.static is not None and not join:
         body.append(f"{stream} = {stream}.{_static_call(plan.static)}")
+    if plan.second_output is not None:  # over the same rows as the first output's steps
+        second = plan.second_output
+        body.append(f"second = {stream}.{_stateful_call(second, f'second_{second.kind}', plan)}")
     static_after = plan.static if plan.static is not None and not plan.static.before_join else None
     joined = False  # a step after the join reads its rows: one side's columns, l_key, l_ts and l_value or r_...
     for index, step in enumerate(plan.stateful):
@@ -601,7 +636,10 @@ def pipeline_source(plan: RandomPlan) -> str:
                 f".{_column_filter_call(key_filter, f'key_filter_{i}')}"
                 for i, key_filter in enumerate(plan.after_keyed)
             )
-            body.append(f"return {stream}.{call}{filters}")
+            if plan.second_output is not None:  # two outputs: two sinks, and two queries in Spark
+                body.append(f'return {{"output": {stream}.{call}{filters}, "second": second}}')
+            else:
+                body.append(f"return {stream}.{call}{filters}")
         else:
             body.append(f"{stream} = {stream}.{call}")
     lines += [f"    {line}" for line in body]

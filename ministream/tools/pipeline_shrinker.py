@@ -32,10 +32,14 @@ Check = Callable[[RandomPlan, object], Outcome]
 
 
 def smaller_plans(plan: RandomPlan) -> list[RandomPlan]:
-    """Simpler plans to try, the biggest cut first: one stateful step instead of two, a stateless step less,
-    one aggregate instead of several, no watermark, a watermark delay of 0; only those whose output mode Spark
-    accepts (a cut the engine then refuses, such as append mode without a watermark, is tried and dropped)."""
+    """Simpler plans to try, the biggest cut first: one output instead of two, one stateful step instead of two,
+    a stateless step less, one aggregate instead of several, no watermark, a watermark delay of 0; only those
+    whose output mode Spark accepts (a cut the engine then refuses, such as append mode without a watermark, is
+    tried and dropped)."""
     candidates = []
+    if plan.second_output is not None:  # one output: the first, or the second alone
+        candidates.append(attrs.evolve(plan, second_output=None))
+        candidates.append(attrs.evolve(plan, stateful=(plan.second_output,), second_output=None, after_keyed=()))
     if len(plan.stateful) > 1:
         candidates += [attrs.evolve(plan, stateful=(step,)) for step in plan.stateful]
     for side, steps in enumerate(plan.stateless):

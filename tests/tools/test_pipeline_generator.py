@@ -412,3 +412,47 @@ def test_key_latest_on_the_right_side_of_a_join_runs_in_the_engine():
     output = [batch.rows for batch in plan_lesson(plan, "latest_right").run(script).output()]
     pairs = [[(row["l_ts"], row["r_ts"], row["r_value"]) for row in batch] for batch in output]
     assert pairs == [[(1_500, 2_000, 3.0)], [(9_000, 9_500, 4.0)], []]
+
+
+def test_second_outputs_are_drawn_for_one_input_in_a_mode_spark_accepts():
+    """Over 300 seeds, one-input plans draw a second output of every kind the generator has for it (an
+    aggregation, a window of each kind, a deduplication), each in an output mode Spark accepts for it alone,
+    a window in append mode and a deduplication within the watermark only under a watermark."""
+    seconds = [plan for plan in PLANS if plan.second_output is not None]
+    assert {plan.second_output.kind for plan in seconds} == {"aggregate", "tumbling", "sliding", "session", "dedup"}
+    assert {len(plan.inputs) for plan in seconds} == {1}
+    assert all(plan.output_mode in modes_for([plan.second_output]) for plan in seconds)
+    windowed_in_append = [
+        plan for plan in seconds if plan.output_mode == "append" and plan.second_output.kind != "dedup"
+    ]
+    assert windowed_in_append and all(plan.delays[0] is not None for plan in windowed_in_append)
+    assert all(plan.delays[0] is not None for plan in seconds if plan.second_output.dedup == "within")
+
+
+def test_a_second_output_is_a_second_sink_over_the_same_rows():
+    """A tumbling count with a deduplication by key as its second output: the pipeline returns both, and each
+    output runs as its own query in the engine. The count emits its window once the watermark passes it (the
+    no-data batch 3, after 9 s); the deduplication emits each key's first row as it comes, and runs the same
+    no-data batch, its watermark having moved too (a deduplication under a watermark is a stateful step: Spark
+    gives these 8 batches, measured with ``fuzz.check_script``)."""
+    plan = RandomPlan(
+        stateful=(Stateful("tumbling", size=5_000, aggregates=("count",)),),
+        delays=(0,),
+        second_output=Stateful("dedup", dedup="key"),
+    )
+    lines = pipeline_source(plan).splitlines()
+    assert lines[-2:] == [
+        '    second = events.drop_duplicates("second_dedup", "key")',
+        '    return {"output": events.key_by("key").window("tumbling", Tumbling("5 seconds"), count=Count()), '
+        '"second": second}',
+    ]
+    assert plan.describe().endswith("; a second output: dedup by key (append mode).")
+    script = [
+        [{"ts": ts, "key": key, "value": 1.0} for ts, key in batch]
+        for batch in ([(1_000, "a"), (2_000, "a")], [(3_000, "b")], [(9_000, "a")])
+    ]
+    run = plan_lesson(plan, "two").run(script)
+    counts = [[(row["key"], row["count"]) for row in batch.rows] for batch in run.output("output")]
+    firsts = [[(row["key"], row["ts"]) for row in batch.rows] for batch in run.output("second")]
+    assert counts == [[], [], [], [("a", 2), ("b", 1)]]
+    assert firsts == [[("a", 1_000)], [("b", 3_000)], [], []]

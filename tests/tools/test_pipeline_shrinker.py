@@ -3,6 +3,8 @@ smallest plan and events that still disagree."""
 
 import contextlib
 
+import attrs
+
 from ministream.core.compare import compare_batches
 from ministream.core.results import BatchResult
 from ministream.errors import PipelineError
@@ -139,3 +141,19 @@ def test_smaller_plans_keep_the_watermark_of_the_side_key_latest_runs_on():
     smaller = smaller_plans(plan)
     assert smaller and all(candidate.delays[1] is not None for candidate in smaller)
     assert (None, 1_000) in {candidate.delays for candidate in smaller}
+
+
+def test_smaller_plans_may_drop_the_second_output_or_keep_it_alone():
+    """A plan of two outputs shrinks to its first output alone, or to its second alone (then the only one,
+    without the filters that followed the first)."""
+    plan = RandomPlan(
+        stateful=(Stateful("aggregate"),),
+        delays=(None,),
+        output_mode="update",
+        after_keyed=(Stateless("filter", 1, "key"),),
+        second_output=Stateful("tumbling", size=5_000),
+    )
+    smaller = smaller_plans(plan)
+    assert attrs.evolve(plan, second_output=None) in smaller
+    alone = attrs.evolve(plan, stateful=(Stateful("tumbling", size=5_000),), second_output=None, after_keyed=())
+    assert alone in smaller
