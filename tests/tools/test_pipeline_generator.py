@@ -443,8 +443,10 @@ def test_a_second_output_is_a_second_sink_over_the_same_rows():
     lines = pipeline_source(plan).splitlines()
     assert lines[-2:] == [
         '    second = events.drop_duplicates("second_dedup", "key")',
-        '    return {"output": events.key_by("key").window("tumbling", Tumbling("5 seconds"), count=Count()), '
-        '"second": second}',
+        (
+            '    return {"output": events.key_by("key").window("tumbling", Tumbling("5 seconds"), count=Count()), '
+            '"second": second}'
+        ),
     ]
     assert plan.describe().endswith("; a second output: dedup by key (append mode).")
     script = [
