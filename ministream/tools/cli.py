@@ -229,6 +229,11 @@ def cmd_compare(args, out) -> int:
         lesson = get_lesson(args.lesson)
         if args.compiled:
             lesson = _with_compiled_twin(lesson, params)
+        if args.state and len(lesson.outputs) > 1:
+            raise PipelineError(
+                f"--state compares the state of a pipeline of one output, and {lesson.name} has "
+                f"{len(lesson.outputs)} ({', '.join(lesson.outputs)}): return one of them to compare its state"
+            )
         script = _script(lesson, args, out)
         twin = "the twin compiled from its pipeline" if args.compiled else "Spark"
         results = []

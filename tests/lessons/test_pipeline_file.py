@@ -189,13 +189,17 @@ def test_wrong_outputs_are_refused_in_one_line(returned, message):
     assert str(error.value).startswith(message) and "\n" not in str(error.value)
 
 
-def test_a_crash_and_recovery_takes_a_pipeline_of_one_output(capsys):
-    """``run --crash-at`` recovers one query: a file of two outputs is refused, in one line that names them."""
+def test_a_crash_and_recovery_and_a_state_comparison_take_a_pipeline_of_one_output(capsys):
+    """``run --crash-at`` recovers one query, and ``compare --state`` reads one query's state: a file of two
+    outputs is refused, before anything runs, in one line that names them."""
     assert run_cli("run", TWO_OUTPUTS, "--events", EVENTS, "--crash-at", 2)[0] == 2
-    assert capsys.readouterr().err.strip() == (
+    assert run_cli("compare", TWO_OUTPUTS, "--events", EVENTS, "--state")[0] == 2
+    assert capsys.readouterr().err.splitlines() == [
         "ministream: error: --crash-at recovers a pipeline of one output, and two_outputs has 2 "
-        "(per_window, big_events): return one of them to crash and recover it"
-    )
+        "(per_window, big_events): return one of them to crash and recover it",
+        "ministream: error: --state compares the state of a pipeline of one output, and two_outputs has 2 "
+        "(per_window, big_events): return one of them to compare its state",
+    ]
 
 
 def test_the_command_line_reports_a_missing_file_and_no_events(tmp_path, capsys):
