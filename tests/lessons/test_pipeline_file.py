@@ -195,10 +195,14 @@ def test_a_crash_and_recovery_and_a_state_comparison_take_a_pipeline_of_one_outp
     assert run_cli("run", TWO_OUTPUTS, "--events", EVENTS, "--crash-at", 2)[0] == 2
     assert run_cli("compare", TWO_OUTPUTS, "--events", EVENTS, "--state")[0] == 2
     assert capsys.readouterr().err.splitlines() == [
-        "ministream: error: --crash-at recovers a pipeline of one output, and two_outputs has 2 "
-        "(per_window, big_events): return one of them to crash and recover it",
-        "ministream: error: --state compares the state of a pipeline of one output, and two_outputs has 2 "
-        "(per_window, big_events): return one of them to compare its state",
+        (
+            "ministream: error: --crash-at recovers a pipeline of one output, and two_outputs has 2 "
+            "(per_window, big_events): return one of them to crash and recover it"
+        ),
+        (
+            "ministream: error: --state compares the state of a pipeline of one output, and two_outputs has 2 "
+            "(per_window, big_events): return one of them to compare its state"
+        ),
     ]
 
 
