@@ -147,18 +147,19 @@ def cmd_run(args, out) -> int:
     shown = ", ".join(f"{p.name}={p.show(values[p.name])}" for p in lesson.params)
     if shown:
         print(f"parameters: {shown}", file=out)
-    if args.trace:
-        print(run.trace.format(), file=out)
-        print("output:", file=out)
     for output in lesson.outputs:
-        if len(lesson.outputs) > 1:  # a pipeline file with several outputs: each its own block
-            print(f"output {output!r}:", file=out)
+        query = run.query(output)  # a pipeline file of several outputs: a query each, each its own block
+        if len(lesson.outputs) > 1:
+            print(f"output {output!r} (its own query):", file=out)
+        if args.trace:
+            print(query.trace.format(), file=out)
+            print("output:", file=out)
         if args.model == "continuous":
             print_arrivals(run, out, output)
         else:
             print_batches(run.output(output), out)
-    if args.accounting:
-        print_accounting(run, args.events, dead_letters, out)
+        if args.accounting:
+            print_accounting(query, args.events, dead_letters, out)
     return EXIT_OK
 
 

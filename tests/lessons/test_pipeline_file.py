@@ -171,6 +171,19 @@ def test_a_pipeline_may_return_several_outputs():
     assert lesson.of_output("big_events").outputs == ("big_events",)
 
 
+def test_run_shows_each_output_as_its_own_query():
+    """`run --trace --accounting` on a file of two outputs: a block per output, each with its own query's
+    trace, batches and account of the rows (the filter's query drops the event of value 1 and runs no
+    no-data batch)."""
+    status, out = run_cli("run", TWO_OUTPUTS, "--events", EVENTS, "--trace", "--accounting")
+    assert status == 0
+    first, second = out.split("output 'big_events' (its own query):\n")
+    assert "output 'per_window' (its own query):" in first and "[no-data batch" in first
+    assert "totals: 4 rows in: 4 aggregated; 2 rows out" in first and "big:" not in first
+    assert "big: 4 rows in: 3 passed on, 1 dropped (filtered out)" in second and "no-data" not in second
+    assert [out.count(line) for line in ("every row is accounted for", "batch 2 (watermark")] == [2, 2]
+
+
 @pytest.mark.parametrize(
     "returned, message",
     [
