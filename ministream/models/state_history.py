@@ -34,7 +34,8 @@ from ministream.core.physical import PhysicalGraph
 
 class StateHistory:
     """The keyed state of every stateful step after every batch: ``batches[batch_id][step][table][key]``, keys
-    sorted by their ``repr`` (two engines, or two backends, then list them alike)."""
+    sorted by their ``repr`` (two engines, or two backends, then list them alike); in a dataflow of several
+    queries, each query's steps after its own batch of that id."""
 
     def __init__(self):
         self.batches: dict[int, dict[str, dict[str, dict]]] = {}
@@ -53,7 +54,9 @@ class StateHistory:
                 table: dict(sorted(entries.items(), key=lambda item: repr(item[0])))
                 for table, entries in sorted(tables.items())
             }
-        self.batches[batch.batch_id] = steps
+        # a dataflow of several queries (core/queries.py) calls this after each query's batches: its steps join
+        # those of the queries before it under the same batch id
+        self.batches.setdefault(batch.batch_id, {}).update(steps)
 
     def describe(self, batch_id: int) -> str:
         """The state after one batch, one line per key."""

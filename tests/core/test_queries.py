@@ -9,6 +9,7 @@ from ministream.checkpoints.coordinator import MicroBatchCheckpoints
 from ministream.checkpoints.storage import MemoryStorage
 from ministream.core.queries import split_queries
 from ministream.errors import PipelineError
+from ministream.models.state_history import StateHistory
 
 
 def row(second, key):
@@ -100,3 +101,13 @@ def test_a_checkpoint_location_belongs_to_one_query():
     message = str(caught.value)
     assert message.startswith("dataflow 'two-sinks' runs as 2 queries, one per sink (output, b_output)")
     assert "\n" not in message
+
+
+def test_the_state_history_keeps_every_querys_state_after_each_batch():
+    """``after_batch`` runs after each query's batches: a ``StateHistory`` keeps the state of both queries'
+    windows under each batch id (the second query's state joins the first's, it does not replace it)."""
+    history = StateHistory()
+    run_microbatch(two_sinks(), output_mode="append", after_batch=history)
+    assert set(history.batches[0]) == {"counts", "b_counts"}
+    assert list(history.batches[0]["b_counts"]["windows"]) == ["b"]
+    assert sorted(history.batches[0]["counts"]["windows"]) == ["a", "b"]
