@@ -436,6 +436,11 @@ def cmd_state(args, out) -> int:
     (every batch when N is not given), with the state on the backend asked for; with ``--spark``, also the twin's
     state after the same batches, read with Spark's state data source and laid out as the state diff maps it."""
     lesson = get_lesson(args.lesson)
+    if args.spark and len(lesson.outputs) > 1:
+        raise PipelineError(
+            f"--spark reads the state of a pipeline of one output, and {lesson.name} has {len(lesson.outputs)} "
+            f"({', '.join(lesson.outputs)}): return one of them to read its state in Spark"
+        )
     history = StateHistory()
     lesson.run(
         _script(lesson, args, out),

@@ -203,10 +203,11 @@ def test_wrong_outputs_are_refused_in_one_line(returned, message):
 
 
 def test_a_crash_and_recovery_and_a_state_comparison_take_a_pipeline_of_one_output(capsys):
-    """``run --crash-at`` recovers one query, and ``compare --state`` reads one query's state: a file of two
-    outputs is refused, before anything runs, in one line that names them."""
+    """``run --crash-at`` recovers one query, and ``compare --state`` and ``state --spark`` read one query's
+    state: a file of two outputs is refused, before anything runs, in one line that names them."""
     assert run_cli("run", TWO_OUTPUTS, "--events", EVENTS, "--crash-at", 2)[0] == 2
     assert run_cli("compare", TWO_OUTPUTS, "--events", EVENTS, "--state")[0] == 2
+    assert run_cli("state", TWO_OUTPUTS, "--events", EVENTS, "--spark")[0] == 2
     assert capsys.readouterr().err.splitlines() == [
         (
             "ministream: error: --crash-at recovers a pipeline of one output, and two_outputs has 2 "
@@ -215,6 +216,10 @@ def test_a_crash_and_recovery_and_a_state_comparison_take_a_pipeline_of_one_outp
         (
             "ministream: error: --state compares the state of a pipeline of one output, and two_outputs has 2 "
             "(per_window, big_events): return one of them to compare its state"
+        ),
+        (
+            "ministream: error: --spark reads the state of a pipeline of one output, and two_outputs has 2 "
+            "(per_window, big_events): return one of them to read its state in Spark"
         ),
     ]
 
