@@ -147,19 +147,27 @@ def cmd_run(args, out) -> int:
     shown = ", ".join(f"{p.name}={p.show(values[p.name])}" for p in lesson.params)
     if shown:
         print(f"parameters: {shown}", file=out)
+    # one job (one output, or the continuous model, which runs several as one, as Flink does): one trace and
+    # one account; a micro-batch pipeline of several outputs: a query each, each its own block
+    one_job = all(run.query(output) is run for output in lesson.outputs)
+    if args.trace and one_job:
+        print(run.trace.format(), file=out)
+        print("output:", file=out)
     for output in lesson.outputs:
-        query = run.query(output)  # a pipeline file of several outputs: a query each, each its own block
+        query = run.query(output)
         if len(lesson.outputs) > 1:
-            print(f"output {output!r} (its own query):", file=out)
-        if args.trace:
+            print(f"output {output!r}{'' if one_job else ' (its own query)'}:", file=out)
+        if args.trace and not one_job:
             print(query.trace.format(), file=out)
             print("output:", file=out)
         if args.model == "continuous":
             print_arrivals(run, out, output)
         else:
             print_batches(run.output(output), out)
-        if args.accounting:
+        if args.accounting and not one_job:
             print_accounting(query, args.events, dead_letters, out)
+    if args.accounting and one_job:
+        print_accounting(run, args.events, dead_letters, out)
     return EXIT_OK
 
 

@@ -184,6 +184,19 @@ def test_run_shows_each_output_as_its_own_query():
     assert [out.count(line) for line in ("every row is accounted for", "batch 2 (watermark")] == [2, 2]
 
 
+def test_the_continuous_model_runs_several_outputs_as_one_job():
+    """In the continuous model the two outputs are one job, as in Flink: a block of arrivals per output, and one
+    account of the rows for both (the window's step and the filter's side by side)."""
+    status, out = run_cli("run", TWO_OUTPUTS, "--events", EVENTS, "--model", "continuous", "--accounting")
+    assert status == 0 and "(its own query)" not in out
+    assert [line for line in out.splitlines() if line.startswith("output ")] == [
+        "output 'per_window':",
+        "output 'big_events':",
+    ]
+    assert out.count("every row is accounted for") == 1
+    assert "  big_events: 3 rows in: 3 written to the sink" in out.split("output 'big_events':")[1]
+
+
 @pytest.mark.parametrize(
     "returned, message",
     [
