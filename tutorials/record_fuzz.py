@@ -143,7 +143,15 @@ AGREES = re.compile(r"^(\d+) of \1 batches match; (\d+) of \2 rows match$")
 
 def plan_kind(plan: str) -> str:
     """The stateful steps of a plan's description, in a few words and in the plan's order: ``dedup, then sliding
-    windows``, ``join, then tumbling windows``, ``join, then session windows (right columns)``."""
+    windows``, ``join, then tumbling windows``, ``join, then session windows (right columns)``; a plan of two
+    outputs is its first output's kind, ``and a second output``.
+
+    >>> plan_kind("aggregate per key; a second output: tumbling 5 seconds windows per key (update mode).")
+    'aggregate, and a second output'
+    """
+    plan, second, _ = plan.partition("; a second output: ")
+    if second:
+        return f"{plan_kind(plan)}, and a second output"
     found = [
         (plan.index(word), kind)
         for kind, word in (
