@@ -149,12 +149,12 @@ def cmd_run(args, out) -> int:
         print(f"parameters: {shown}", file=out)
     # one job (one output, or the continuous model, which runs several as one, as Flink does): one trace and
     # one account; a micro-batch pipeline of several outputs: a query each, each its own block
-    one_job = all(run.query(output) is run for output in lesson.outputs)
+    one_job = len(lesson.outputs) == 1 or all(run.query(output) is run for output in lesson.outputs)
     if args.trace and one_job:
         print(run.trace.format(), file=out)
         print("output:", file=out)
     for output in lesson.outputs:
-        query = run.query(output)
+        query = run if one_job else run.query(output)
         if len(lesson.outputs) > 1:
             print(f"output {output!r}{'' if one_job else ' (its own query)'}:", file=out)
         if args.trace and not one_job:
