@@ -344,18 +344,27 @@ def test_a_static_table_before_the_join_is_written_on_its_side_and_runs_in_the_e
     ]
 
 
+def key_latest_before_a_join(side: str) -> RandomPlan:
+    """KeyLatest on one side (``"l"`` or ``"r"``), then an inner join within a second, watermarks of 0 s."""
+    join = Stateful("join", how="inner", lower=0, upper=1_000)
+    process = Stateful("process", processor="latest", side=side)
+    return RandomPlan(stateful=(process, join), inputs=("left", "right"), delays=(0, 0), stateless=((), ()))
+
+
+def rows_of_key_a(rows: dict) -> dict:
+    """A two-input script of key a's rows: ``{side: [[(ts, value), ...] per batch]}``."""
+    return {
+        side: [[{"ts": ts, "key": "a", "value": value} for ts, value in batch] for batch in batches]
+        for side, batches in rows.items()
+    }
+
+
 def test_key_latest_before_a_join_is_written_on_the_left_side_and_runs_in_the_engine():
     """KeyLatest on the left side, then an inner join within a second: the left rows are the processor's (one
     per key and batch: the batch's latest time and value sum), renamed l_key, l_ts and l_value, and l_ts, its
     output event time, is the join's left event time. a's row of batch 0 (2 s, 1 + 2) meets the right row at
     2.5 s, not the one at 1.5 s (before it); a's row of batch 1 (9 s) meets the right row at 9 s."""
-    join = Stateful("join", how="inner", lower=0, upper=1_000)
-    plan = RandomPlan(
-        stateful=(Stateful("process", processor="latest"), join),
-        inputs=("left", "right"),
-        delays=(0, 0),
-        stateless=((), ()),
-    )
+    plan = key_latest_before_a_join("l")
     assert pipeline_source(plan).splitlines()[-6:-3] == [
         '    left = left.with_watermark("left_watermark", "ts", "0 seconds")',
         (
@@ -368,10 +377,7 @@ def test_key_latest_before_a_join_is_written_on_the_left_side_and_runs_in_the_en
         "left": [[(1_000, 1.0), (2_000, 2.0)], [(9_000, 4.0)]],
         "right": [[(2_500, 5.0), (1_500, 6.0)], [(9_000, 7.0)]],
     }
-    script = {
-        side: [[{"ts": ts, "key": "a", "value": value} for ts, value in batch] for batch in batches]
-        for side, batches in rows.items()
-    }
+    script = rows_of_key_a(rows)
     output = [batch.rows for batch in plan_lesson(plan, "latest_join").run(script).output()]
     pairs = [[(row["l_ts"], row["l_value"], row["r_ts"]) for row in batch] for batch in output]
     assert pairs == [[(2_000, 3.0, 2_500)], [(9_000, 4.0, 9_000)], []]
@@ -383,13 +389,7 @@ def test_key_latest_on_the_right_side_of_a_join_runs_in_the_engine():
     output event time, is the join's right event time. The left row at 1.5 s meets a's right row of batch 0
     (2 s, 1 + 2), not the left row at 0.5 s (more than a second before it); the left row at 9 s meets a's
     right row of batch 1 (9.5 s)."""
-    join = Stateful("join", how="inner", lower=0, upper=1_000)
-    plan = RandomPlan(
-        stateful=(Stateful("process", processor="latest", side="r"), join),
-        inputs=("left", "right"),
-        delays=(0, 0),
-        stateless=((), ()),
-    )
+    plan = key_latest_before_a_join("r")
     assert pipeline_source(plan).splitlines()[-4:-1] == [
         '    right = right.with_watermark("right_watermark", "ts", "0 seconds")',
         (
@@ -405,10 +405,7 @@ def test_key_latest_on_the_right_side_of_a_join_runs_in_the_engine():
         "left": [[(500, 5.0), (1_500, 6.0)], [(9_000, 7.0)]],
         "right": [[(1_000, 1.0), (2_000, 2.0)], [(9_500, 4.0)]],
     }
-    script = {
-        side: [[{"ts": ts, "key": "a", "value": value} for ts, value in batch] for batch in batches]
-        for side, batches in rows.items()
-    }
+    script = rows_of_key_a(rows)
     output = [batch.rows for batch in plan_lesson(plan, "latest_right").run(script).output()]
     pairs = [[(row["l_ts"], row["r_ts"], row["r_value"]) for row in batch] for batch in output]
     assert pairs == [[(1_500, 2_000, 3.0)], [(9_000, 9_500, 4.0)], []]
