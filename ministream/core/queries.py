@@ -29,6 +29,7 @@ from __future__ import annotations
 from ministream.core.lineage import upstream
 from ministream.core.plan import Dataflow
 from ministream.core.steps import OperatorSpec, Step
+from ministream.errors import PipelineError
 
 
 def split_queries(flow: Dataflow) -> list[Dataflow]:
@@ -53,3 +54,27 @@ def split_queries(flow: Dataflow) -> list[Dataflow]:
         Dataflow(f"{flow.name}:{sinks[0].name}", [step for step in flow.steps if id(step) in steps])
         for sinks, steps in groups
     ]
+
+
+def query_of(flow: Dataflow, sink: str) -> Dataflow:
+    """The query of ``flow`` that feeds the sink named ``sink`` (:func:`split_queries`): what Spark runs for
+    that one ``writeStream``, and what ministream runs when a command is asked for one output.
+
+    >>> from ministream import CollectingSink, Count, Dataflow, ScriptedSource
+    >>> flow = Dataflow("two-sinks")
+    >>> events = flow.source("events", ScriptedSource([]))
+    >>> events.key_by("key").aggregate("counts", n=Count()).sink("totals", CollectingSink())
+    >>> events.filter("only_b", lambda row: row["key"] == "b", columns="key").sink("b_rows", CollectingSink())
+    >>> [step.name for step in query_of(flow, "b_rows").steps]
+    ['events', 'only_b', 'b_rows']
+    >>> query_of(flow, "counts")
+    Traceback (most recent call last):
+    ...
+    ministream.errors.PipelineError: dataflow 'two-sinks' has no sink 'counts'; its sinks are: totals, b_rows
+    """
+    for query in split_queries(flow):
+        if any(step.name == sink for step in query.sinks):
+            return query
+    raise PipelineError(
+        f"dataflow {flow.name!r} has no sink {sink!r}; its sinks are: {', '.join(step.name for step in flow.sinks)}"
+    )

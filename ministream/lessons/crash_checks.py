@@ -93,7 +93,7 @@ def failure_free_outputs(
     outputs = []
     for p, s in runs:
         # Lesson.run itself: a plain run, not the crash a recovery lesson's own run makes
-        output = Lesson.run(lesson, script, params, parallelism=p, seed=s, model=model).output()
+        output = Lesson.run(lesson, script, params, parallelism=p, seed=s, model=model).output(lesson.outputs[0])
         if not any(same_output(model, output, known) for known in outputs):
             outputs.append(output)
     return outputs
@@ -103,7 +103,7 @@ def restarted_output(
     lesson, script=None, params: dict | None = None, *, after_batch: int, parallelism: int = 1, seed: int = 0
 ) -> list[BatchResult]:
     """What a micro-batch lesson outputs when its query stops after batch ``after_batch`` and starts again from
-    its checkpoint, without a crash (the first sink's batches, both runs together).
+    its checkpoint, without a crash (the batches of the lesson's output, both runs together).
 
     It is the failure-free output, unless the pipeline has several watermarks: a restarted Spark query gets
     back its global watermark but not each input's (``coordinator.MicroBatchCheckpoints.restore``), so until
@@ -120,7 +120,7 @@ def restarted_output(
     script = lesson.default_script if script is None else script
     length = max(len(batches) for batches in script.values()) if isinstance(script, dict) else len(script)
     if after_batch + 1 >= length:
-        return Lesson.run(lesson, script, params, parallelism=parallelism, seed=seed).output()
+        return Lesson.run(lesson, script, params, parallelism=parallelism, seed=seed).output(lesson.outputs[0])
     if isinstance(script, dict):
         cut = {name: batches[: after_batch + 1] for name, batches in script.items()}
     else:
@@ -138,7 +138,10 @@ def restarted_output(
     first, second = lesson.pipeline(cut, values), lesson.pipeline(script, values)
     run_microbatch(first, checkpoints=MicroBatchCheckpoints(storage), no_data_batches=False, **settings)
     run_microbatch(second, checkpoints=MicroBatchCheckpoints(storage), **settings)
-    return first.sinks[0].sink.batches + second.sinks[0].sink.batches
+    sink = lesson.outputs[0]  # the lesson's output, of the sinks of its query
+    return [
+        batch for flow in (first, second) for step in flow.sinks if step.name == sink for batch in step.sink.batches
+    ]
 
 
 def recovered_outputs(
@@ -186,5 +189,5 @@ def check_recovery(
         **settings,
     )
     expected = recovered_outputs(lesson, run, script, params, model=model, parallelism=parallelism, seed=seed)
-    matching = [output for output in expected if same_output(model, run.output(), output)]
+    matching = [output for output in expected if same_output(model, run.output(lesson.outputs[0]), output)]
     return run, (matching or expected)[0], bool(matching)

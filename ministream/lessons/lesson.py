@@ -22,6 +22,7 @@ from typing import Any
 import attrs
 
 from ministream.core.events import Field, read_events
+from ministream.core.queries import query_of
 from ministream.errors import PipelineError
 from ministream.models.continuous import run_continuous
 from ministream.models.microbatch import run_microbatch
@@ -126,9 +127,14 @@ class Lesson:
     twin_of_output: Callable[[str], Any] | None = None
     """A pipeline with several outputs: the twin of each output's query (it has ``conf`` and ``source`` too,
     as a pipeline file's compiled twin has)."""
+    source_file: str | None = None
+    """The pipeline file the lesson was loaded from, as the command line named it (``None``: a lesson of the
+    package, named by its name): what a command that replays it names."""
 
     def of_output(self, output: str) -> Lesson:
-        """The lesson as it compares one of its outputs: that output's twin, its Spark settings and code.
+        """The lesson as one of its outputs: its pipeline runs only the query that feeds that output (as Spark
+        runs one ``writeStream``, ``core/queries.py``), with that query's twin, Spark settings and code: what a
+        command asked for one output (``--output NAME``) runs, recovers from a crash and compares.
 
         >>> from ministream.lessons import get_lesson
         >>> get_lesson("late-data").of_output("output").outputs
@@ -145,8 +151,19 @@ class Lesson:
         if self.twin_of_output is None:
             raise PipelineError(f"lesson {self.name!r} has several outputs, and no twin for each")
         twin = self.twin_of_output(output)
+        whole = self.pipeline
+
+        def pipeline(script, params):
+            return query_of(whole(script, params), output)
+
         return attrs.evolve(
-            self, twin=twin, spark_conf=twin.conf, twin_source=twin.source, outputs=(output,), twin_of_output=None
+            self,
+            pipeline=pipeline,
+            twin=twin,
+            spark_conf=twin.conf,
+            twin_source=twin.source,
+            outputs=(output,),
+            twin_of_output=None,
         )
 
     def twin_code(self) -> str:
