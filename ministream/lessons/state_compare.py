@@ -155,8 +155,8 @@ def stores_of(spec, tables: set[str]) -> list[dict]:
     return [{}]
 
 
-def _stateful_step(lesson: Lesson, values: dict):
-    flow = lesson.pipeline(lesson.default_script, values)
+def _stateful_step(lesson: Lesson, values: dict, script=None):
+    flow = lesson.pipeline(lesson.default_script if script is None else script, values)
     steps = [step for step in flow.steps if step.spec.keyed]
     if lesson.name in LEFT_OUT or len(steps) != 1:
         reason = LEFT_OUT.get(lesson.name, f"it has {len(steps)} keyed steps")
@@ -165,14 +165,19 @@ def _stateful_step(lesson: Lesson, values: dict):
 
 
 def ministream_state_rows(
-    lesson: Lesson, params: dict | None = None, state_backend=None, batch_timestamps: list[int] | None = None
+    lesson: Lesson,
+    params: dict | None = None,
+    state_backend=None,
+    batch_timestamps: list[int] | None = None,
+    script=None,
 ) -> list[BatchResult]:
     """The lesson's keyed state after every batch, as rows of Spark's stores (:func:`state_rows`);
-    ``batch_timestamps``: the processing time of each batch (a lesson on processing time replays Spark's)."""
+    ``batch_timestamps``: the processing time of each batch (a lesson on processing time replays Spark's);
+    ``script``: the events (the lesson's own when ``None``)."""
     values = lesson.resolve_params(params)
-    step = _stateful_step(lesson, values)
+    step = _stateful_step(lesson, values, script)
     history = StateHistory()
-    lesson.run(params=params, state_backend=state_backend, after_batch=history, batch_timestamps=batch_timestamps)
+    lesson.run(script, params, state_backend=state_backend, after_batch=history, batch_timestamps=batch_timestamps)
     return [
         BatchResult(batch_id, None, state_rows(step.spec, steps_state.get(step.name, {})))
         for batch_id, steps_state in sorted(history.batches.items())
@@ -211,9 +216,10 @@ def _plain(*parts) -> tuple:
 
 
 def both_states(
-    lesson: Lesson, params: dict | None = None, state_backend=None, master: str | None = None
+    lesson: Lesson, params: dict | None = None, state_backend=None, master: str | None = None, script=None
 ) -> tuple[list[BatchResult], list[BatchResult]]:
-    """The state after every batch in ministream (on ``state_backend``) and in Spark, as rows of Spark's stores.
+    """The state after every batch in ministream (on ``state_backend``) and in Spark, as rows of Spark's stores,
+    on ``script`` (the lesson's own events when ``None``).
 
     Spark runs first, keeping its checkpoint; a lesson on processing time (``lesson.replay_spark_clock``) then
     runs in ministream with the processing time of each of Spark's batches, so that state written in a batch
@@ -222,11 +228,11 @@ def both_states(
     from ministream.spark.state_reader import state_after_batches
 
     values = lesson.resolve_params(params)
-    spec = _stateful_step(lesson, values).spec
+    spec = _stateful_step(lesson, values, script).spec
     with tempfile.TemporaryDirectory(prefix="ministream-state-") as checkpoint:
-        batches = lesson.run_twin(params=params, master=master, checkpoint_dir=checkpoint)
+        batches = lesson.run_twin(script, params, master=master, checkpoint_dir=checkpoint)
         timestamps = [batch.processing_time for batch in batches] if lesson.replay_spark_clock else None
-        ours = ministream_state_rows(lesson, params, state_backend, timestamps)
+        ours = ministream_state_rows(lesson, params, state_backend, timestamps, script)
         stores = stores_of(spec, {row["store"] for batch in ours for row in batch.rows})
         ids = [batch.batch_id for batch in ours]
         theirs = state_after_batches(checkpoint, ids, stores, spark_state_rows, master=master)
@@ -234,8 +240,9 @@ def both_states(
 
 
 def compare_state(
-    lesson: Lesson, params: dict | None = None, state_backend=None, master: str | None = None
+    lesson: Lesson, params: dict | None = None, state_backend=None, master: str | None = None, script=None
 ) -> Comparison:
     """The state after every batch in ministream (on ``state_backend``) against Spark's, read from the twin's
-    checkpoint with the state data source, store by store (:func:`both_states`)."""
-    return compare_batches(*both_states(lesson, params, state_backend, master))
+    checkpoint with the state data source, store by store (:func:`both_states`), on ``script`` (the lesson's
+    own events when ``None``)."""
+    return compare_batches(*both_states(lesson, params, state_backend, master, script))
