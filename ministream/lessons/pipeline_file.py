@@ -128,6 +128,7 @@ def pipeline_lesson(text: str, filename: str) -> Lesson:
         twin_source=twin.source,
         outputs=outputs,
         twin_of_output=twin.for_output,
+        source_file=filename,
     )
 
 

@@ -5,6 +5,8 @@
     ministream run LESSON --accounting         the same, then where every input row went (core/accounting.py)
     ministream run LESSON --crash-at N         crash after N rows, recover from the last checkpoint
         [--incremental K]                      (K delta checkpoints after each full one)
+    ministream state LESSON [--batch N]        each stateful step's keyed state, per key, after each batch
+        [--spark]                              (and Spark's, read with its state data source)
     ministream compare LESSON | --all          ministream against the PySpark twin, batch by batch
         [--compiled]                           (the twin compiled from the pipeline: spark/compiler)
     ministream fuzz LESSON | --all [--runs N]  ministream against Spark on random events, failures shrunk
@@ -16,7 +18,9 @@
 
 Where a LESSON is taken, the path of a pipeline file (``my_pipeline.py``, ``lessons/pipeline_file.py``) is
 taken too. ``run`` and ``compare`` take ``--events FILE`` (the lesson on your own events, JSON Lines) and
-``--param NAME=VALUE`` (change a window, a delay, a mode...). Exit status: 0 when all is well, 1 when a
+``--param NAME=VALUE`` (change a window, a delay, a mode...). A pipeline file of several outputs runs, compares
+and fuzzes each; ``--output NAME`` takes one of them, the query that feeds it alone (``run --crash-at``,
+``compare --state`` and ``state --spark`` need one query). Exit status: 0 when all is well, 1 when a
 comparison differs, 2 for a mistake in the command, the events or the pipeline (the message says which).
 """
 
@@ -82,6 +86,23 @@ def _script(lesson, args, out, dead_letters: list | None = None):
     return script
 
 
+def _lesson(args):
+    """The lesson or pipeline file a command names; with ``--output NAME``, that one output of it: the query
+    that feeds it, alone, with its own twin (``Lesson.of_output``)."""
+    lesson = get_lesson(args.lesson)
+    return lesson if args.output is None else lesson.of_output(args.output)
+
+
+def _one_output(lesson, option: str, what: str) -> None:
+    """Refuse ``option`` on a pipeline of several outputs, where it needs one query: name them, and the way
+    to choose one."""
+    if len(lesson.outputs) > 1:
+        raise PipelineError(
+            f"{option} {what} one query, and {lesson.name} has {len(lesson.outputs)} outputs, a query each "
+            f"({', '.join(lesson.outputs)}): choose one with --output NAME"
+        )
+
+
 def cmd_lessons(args, out) -> int:
 
     lessons = all_lessons()
@@ -117,7 +138,7 @@ def print_arrivals(run, out, sink: str = "output") -> None:
 
 def cmd_run(args, out) -> int:
 
-    lesson = get_lesson(args.lesson)
+    lesson = _lesson(args)
     params = _params(args.param)
     if args.crash_at is not None:
         return _run_with_crash(lesson, args, params, out)
@@ -155,8 +176,8 @@ def cmd_run(args, out) -> int:
         print("output:", file=out)
     for output in lesson.outputs:
         query = run if one_job else run.query(output)
-        if len(lesson.outputs) > 1:
-            print(f"output {output!r}{'' if one_job else ' (its own query)'}:", file=out)
+        if len(lesson.outputs) > 1 or args.output is not None:
+            print(f"output {output!r}{'' if one_job and args.output is None else ' (its own query)'}:", file=out)
         if args.trace and not one_job:
             print(query.trace.format(), file=out)
             print("output:", file=out)
@@ -187,11 +208,7 @@ def _run_with_crash(lesson, args, params, out) -> int:
     """``run --crash-at N``: crash after N rows, recover from the last complete checkpoint (``lessons/crash_checks.py``),
     print the recovered output and say whether it equals the output of the run without a crash."""
 
-    if len(lesson.outputs) > 1:
-        raise PipelineError(
-            f"--crash-at recovers a pipeline of one output, and {lesson.name} has {len(lesson.outputs)} "
-            f"({', '.join(lesson.outputs)}): return one of them to crash and recover it"
-        )
+    _one_output(lesson, "--crash-at", "crashes and recovers")
     storage = DirectoryStorage(args.checkpoint_dir) if args.checkpoint_dir else MemoryStorage()
     if storage.checkpoint_ids():
         raise PipelineError(
@@ -219,8 +236,8 @@ def _run_with_crash(lesson, args, params, out) -> int:
         print(problem, file=out)
     if args.trace:
         print(run.trace.format(), file=out)
-    print("recovered output:", file=out)
-    print_batches(run.output(), out)
+    print("recovered output:" if args.output is None else f"recovered output {args.output!r}:", file=out)
+    print_batches(run.output(lesson.outputs[0]), out)
     print(
         f"{lesson.name}: the recovered output {'equals' if same else 'DIFFERS FROM'} the output of the run "
         "without a crash",
@@ -235,14 +252,11 @@ def cmd_compare(args, out) -> int:
         raise PipelineError("give a lesson name or --all")
     params = _params(args.param)
     if args.lesson:
-        lesson = get_lesson(args.lesson)
+        lesson = _lesson(args)
         if args.compiled:
             lesson = _with_compiled_twin(lesson, params)
-        if args.state and len(lesson.outputs) > 1:
-            raise PipelineError(
-                f"--state compares the state of a pipeline of one output, and {lesson.name} has "
-                f"{len(lesson.outputs)} ({', '.join(lesson.outputs)}): return one of them to compare its state"
-            )
+        if args.state:
+            _one_output(lesson, "--state", "compares the state of")
         script = _script(lesson, args, out)
         twin = "the twin compiled from its pipeline" if args.compiled else "Spark"
         results = []
@@ -251,7 +265,7 @@ def cmd_compare(args, out) -> int:
                 lesson, script, params, parallelism=args.parallelism, master=args.master, output=output
             )
             results.append(result)
-            named = f"{lesson.name}, output {output!r}" if len(lesson.outputs) > 1 else lesson.name
+            named = f"{lesson.name}, output {output!r}" if len(lesson.outputs) > 1 or args.output else lesson.name
             print(f"{named}: ministream against {twin}, batch by batch", file=out)
             if output == lesson.outputs[0]:
                 for note in optimizer_lines(lesson, script, params):
@@ -262,15 +276,17 @@ def cmd_compare(args, out) -> int:
             agreed = sum(result.matches for result in results)
             print(f"{lesson.name}: {agreed} of {len(results)} outputs match batch for batch", file=out)
         if args.state:
-            state = compare_state(lesson, params, master=args.master)
-            print(f"{lesson.name}: the state after every batch, ministream against Spark's state data source", file=out)
+            state = compare_state(lesson, params, master=args.master, script=script)
+            print(f"{named}: the state after every batch, ministream against Spark's state data source", file=out)
             print(state.table(), file=out)
-            print(f"{lesson.name} state: {state.summary()}", file=out)
+            print(f"{named} state: {state.summary()}", file=out)
             return EXIT_OK if result.matches and state.matches else EXIT_DIFFERS
         return EXIT_OK if all(result.matches for result in results) else EXIT_DIFFERS
     lessons = all_lessons()
     if args.compiled:
         raise PipelineError("--compiled compares one lesson: give its name")
+    if args.output:
+        raise PipelineError("--output chooses an output of one pipeline file: give its path, not --all")
     header = ("lesson", "batches matched", "rows matched", "result")
     widths = [max(len(header[0]), *(len(lesson.name) for lesson in lessons)), len(header[1]), len(header[2])]
 
@@ -330,7 +346,7 @@ def cmd_twin(args, out) -> int:
     lesson's hand-written twin; a pipeline file's twin is the compiled one (it has no other)."""
     from ministream.spark.compiler import compiled_lesson_twin
 
-    lesson = get_lesson(args.lesson)
+    lesson = _lesson(args)
     if lesson.twin_source is not None:
         if args.hand_written or args.param:
             raise PipelineError(
@@ -355,7 +371,9 @@ def cmd_fuzz(args, out) -> int:
         raise PipelineError("give a lesson name, a pipeline file, --all or --pipelines N")
     if args.all and args.param:
         raise PipelineError("--param changes one lesson's parameters: give a lesson name, not --all")
-    lessons = all_lessons() if args.all else [get_lesson(args.lesson)]
+    if args.all and args.output:
+        raise PipelineError("--output chooses an output of one pipeline file: give its path, not --all")
+    lessons = all_lessons() if args.all else [_lesson(args)]
     params = _params(args.param)
     failures = 0
     twins = [lesson for lesson in lessons if lesson.twin is not None]
@@ -388,8 +406,8 @@ def cmd_fuzz(args, out) -> int:
 
 def _fuzz_pipelines(args, out) -> int:
     """``fuzz --pipelines N``: random pipelines against their compiled twins (``tools/pipeline_fuzz.py``)."""
-    if args.lesson or args.all or args.param:
-        raise PipelineError("--pipelines draws its own pipelines: give no lesson, --all or --param with it")
+    if args.lesson or args.all or args.param or args.output:
+        raise PipelineError("--pipelines draws its own pipelines: give no lesson, --all, --param or --output with it")
     if args.pipelines < 1 or args.scripts < 1:
         raise PipelineError("--pipelines and --scripts take a whole number from 1")
     # A bar on stderr counts the scripts; each script's line and the summary print above it, on out.
@@ -443,15 +461,13 @@ def cmd_state(args, out) -> int:
     """``ministream state LESSON [--batch N] [--spark]``: each stateful step's keyed state, per key, after batch N
     (every batch when N is not given), with the state on the backend asked for; with ``--spark``, also the twin's
     state after the same batches, read with Spark's state data source and laid out as the state diff maps it."""
-    lesson = get_lesson(args.lesson)
-    if args.spark and len(lesson.outputs) > 1:
-        raise PipelineError(
-            f"--spark reads the state of a pipeline of one output, and {lesson.name} has {len(lesson.outputs)} "
-            f"({', '.join(lesson.outputs)}): return one of them to read its state in Spark"
-        )
+    lesson = _lesson(args)
+    if args.spark:
+        _one_output(lesson, "--spark", "reads the state of")
     history = StateHistory()
+    script = _script(lesson, args, out)
     lesson.run(
-        _script(lesson, args, out),
+        script,
         _params(args.param),
         parallelism=args.parallelism,
         state_backend=args.state_backend,
@@ -464,7 +480,7 @@ def cmd_state(args, out) -> int:
     for batch_id in batches:
         print(history.describe(batch_id), file=out)
     if args.spark:
-        _, theirs = both_states(lesson, _params(args.param))
+        _, theirs = both_states(lesson, _params(args.param), script=script)  # Spark's side of the diff
         spark = {batch.batch_id: batch.rows for batch in theirs}
         print(
             f"{lesson.name}: Spark's state data source, as the state diff maps it (lessons/state_compare.py)", file=out
@@ -492,6 +508,12 @@ def build_parser() -> argparse.ArgumentParser:
         )
         command.add_argument("--param", action="append", metavar="NAME=VALUE", help="change a parameter")
         command.add_argument("--parallelism", type=int, default=1, help="subtasks per keyed step")
+        output_option(command)
+
+    def output_option(command):
+        command.add_argument(
+            "--output", metavar="NAME", help="one output of a pipeline file of several: the query that feeds it, alone"
+        )
 
     run = commands.add_parser("run", help="run a lesson in ministream and print its batches")
     lesson_options(run)
@@ -549,6 +571,7 @@ def build_parser() -> argparse.ArgumentParser:
     twin.add_argument("lesson", help="a lesson name or a pipeline file")
     twin.add_argument("--param", action="append", metavar="NAME=VALUE", help="change a parameter")
     twin.add_argument("--hand-written", action="store_true", help="print the lesson's hand-written twin instead")
+    output_option(twin)
     twin.set_defaults(handler=cmd_twin)
 
     fuzz = commands.add_parser("fuzz", help="compare ministream with Spark on random events; shrink what differs")
@@ -556,6 +579,7 @@ def build_parser() -> argparse.ArgumentParser:
     fuzz.add_argument("--param", action="append", metavar="NAME=VALUE", help="change a parameter")
     fuzz.add_argument("--parallelism", type=int, default=1, help="subtasks per keyed step")
     fuzz.add_argument("--all", action="store_true", help="every lesson that has a twin")
+    output_option(fuzz)
     fuzz.add_argument("--runs", type=int, default=10, help="random scripts per lesson")
     fuzz.add_argument(
         "--pipelines", type=int, metavar="N", help="N random pipelines against their compiled twins (no lesson)"

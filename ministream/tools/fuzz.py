@@ -197,7 +197,7 @@ def check_script(lesson: Lesson, script, params: dict | None = None, parallelism
 
     def ours(timestamps=None):
         extra = {"batch_timestamps": timestamps} if timestamps is not None else {}
-        return lesson.run(script, params, parallelism=parallelism, **extra).output()
+        return lesson.run(script, params, parallelism=parallelism, **extra).output(lesson.outputs[0])
 
     replay = getattr(lesson, "replay_spark_clock", False)
     mine = None
@@ -381,13 +381,18 @@ class FuzzReport:
 
 
 def reproduce_command(lesson: Lesson, events_file, params: dict | None) -> str:
-    """The command line that replays an events file with the same parameters.
+    """The command line that replays an events file with the same parameters: a pipeline file is named by its
+    path, and one output of it (``--output NAME``, ``Lesson.of_output``) by its name.
 
     >>> from ministream.lessons import get_lesson
     >>> reproduce_command(get_lesson("running-aggregation"), "f.jsonl", {"mode": "complete"})
     'ministream compare running-aggregation --events f.jsonl --param mode=complete'
+    >>> reproduce_command(get_lesson("examples/two_outputs.py").of_output("big_events"), "f.jsonl", {})
+    'ministream compare examples/two_outputs.py --events f.jsonl --output big_events'
     """
-    words = ["ministream", "compare", lesson.name, "--events", str(events_file)]
+    words = ["ministream", "compare", lesson.source_file or lesson.name, "--events", str(events_file)]
+    if lesson.outputs != ("output",) and len(lesson.outputs) == 1:  # one output chosen among several
+        words += ["--output", lesson.outputs[0]]
     for name, value in (params or {}).items():
         words += ["--param", f"{name}={value}"]
     return shlex.join(words)

@@ -10,6 +10,7 @@ import pytest
 from ministream.lessons import compare_lesson, get_lesson
 from ministream.lessons.pipeline_file import PipelineFileError, load_pipeline_file, pipeline_lesson
 from ministream.tools.cli import main
+from ministream.tools.fuzz import check_script
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "my_pipeline.py"
@@ -215,25 +216,55 @@ def test_wrong_outputs_are_refused_in_one_line(returned, message):
     assert str(error.value).startswith(message) and "\n" not in str(error.value)
 
 
-def test_a_crash_and_recovery_and_a_state_comparison_take_a_pipeline_of_one_output(capsys):
+def test_a_crash_and_recovery_and_a_state_comparison_take_one_output(capsys):
     """``run --crash-at`` recovers one query, and ``compare --state`` and ``state --spark`` read one query's
-    state: a file of two outputs is refused, before anything runs, in one line that names them."""
+    state: on a file of two outputs, each is refused without ``--output``, before anything runs, in one line that
+    names the outputs and the way to choose one; an output the file does not have is refused the same way."""
     assert run_cli("run", TWO_OUTPUTS, "--events", EVENTS, "--crash-at", 2)[0] == 2
     assert run_cli("compare", TWO_OUTPUTS, "--events", EVENTS, "--state")[0] == 2
     assert run_cli("state", TWO_OUTPUTS, "--events", EVENTS, "--spark")[0] == 2
+    assert run_cli("run", TWO_OUTPUTS, "--events", EVENTS, "--output", "totals")[0] == 2
+    outputs = "two_outputs has 2 outputs, a query each (per_window, big_events): choose one with --output NAME"
     assert capsys.readouterr().err.splitlines() == [
-        (
-            "ministream: error: --crash-at recovers a pipeline of one output, and two_outputs has 2 "
-            "(per_window, big_events): return one of them to crash and recover it"
-        ),
-        (
-            "ministream: error: --state compares the state of a pipeline of one output, and two_outputs has 2 "
-            "(per_window, big_events): return one of them to compare its state"
-        ),
-        (
-            "ministream: error: --spark reads the state of a pipeline of one output, and two_outputs has 2 "
-            "(per_window, big_events): return one of them to read its state in Spark"
-        ),
+        f"ministream: error: --crash-at crashes and recovers one query, and {outputs}",
+        f"ministream: error: --state compares the state of one query, and {outputs}",
+        f"ministream: error: --spark reads the state of one query, and {outputs}",
+        "ministream: error: lesson 'two_outputs' has no output 'totals'; it has: per_window, big_events",
+    ]
+
+
+def test_one_output_runs_as_its_own_query_alone():
+    """``--output NAME`` (``Lesson.of_output``) runs only the query that feeds that output, as Spark runs one
+    ``writeStream``: the filter's query has no window and no no-data batch, the window's no filter."""
+    lesson = load_pipeline_file(TWO_OUTPUTS).of_output("big_events")
+    script = lesson.read_script(EVENTS)
+    assert [step.name for step in lesson.pipeline(script, {}).steps] == ["events", "watermark", "big", "big_events"]
+    assert [[row["value"] for row in batch.rows] for batch in lesson.run(script).output("big_events")] == [
+        [10.0],
+        [3.0],
+        [7.0],
+    ]
+    status, out = run_cli("run", TWO_OUTPUTS, "--events", EVENTS, "--output", "per_window", "--accounting")
+    assert status == 0 and out.count("output 'per_window' (its own query):") == 1 and "big_events" not in out
+    assert "totals: 4 rows in: 4 aggregated; 2 rows out" in out and "big:" not in out
+
+
+def test_one_output_is_crashed_and_recovered_and_its_state_shown():
+    """``run --crash-at N --output NAME`` crashes the query of that output and recovers it from its last
+    checkpoint: the windows' query gives the output of a run without a crash, its two windows closed in the
+    no-data batch 3; ``state --output NAME`` shows the state of that query's steps alone."""
+    status, out = run_cli("run", TWO_OUTPUTS, "--events", EVENTS, "--output", "per_window", "--crash-at", 2)
+    assert status == 0, out
+    assert "attempt at parallelism 1, from checkpoint 0: ran to the end" in out
+    assert "recovered output 'per_window':\n" in out and "batch 3 (watermark 2024-01-01T10:00:20Z): 2 rows" in out
+    assert out.splitlines()[-1] == "two_outputs: the recovered output equals the output of the run without a crash"
+    status, out = run_cli("run", TWO_OUTPUTS, "--events", EVENTS, "--output", "big_events", "--crash-at", 1)
+    assert status == 0 and out.count("value: ") == 3 and "equals the output of the run without a crash" in out
+    status, out = run_cli("state", TWO_OUTPUTS, "--events", EVENTS, "--output", "per_window", "--batch", 2)
+    assert status == 0
+    assert out.splitlines()[2:4] == [
+        "  totals: windows",
+        "    'a': {(1704103200000, 1704103210000): [2, 4.0], (1704103220000, 1704103230000): [1, 7.0]}",
     ]
 
 
@@ -277,8 +308,6 @@ def test_several_outputs_are_compared_and_fuzzed_each_against_its_own_query(monk
     """A file of two outputs: `compare` prints a table per output, each against its own Spark query, as
     tutorials/your-own-pipeline.md records; `twin` prints both queries; a fuzz check compares both outputs
     (its batches are both queries' together)."""
-    from ministream.tools.fuzz import check_script
-
     monkeypatch.chdir(ROOT)
     blocks = {m["name"]: m["body"] for m in RECORDED.finditer((ROOT / "tutorials/your-own-pipeline.md").read_text())}
     status, out = run_cli("compare", "examples/two_outputs.py", "--events", "examples/my-events.jsonl")
@@ -295,6 +324,30 @@ def test_several_outputs_are_compared_and_fuzzed_each_against_its_own_query(monk
         lesson, [[{"ts": 1_000, "key": "a", "value": 3.0}], [{"ts": 30_000, "key": "a", "value": 1.0}]]
     )
     assert outcome.matches and len(outcome.comparison.batches) == 3 + 2, outcome.describe()
+
+
+@pytest.mark.spark
+def test_one_outputs_state_is_compared_with_its_own_spark_query():
+    """``compare --state --output NAME``: that output's rows and its state after every batch, on the events given
+    with ``--events``, against the Spark query of that output alone (its state read with the state data source);
+    ``state --spark --output NAME`` shows Spark's state of the same query; ``twin`` prints that query alone, and a
+    fuzz check compares that output alone (the 4 batches of the windows' query)."""
+    status, out = run_cli("compare", TWO_OUTPUTS, "--events", EVENTS, "--output", "per_window", "--state")
+    assert status == 0, out
+    assert out.splitlines()[-1] == "two_outputs, output 'per_window' state: 4 of 4 batches match; 8 of 8 rows match"
+    assert "two_outputs, output 'per_window': 4 of 4 batches match; 2 of 2 rows match" in out
+    status, out = run_cli("state", TWO_OUTPUTS, "--events", EVENTS, "--output", "per_window", "--spark", "--batch", 2)
+    assert status == 0
+    assert out.splitlines()[-3:] == [
+        "  default: ('a', 1704103200000, 1704103210000) -> (2, 4.0)",
+        "  default: ('a', 1704103220000, 1704103230000) -> (1, 7.0)",
+        "  default: ('b', 1704103210000, 1704103220000) -> (1, 10.0)",
+    ]
+    status, twin = run_cli("twin", TWO_OUTPUTS, "--output", "big_events")
+    assert status == 0 and twin.count("def twin(inputs):") == 1 and "# sink 'big_events': the query's output" in twin
+    lesson = load_pipeline_file(TWO_OUTPUTS).of_output("per_window")
+    outcome = check_script(lesson, lesson.read_script(EVENTS))
+    assert outcome.matches and len(outcome.comparison.batches) == 4, outcome.describe()
 
 
 @pytest.mark.spark  # compiling imports the compiler, which writes PySpark

@@ -115,14 +115,18 @@ def test_shrinking_stops_at_its_budget(monkeypatch):
 
 
 def test_cli_fuzz_needs_a_lesson_or_all_and_no_param_with_all(capsys):
-    """`ministream fuzz` wants a lesson name (or a pipeline file), --all or --pipelines N, and --param only with
-    one lesson."""
+    """`ministream fuzz` wants a lesson name (or a pipeline file), --all or --pipelines N, and --param and
+    --output only with one lesson (as `compare` does)."""
     assert main(["fuzz"]) == 2
     assert "give a lesson name, a pipeline file, --all or --pipelines N" in capsys.readouterr().err
     assert main(["fuzz", "running-aggregation", "--pipelines", "2"]) == 2
     assert "--pipelines draws its own pipelines: give no lesson" in capsys.readouterr().err
     assert main(["fuzz", "--all", "--param", "gap=5 seconds"]) == 2
     assert "--param changes one lesson's parameters" in capsys.readouterr().err
+    assert main(["fuzz", "--all", "--output", "totals"]) == 2 and main(["compare", "--all", "--output", "totals"]) == 2
+    assert capsys.readouterr().err.splitlines() == 2 * [
+        "ministream: error: --output chooses an output of one pipeline file: give its path, not --all"
+    ]
 
 
 @pytest.mark.spark

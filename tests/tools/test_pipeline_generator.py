@@ -430,8 +430,8 @@ def test_a_second_output_is_a_second_sink_over_the_same_rows():
     """A tumbling count with a deduplication by key as its second output: the pipeline returns both, and each
     output runs as its own query in the engine. The count emits its window once the watermark passes it (the
     no-data batch 3, after 9 s); the deduplication emits each key's first row as it comes, and runs the same
-    no-data batch, its watermark having moved too (a deduplication under a watermark is a stateful step: Spark
-    gives these 8 batches, measured with ``fuzz.check_script``)."""
+    no-data batch, its watermark having moved too (a deduplication under a watermark is a stateful step, and
+    its query runs a batch without data when the watermark moves, as Spark's deduplication asks for one)."""
     plan = RandomPlan(
         stateful=(Stateful("tumbling", size=5_000, aggregates=("count",)),),
         delays=(0,),
