@@ -139,9 +139,10 @@ class RandomPlan:
     """A join with a static table, and filters after it: before the stateful steps of one input, right after
     the join of two."""
     second_output: Stateful | None = None
-    """One input only: a second output, another stateful step over the same rows as the first (after the
-    stateless steps, the watermark and the static table), in the same output mode. The pipeline returns both
-    (``{"output": ..., "second": ...}``): in Spark, two queries, each with its own watermark."""
+    """A second output, another stateful step over the same rows as the first (after the stateless steps, the
+    watermark and the static table), in the same output mode; in a plan of two inputs, over the left side's rows
+    as the join reads them (``l_key``, ``l_ts``, ``l_value``). The pipeline returns both (``{"output": ...,
+    "second": ...}``): in Spark, two queries, each with its own watermark (the second, only the left side's)."""
 
     def describe(self) -> str:
         """The plan in a line of words (the pipeline file's docstring)."""
@@ -168,7 +169,8 @@ class RandomPlan:
             joined = joined or step.kind == "join"
         parts += [_describe_stateless(filter_step, "the output") for filter_step in self.after_keyed]
         if self.second_output is not None:
-            parts.append(f"a second output: {_describe_stateful(self.second_output)}")
+            rows = f" of the {self.inputs[0]} rows" if len(self.inputs) > 1 else ""
+            parts.append(f"a second output{rows}: {_describe_stateful(self.second_output)}")
         policy = f", {self.policy} watermark policy" if len(self.inputs) > 1 else ""
         return f"A random pipeline: {'; '.join(parts)} ({self.output_mode} mode{policy})."
 
@@ -268,23 +270,28 @@ def random_plan(rng: random.Random, kinds: tuple[str, ...] | None = None) -> Ran
 
 
 SECOND_OUTPUT = 0.2
-"""The share of one-input plans that draw a second output (fewer have one: a step the output mode or the
-watermark does not allow is not drawn again)."""
+"""The share of plans that draw a second output (fewer have one: a step the output mode or the watermark does
+not allow is not drawn again)."""
 
 
 def _second_output(rng: random.Random, plan: RandomPlan) -> RandomPlan:
     """Maybe a second output (drawn last, so that a seed keeps the plan it drew before): an aggregation, a
-    window or a deduplication over the rows the first output's steps read, allowed in the plan's output mode
-    (a window in append mode, or a deduplication within the watermark, only under a watermark).
+    window or a deduplication over the rows the first output's steps read (in a plan of two inputs, the left
+    side's), allowed in the plan's output mode (a window in append mode, or a deduplication within the
+    watermark, only under a watermark: the first input's).
 
     >>> plans = [random_plan(random.Random(seed)) for seed in range(300)]
     >>> seconds = [plan for plan in plans if plan.second_output is not None]
-    >>> sorted({plan.second_output.kind for plan in seconds}), {len(plan.inputs) for plan in seconds}
-    (['aggregate', 'dedup', 'session', 'sliding', 'tumbling'], {1})
+    >>> sorted({plan.second_output.kind for plan in seconds}), sorted({len(plan.inputs) for plan in seconds})
+    (['aggregate', 'dedup', 'session', 'sliding', 'tumbling'], [1, 2])
     """
     if rng.random() >= SECOND_OUTPUT:
         return plan
     step = _stateful(rng, rng.choice(("aggregate", "tumbling", "sliding", "session", "dedup")))
+    if len(plan.inputs) > 1 and plan.stateful[0].kind in ("dedup", "process") and plan.stateful[0].side == "l":
+        # the left side's rows come out of a stateful step (a deduplication, KeyLatest), which both outputs would
+        # share: ministream runs outputs that share a step's state as one query (core/queries.py), Spark as two
+        return plan
     watermarked = plan.delays[0] is not None
     if plan.output_mode not in modes_for([step]) or (step.dedup == "within" and not watermarked):
         return plan
@@ -483,7 +490,7 @@ def _join_plan(rng: random.Random) -> RandomPlan:
             delays = (plan.delays[0], plan.delays[1] if plan.delays[1] is not None else rng.choice(DELAYS))
             process = Stateful("process", processor="latest", side="r")
             plan = attrs.evolve(plan, stateful=(process, *chain), delays=delays)
-    return plan
+    return _second_output(rng, plan)  # drawn last too
 
 
 PROCESS_BEFORE_JOIN = 0.2
@@ -608,9 +615,10 @@ def pipeline_source(plan: RandomPlan) -> str:
     stream = plan.inputs[0]
     if plan.static is not None and not join:
         body.append(f"{stream} = {stream}.{_static_call(plan.static)}")
-    if plan.second_output is not None:  # over the same rows as the first output's steps
+    if plan.second_output is not None:  # over the same rows as the first output's steps (the join's left side)
         second = plan.second_output
-        body.append(f"second = {stream}.{_stateful_call(second, f'second_{second.kind}', plan)}")
+        call = _stateful_call(second, f"second_{second.kind}", plan, prefix="l_" if join else "")
+        body.append(f"second = {stream}.{call}")
     static_after = plan.static if plan.static is not None and not plan.static.before_join else None
     joined = False  # a step after the join reads its rows: one side's columns, l_key, l_ts and l_value or r_...
     for index, step in enumerate(plan.stateful):
@@ -706,7 +714,7 @@ def _stateful_call(step: Stateful, name: str, plan: RandomPlan, prefix: str = ""
         time = f', column="{column or prefix + "ts"}"' if prefix or column else ""
         return f'{key}.window("{name}", {assigner}{time}, {aggregates})'
     if step.kind == "dedup":
-        return _dedup_call(step, name)
+        return _dedup_call(step, name, prefix)
     if step.kind == "join":
         between = ""
         if step.lower is not None or step.upper is not None:

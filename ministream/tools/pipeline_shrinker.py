@@ -37,9 +37,10 @@ def smaller_plans(plan: RandomPlan) -> list[RandomPlan]:
     whose output mode Spark accepts (a cut the engine then refuses, such as append mode without a watermark, is
     tried and dropped)."""
     candidates = []
-    if plan.second_output is not None:  # one output: the first, or the second alone
+    if plan.second_output is not None:  # one output: the first, or the second alone (of one input's rows)
         candidates.append(attrs.evolve(plan, second_output=None))
-        candidates.append(attrs.evolve(plan, stateful=(plan.second_output,), second_output=None, after_keyed=()))
+        if len(plan.inputs) == 1:  # after a join, the second reads the left side's renamed columns: kept with it
+            candidates.append(attrs.evolve(plan, stateful=(plan.second_output,), second_output=None, after_keyed=()))
     if len(plan.stateful) > 1:
         candidates += [attrs.evolve(plan, stateful=(step,)) for step in plan.stateful]
     for side, steps in enumerate(plan.stateless):

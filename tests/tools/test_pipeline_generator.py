@@ -411,19 +411,57 @@ def test_key_latest_on_the_right_side_of_a_join_runs_in_the_engine():
     assert pairs == [[(1_500, 2_000, 3.0)], [(9_000, 9_500, 4.0)], []]
 
 
-def test_second_outputs_are_drawn_for_one_input_in_a_mode_spark_accepts():
-    """Over 300 seeds, one-input plans draw a second output of every kind the generator has for it (an
-    aggregation, a window of each kind, a deduplication), each in an output mode Spark accepts for it alone,
-    a window in append mode and a deduplication within the watermark only under a watermark."""
+def test_second_outputs_are_drawn_in_a_mode_spark_accepts():
+    """Over 300 seeds, plans draw a second output of every kind the generator has for it (an aggregation, a
+    window of each kind, a deduplication), each in an output mode Spark accepts for it alone, a window in append
+    mode and a deduplication within the watermark only under a watermark (the first input's); plans of two
+    inputs too, but not those whose left side runs a stateful step (both outputs would share its state)."""
     seconds = [plan for plan in PLANS if plan.second_output is not None]
     assert {plan.second_output.kind for plan in seconds} == {"aggregate", "tumbling", "sliding", "session", "dedup"}
-    assert {len(plan.inputs) for plan in seconds} == {1}
+    assert {len(plan.inputs) for plan in seconds} == {1, 2}
     assert all(plan.output_mode in modes_for([plan.second_output]) for plan in seconds)
     windowed_in_append = [
         plan for plan in seconds if plan.output_mode == "append" and plan.second_output.kind != "dedup"
     ]
     assert windowed_in_append and all(plan.delays[0] is not None for plan in windowed_in_append)
     assert all(plan.delays[0] is not None for plan in seconds if plan.second_output.dedup == "within")
+    joined = [plan for plan in seconds if len(plan.inputs) == 2]
+    assert not [
+        plan for plan in joined if plan.stateful[0].kind in ("dedup", "process") and plan.stateful[0].side == "l"
+    ]
+
+
+def test_a_second_output_of_a_join_plan_is_its_own_query_over_the_left_rows():
+    """In a plan of two inputs, the second output reads the left side's rows as the join does (l_key, l_ts,
+    l_value) and is a query of its own, under the left side's watermark alone: its window [0 s, 5 s) closes in
+    the no-data batch 2, at the left watermark 9 s, where the join's query, under the lower of both watermarks
+    (4.5 s: the right's delay is 5 s), would still wait."""
+    plan = RandomPlan(
+        stateful=(Stateful("join", how="inner", lower=-1_000, upper=1_000),),
+        inputs=("left", "right"),
+        delays=(0, 5_000),
+        stateless=((), ()),
+        output_mode="append",
+        policy="min",
+        second_output=Stateful("tumbling", size=5_000, aggregates=("count",)),
+    )
+    assert plan.describe().endswith(
+        "; a second output of the left rows: tumbling 5 seconds windows per key (append mode, min watermark policy)."
+    )
+    assert (
+        '    second = left.key_by("l_key").window("second_tumbling", Tumbling("5 seconds"), column="l_ts", '
+        "count=Count())"
+    ) in pipeline_source(plan).splitlines()
+    script = rows_of_key_a(
+        {"left": [[(1_000, 1.0), (2_000, 2.0)], [(9_000, 3.0)]], "right": [[(1_500, 1.0)], [(9_500, 2.0)]]}
+    )
+    run = plan_lesson(plan, "joined_two").run(script)
+    joined = [[(row["l_ts"], row["r_ts"]) for row in batch.rows] for batch in run.output("output")]
+    assert joined == [[(1_000, 1_500), (2_000, 1_500)], [(9_000, 9_500)], []]
+    assert [batch.watermark for batch in run.output("output")] == [0, 0, 4_500]
+    second = run.output("second")
+    assert [batch.watermark for batch in second] == [0, 2_000, 9_000]
+    assert [batch.rows for batch in second][2] == [{"l_key": "a", "window_start": 0, "window_end": 5_000, "count": 2}]
 
 
 def test_a_second_output_is_a_second_sink_over_the_same_rows():
