@@ -2,13 +2,15 @@
 
 In Spark each ``writeStream...start()`` is a query of its own: its own micro-batches, its own watermark (from
 the ``withWatermark`` steps that feed *it*), its own no-data batches and its own state, even when two queries
-read the same source. A ministream dataflow may end in several sinks; in the micro-batch model it runs as
-Spark would run it, one query per sink, so that what a sink receives does not depend on the other sinks.
+read the same source, or the same aggregation: each query runs every step that feeds its sink, stateful ones
+included, with state of its own. A ministream dataflow may end in several sinks; in the micro-batch model it
+runs as Spark would run it, one query per sink, so that what a sink receives does not depend on the other
+sinks: a stateful step that feeds two sinks runs in both queries, each time with its own state.
 
-Two sinks stay in one query when they share a stateful step (an operator of your own included): its state
-can serve only one run. That is how a sink of late rows (a window's side output, which Spark does not have) sees the same run as the window's own
-sink. The continuous model is Flink's, where a job with several sinks is one job: it runs the whole dataflow
-at once.
+Two things Spark does not have keep sinks in one query: a step's side output (a window's late rows, lesson
+5), which belongs to the one run that dropped them, and an operator of your own (``OperatorSpec``), whose
+effects outside the engine must happen once. The sinks that read such a step run in one query. The
+continuous model is Flink's, where a job with several sinks is one job: it runs the whole dataflow at once.
 
 The split below: the windows of ``output`` would wait for the slower ``b`` rows if ``only_b``'s watermark
 counted for them; as two queries, each has its own watermark.
@@ -33,27 +35,39 @@ from ministream.errors import PipelineError
 
 
 def split_queries(flow: Dataflow) -> list[Dataflow]:
-    """The queries of ``flow``, one per sink, but for sinks that share a stateful step, which run together; each
-    a dataflow of the steps that feed its sinks, in the flow's order, named after the flow (and its first sink,
-    when there are several queries). A flow with one query comes back as it is."""
-    groups: list[tuple[list[Step], set[int]]] = []  # [(sinks, ids of the steps feeding them)]
+    """The queries of ``flow``, one per sink, each a dataflow of the steps that feed its sink, in the flow's
+    order, named after the flow (and its first sink, when there are several queries); but the sinks that read
+    a step with a side output they take, or an operator of your own, run together. A flow with one query comes
+    back as it is."""
+    groups: list[tuple[list[Step], set[int], set[int]]] = []  # [(sinks, steps feeding them, steps binding them)]
     for sink in flow.sinks:
-        feeding = {id(step) for step in upstream(sink)}
-        stateful = {id(step) for step in upstream(sink) if step.spec.keyed or isinstance(step.spec, OperatorSpec)}
-        joined = [group for group in groups if stateful & group[1]]
-        sinks, steps = [sink], set(feeding)
+        steps = list(upstream(sink))
+        feeding = {id(step) for step in steps}
+        binding = _binding_steps(steps)
+        joined = [group for group in groups if binding & group[1] or group[2] & feeding]
+        sinks = [sink]
         for group in joined:
             groups.remove(group)
             sinks = group[0] + sinks
-            steps |= group[1]
-        groups.append((sinks, steps))
+            feeding |= group[1]
+            binding |= group[2]
+        groups.append((sinks, feeding, binding))
     if len(groups) <= 1:
         return [flow]
     groups.sort(key=lambda group: flow.steps.index(group[0][0]))
     return [
         Dataflow(f"{flow.name}:{sinks[0].name}", [step for step in flow.steps if id(step) in steps])
-        for sinks, steps in groups
+        for sinks, steps, _ in groups
     ]
+
+
+def _binding_steps(steps: list[Step]) -> set[int]:
+    """Of the steps that feed a sink, those whose sinks must share one run: a step whose side output is on the
+    way (its late rows belong to the run that dropped them), and an operator of your own."""
+    binding = {id(step) for step in steps if isinstance(step.spec, OperatorSpec)}
+    for step in steps:
+        binding |= {id(edge.upstream) for edge in step.inputs if edge.output is not None}
+    return binding
 
 
 def query_of(flow: Dataflow, sink: str) -> Dataflow:

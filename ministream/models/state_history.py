@@ -35,7 +35,8 @@ from ministream.core.physical import PhysicalGraph
 class StateHistory:
     """The keyed state of every stateful step after every batch: ``batches[batch_id][step][table][key]``, keys
     sorted by their ``repr`` (two engines, or two backends, then list them alike); in a dataflow of several
-    queries, each query's steps after its own batch of that id."""
+    queries, each query's steps after its own batch of that id (a step in two queries once, or, when their
+    states differ, twice: the second named ``"step (in the query of 'sink')"``)."""
 
     def __init__(self):
         self.batches: dict[int, dict[str, dict[str, dict]]] = {}
@@ -55,8 +56,14 @@ class StateHistory:
                 for table, entries in sorted(tables.items())
             }
         # a dataflow of several queries (core/queries.py) calls this after each query's batches: its steps join
-        # those of the queries before it under the same batch id
-        self.batches.setdefault(batch.batch_id, {}).update(steps)
+        # those of the queries before it under the same batch id. A step that feeds two sinks runs in both their
+        # queries, each with its own state: a state that differs from the one already kept is kept beside it,
+        # named after its query's first sink
+        kept = self.batches.setdefault(batch.batch_id, {})
+        for name, tables in steps.items():
+            if name in kept and kept[name] != tables:
+                name = f"{name} (in the query of {graph.flow.sinks[0].name!r})"
+            kept[name] = tables
 
     def describe(self, batch_id: int) -> str:
         """The state after one batch, one line per key."""

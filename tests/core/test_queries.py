@@ -1,6 +1,6 @@
 """A dataflow with several sinks runs as several Spark queries (``core/queries.py``): one per sink, each with its
-own batches and watermark, but for sinks that share a stateful step (a side output of late rows, say). The same
-flows against Spark, one compiled query per sink: ``tests/spark/test_compiler.py``."""
+own batches, watermark and state, but for sinks that read a step's side output (late rows) or an operator of
+your own. The same flows against Spark, one compiled query per sink: ``tests/spark/test_compiler.py``."""
 
 import pytest
 
@@ -10,6 +10,7 @@ from ministream.checkpoints.storage import MemoryStorage
 from ministream.core.queries import split_queries
 from ministream.errors import PipelineError
 from ministream.models.state_history import StateHistory
+from ministream.operators.buffered_writer import BufferedWriter
 
 
 def row(second, key):
@@ -66,9 +67,10 @@ def test_a_second_sink_does_not_hold_back_the_first():
     assert run.query("b_output").watermarks == [0, 2000, 2000, 2000] and run.watermarks == [0, 2000, 20000, 40000]
 
 
-def test_sinks_that_share_a_stateful_step_are_one_query():
+def test_the_sinks_of_a_step_with_a_side_output_are_one_query():
     """A window's own sink and the sink of its late rows (a side output, which only one run can have) are one
-    query, as are two sinks after one window; two sinks with no stateful step in common are two."""
+    query, and so is a third sink after the same window; so are two sinks after an operator of your own (its
+    effects happen once); two sinks with no such step in common are two."""
     flow = Dataflow("late")
     windows = (
         flow.source("events", ScriptedSource([]))
@@ -81,6 +83,60 @@ def test_sinks_that_share_a_stateful_step_are_one_query():
     windows.filter("big", lambda r: r["n"] > 1, columns="n").sink("big_windows", CollectingSink())
     assert split_queries(flow) == [flow]
     assert [[step.name for step in query.sinks] for query in split_queries(two_sinks())] == [["output"], ["b_output"]]
+    flow = Dataflow("writer")
+    writes = (
+        flow.source("events", ScriptedSource([]))
+        .key_by("key")
+        .operator_step("writer", "buffered_writer", lambda: BufferedWriter(2, id_column="key"))
+    )
+    writes.sink("writes", CollectingSink())
+    writes.filter("full", lambda r: r["rows"] == 2, columns="rows").sink("full_writes", CollectingSink())
+    assert split_queries(flow) == [flow]
+
+
+LEFT = [[row(1, "a"), row(2, "b")], [row(20, "a")], [row(40, "a")], []]
+RIGHT = [[row(1, "a")], [], [], []]
+"""The right input has one row, at 1 s: under a delay of 10 s its watermark stays at 0."""
+
+
+def shared_deduplication(left=LEFT, right=RIGHT, join: bool = True) -> Dataflow:
+    """The first row of each key of ``left``, to two sinks: its windows (``output``), and its inner join with
+    ``right`` (``joined``), whose watermark is 10 s behind."""
+    flow = Dataflow("shared-deduplication")
+    firsts = flow.source("left", ScriptedSource(left)).with_watermark("wm", "ts", 0).drop_duplicates("firsts", "key")
+    firsts.key_by("key").window("counts", Tumbling("5 seconds"), n=Count()).sink("output", CollectingSink())
+    if join:
+        rights = (
+            flow.source("right", ScriptedSource(right))
+            .select("r", r_key="key", r_ts="ts")
+            .with_watermark("r_wm", "r_ts", "10 seconds")
+        )
+        firsts.key_by("key").join("joined_rows", rights.key_by("r_key"), how="inner").sink("joined", CollectingSink())
+    return flow
+
+
+def test_sinks_that_share_a_stateful_step_are_queries_of_their_own_each_with_its_state():
+    """Two sinks after one deduplication, with no side output between them, are two queries, as two
+    ``writeStream`` of one Spark DataFrame are: each runs the deduplication with state of its own, under its own
+    watermark. The windows' query has the left watermark alone, and closes a's and b's first window in batch 2
+    (at 20 s) as the flow without the join does; in one query with the join, the right side's watermark (0 s,
+    under the lower of both) would hold them back for ever."""
+    queries = split_queries(shared_deduplication())
+    assert [[step.name for step in query.steps] for query in queries] == [
+        ["left", "wm", "firsts", "counts", "output"],
+        ["left", "wm", "firsts", "right", "r", "r_wm", "joined_rows", "joined"],
+    ]
+    run = run_microbatch(shared_deduplication(), output_mode="append")
+    alone = run_microbatch(shared_deduplication(join=False), output_mode="append")
+    assert batches(run, "output") == batches(alone, "output")
+    assert batches(run, "output")[2] == (2, 20_000, [("a", 0), ("b", 0)])
+    assert run.query("joined").watermarks == [0, 0, 0, 0]
+    assert [[(r["key"], r["r_ts"]) for r in batch.rows] for batch in run.output("joined")] == [
+        [("a", 1_000)],
+        [],
+        [],
+        [],
+    ]
 
 
 def test_late_rows_come_from_every_query():
@@ -111,3 +167,28 @@ def test_the_state_history_keeps_every_querys_state_after_each_batch():
     assert set(history.batches[0]) == {"counts", "b_counts"}
     assert list(history.batches[0]["b_counts"]["windows"]) == ["b"]
     assert sorted(history.batches[0]["counts"]["windows"]) == ["a", "b"]
+
+
+def test_a_step_in_two_queries_shows_the_state_of_each():
+    """A deduplication within the watermark that feeds two sinks runs in both queries, and forgets its keys as
+    each query's own watermark passes them: after batch 2 the windows' query (left watermark, 20 s) keeps only
+    a's row at 40 s, the join's (right watermark 0 s, under the lower of both) still a and b's first rows. The
+    ``StateHistory`` keeps both, the second named after its query's sink; the same state would be kept once."""
+    flow = Dataflow("shared-within")
+    firsts = (
+        flow.source("left", ScriptedSource(LEFT))
+        .with_watermark("wm", "ts", 0)
+        .drop_duplicates("firsts", "key", within_watermark=True)
+    )
+    firsts.sink("output", CollectingSink())
+    rights = (
+        flow.source("right", ScriptedSource(RIGHT))
+        .select("r", r_key="key", r_ts="ts")
+        .with_watermark("r_wm", "r_ts", "10 seconds")
+    )
+    firsts.key_by("key").join("joined_rows", rights.key_by("r_key"), how="inner").sink("joined", CollectingSink())
+    history = StateHistory()
+    run_microbatch(flow, output_mode="append", after_batch=history)
+    assert history.batches[2]["firsts"] == {"seen": {"a": 40_000}}
+    assert history.batches[2]["firsts (in the query of 'joined')"] == {"seen": {"a": 1_000, "b": 2_000}}
+    assert [name for name in history.batches[0] if name.startswith("firsts")] == ["firsts"]

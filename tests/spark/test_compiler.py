@@ -20,6 +20,7 @@ from ministream.spark.compiler import CompileError, compile_flow, compiled_lesso
 from ministream.spark.compiler.schema import ddl, source_schema
 from ministream.time.ranges import TimeRange
 from ministream.tools.random_processors import KeyLatest
+from tests.core.test_queries import shared_deduplication, two_sinks
 
 pytestmark = pytest.mark.spark
 
@@ -234,8 +235,6 @@ def test_each_sink_is_its_own_query_with_its_own_watermark():
     windows of b's rows under b's own watermark. Each agrees with ministream's sink batch for batch: the first
     query's windows come out as its watermark passes them, though b's stays at 2 s (ministream runs a flow of
     several queries one query at a time, ``core/queries.py``)."""
-    from tests.core.test_queries import two_sinks
-
     script = [[event(1, "a"), event(2, "b")], [event(20, "a")], [event(40, "a")], []]
     flow = two_sinks(script)
     every, compiled = run_both(flow, {"events": FIELDS}, sink="output")
@@ -245,6 +244,21 @@ def test_each_sink_is_its_own_query_with_its_own_watermark():
     only_b, _ = run_both(flow, {"events": FIELDS}, sink="b_output")
     assert only_b.matches, only_b.table()
     assert only_b.rows_matched == 0 and len(only_b.batches) == 4
+
+
+def test_two_sinks_after_one_deduplication_are_two_queries_each_with_its_state():
+    """Two sinks after one deduplication: its windows, and its join with a right input whose watermark is 10 s
+    behind. Spark runs each ``writeStream`` as a query with its own deduplication state and its own watermark,
+    and so does ministream (``core/queries.py``): both queries agree batch for batch, the windows closing in
+    batch 2 under the left watermark alone (in one query with the join's they would wait for ever)."""
+    flow = shared_deduplication()
+    fields = {"left": FIELDS, "right": FIELDS}
+    windows, compiled = run_both(flow, fields, sink="output")
+    assert windows.matches, windows.table()
+    assert windows.rows_matched == 2 and "The sink 'joined' is another query, not compiled here." in compiled.source
+    joined, _ = run_both(flow, fields, sink="joined")
+    assert joined.matches, joined.table()
+    assert joined.rows_matched == 1
 
 
 def test_a_join_after_a_process_function_agrees():
