@@ -288,10 +288,6 @@ def _second_output(rng: random.Random, plan: RandomPlan) -> RandomPlan:
     if rng.random() >= SECOND_OUTPUT:
         return plan
     step = _stateful(rng, rng.choice(("aggregate", "tumbling", "sliding", "session", "dedup")))
-    if len(plan.inputs) > 1 and plan.stateful[0].kind in ("dedup", "process") and plan.stateful[0].side == "l":
-        # the left side's rows come out of a stateful step (a deduplication, KeyLatest), which both outputs would
-        # share: ministream runs outputs that share a step's state as one query (core/queries.py), Spark as two
-        return plan
     watermarked = plan.delays[0] is not None
     if plan.output_mode not in modes_for([step]) or (step.dedup == "within" and not watermarked):
         return plan
