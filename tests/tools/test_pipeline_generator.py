@@ -429,20 +429,25 @@ def test_second_outputs_are_drawn_in_a_mode_spark_accepts():
     assert [plan for plan in joined if plan.stateful[0].kind == "dedup"]  # over the left side's deduplicated rows
 
 
+JOIN_WITH_A_SECOND_OUTPUT = RandomPlan(
+    stateful=(Stateful("join", how="inner", lower=-1_000, upper=1_000),),
+    inputs=("left", "right"),
+    delays=(0, 5_000),
+    stateless=((), ()),
+    output_mode="append",
+    policy="min",
+    second_output=Stateful("tumbling", size=5_000, aggregates=("count",)),
+)
+"""An inner join within a second, and a tumbling count of the left rows as a second output; the right side's
+watermark is 5 s behind the left's."""
+
+
 def test_a_second_output_of_a_join_plan_is_its_own_query_over_the_left_rows():
     """In a plan of two inputs, the second output reads the left side's rows as the join does (l_key, l_ts,
     l_value) and is a query of its own, under the left side's watermark alone: its window [0 s, 5 s) closes in
     the no-data batch 2, at the left watermark 9 s, where the join's query, under the lower of both watermarks
     (4.5 s: the right's delay is 5 s), would still wait."""
-    plan = RandomPlan(
-        stateful=(Stateful("join", how="inner", lower=-1_000, upper=1_000),),
-        inputs=("left", "right"),
-        delays=(0, 5_000),
-        stateless=((), ()),
-        output_mode="append",
-        policy="min",
-        second_output=Stateful("tumbling", size=5_000, aggregates=("count",)),
-    )
+    plan = JOIN_WITH_A_SECOND_OUTPUT
     assert plan.describe().endswith(
         "; a second output of the left rows: tumbling 5 seconds windows per key (append mode, min watermark policy)."
     )

@@ -11,6 +11,7 @@ from ministream.errors import PipelineError
 from ministream.tools.fuzz import Outcome, rows_in, shrink_candidates
 from ministream.tools.pipeline_generator import RandomPlan, Stateful, Stateless, StaticTable, plan_lesson
 from ministream.tools.pipeline_shrinker import shrink_pipeline, smaller_plans
+from tests.tools.test_pipeline_generator import JOIN_WITH_A_SECOND_OUTPUT
 
 T = 1_704_103_200_000
 
@@ -162,14 +163,7 @@ def test_smaller_plans_may_drop_the_second_output_or_keep_it_alone():
 def test_the_second_output_of_a_join_plan_is_dropped_not_kept_alone():
     """After a join the second output reads the left side's renamed columns (l_key, l_ts...): the plan shrinks
     to its join alone, first, and never to the second output alone over two inputs."""
-    plan = RandomPlan(
-        stateful=(Stateful("join", how="inner", lower=-1_000, upper=1_000),),
-        inputs=("left", "right"),
-        delays=(0, 0),
-        stateless=((), ()),
-        output_mode="append",
-        second_output=Stateful("tumbling", size=5_000),
-    )
+    plan = JOIN_WITH_A_SECOND_OUTPUT
     smaller = smaller_plans(plan)
     assert smaller[0] == attrs.evolve(plan, second_output=None)
     assert all(candidate.stateful[-1].kind == "join" for candidate in smaller)
