@@ -36,9 +36,9 @@ from ministream.errors import PipelineError
 
 def split_queries(flow: Dataflow) -> list[Dataflow]:
     """The queries of ``flow``, one per sink, each a dataflow of the steps that feed its sink, in the flow's
-    order, named after the flow (and its first sink, when there are several queries); but the sinks that read
-    a step with a side output they take, or an operator of your own, run together. A flow with one query comes
-    back as it is."""
+    order, named after the flow (and its first sink, when there are several queries); but sinks that read the
+    same step, when one of them takes that step's side output or the step is an operator of your own, run
+    together (:func:`_binding_steps`). A flow with one query comes back as it is."""
     groups: list[tuple[list[Step], set[int], set[int]]] = []  # [(sinks, steps feeding them, steps binding them)]
     for sink in flow.sinks:
         steps = list(upstream(sink))
