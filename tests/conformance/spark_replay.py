@@ -249,9 +249,12 @@ class SparkReplay:
                 os.remove(os.path.join(staging, name))
             write_script_files(self.schema, [rows], staging)
             self.files += 1
-            target = os.path.join(self._folder("data"), f"part-{self.files:06d}.parquet")
-            os.rename(os.path.join(staging, os.listdir(staging)[0]), target)
-            os.utime(target, (1_000_000 + self.files, 1_000_000 + self.files))
+            written = os.path.join(staging, os.listdir(staging)[0])
+            # The modification time is set before the file lands: a running query lists the folder every few
+            # milliseconds, and a file seen with today's time would make every later (1970) file older than
+            # the file source's maxFileAge, so that it never reads them.
+            os.utime(written, (1_000_000 + self.files, 1_000_000 + self.files))
+            os.rename(written, os.path.join(self._folder("data"), f"part-{self.files:06d}.parquet"))
         self.pending = []
 
     def _stop(self) -> None:
