@@ -72,12 +72,12 @@ class Run:
     def late_rows(self, step: str | None = None) -> list:
         """The rows the watermark kept out, batch by batch: every entry an operator keeps in its ``late_rows``
         list (``lateness.LateRow``: batch, step, row, window, watermark and the rule), for one step
-        or all (of every query)."""
-        graphs = [run.graph for run in self.queries] or [self.graph]
+        or all. A run of several queries gathers every query's, each named by the query's first sink
+        (``LateRow.query``): a step in two queries may drop a row in one of them only, or in both."""
         found = [
-            late
-            for graph in graphs
-            for name, subtasks in graph.by_step.items()
+            late if len(self.queries) < 2 else attrs.evolve(late, query=next(iter(run.outputs)))
+            for run in self.queries or [self]
+            for name, subtasks in run.graph.by_step.items()
             if step in (None, name)
             for subtask in subtasks
             for late in getattr(subtask.operator, "late_rows", ())

@@ -26,7 +26,10 @@ class LateRow:
     """A row the watermark kept out of a step's state: when, at which step, for which window (``None`` when the
     step has no windows), against which watermark, and the rule, in words.
 
-    ``batch_id`` is ``None`` in the continuous model, which has no batches.
+    ``batch_id`` is ``None`` in the continuous model, which has no batches. ``query`` names the query that
+    dropped the row by its first sink, when the dataflow ran as several queries (``core/queries.py``): a step
+    that feeds two of them runs in each, under each query's own watermark, and may drop a row in one and keep
+    it in the other (``Run.late_rows`` fills it in).
 
     >>> late = LateRow(3, "per_window", {"key": "a", "ts": 9_000}, (0, 10_000), 10_000,
     ...                "end 00:00:10 <= watermark 00:00:10 of the previous batch")
@@ -40,6 +43,7 @@ class LateRow:
     window: tuple[int, int] | None
     watermark: int
     rule: str
+    query: str | None = None
 
 
 def dropped_flags(script, late_rows: list[LateRow]) -> list[bool]:

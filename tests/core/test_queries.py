@@ -99,6 +99,17 @@ RIGHT = [[row(1, "a")], [], [], []]
 """The right input has one row, at 1 s: under a delay of 10 s its watermark stays at 0."""
 
 
+def join_the_right(flow: Dataflow, firsts, right) -> None:
+    """Join ``firsts`` with a second input, ``right`` (its columns renamed ``r_key`` and ``r_ts``, its watermark
+    10 s behind), into the sink ``joined``."""
+    rights = (
+        flow.source("right", ScriptedSource(right))
+        .select("r", r_key="key", r_ts="ts")
+        .with_watermark("r_wm", "r_ts", "10 seconds")
+    )
+    firsts.key_by("key").join("joined_rows", rights.key_by("r_key"), how="inner").sink("joined", CollectingSink())
+
+
 def shared_deduplication(left=LEFT, right=RIGHT, join: bool = True) -> Dataflow:
     """The first row of each key of ``left``, to two sinks: its windows (``output``), and its inner join with
     ``right`` (``joined``), whose watermark is 10 s behind."""
@@ -106,12 +117,21 @@ def shared_deduplication(left=LEFT, right=RIGHT, join: bool = True) -> Dataflow:
     firsts = flow.source("left", ScriptedSource(left)).with_watermark("wm", "ts", 0).drop_duplicates("firsts", "key")
     firsts.key_by("key").window("counts", Tumbling("5 seconds"), n=Count()).sink("output", CollectingSink())
     if join:
-        rights = (
-            flow.source("right", ScriptedSource(right))
-            .select("r", r_key="key", r_ts="ts")
-            .with_watermark("r_wm", "r_ts", "10 seconds")
-        )
-        firsts.key_by("key").join("joined_rows", rights.key_by("r_key"), how="inner").sink("joined", CollectingSink())
+        join_the_right(flow, firsts, right)
+    return flow
+
+
+def shared_within(left=LEFT, right=RIGHT) -> Dataflow:
+    """The first row of each key of ``left`` within the watermark, to two sinks: as it comes (``output``), and
+    joined with ``right`` (``joined``), whose watermark is 10 s behind."""
+    flow = Dataflow("shared-within")
+    firsts = (
+        flow.source("left", ScriptedSource(left))
+        .with_watermark("wm", "ts", 0)
+        .drop_duplicates("firsts", "key", within_watermark=True)
+    )
+    firsts.sink("output", CollectingSink())
+    join_the_right(flow, firsts, right)
     return flow
 
 
@@ -145,8 +165,28 @@ def test_late_rows_come_from_every_query():
     (b's watermark is 2 s), which count it."""
     script = [[row(1, "a"), row(2, "b")], [row(20, "a")], [row(21, "a")], [row(1, "a"), row(1, "b")]]
     run = run_microbatch(two_sinks(script), output_mode="append")
-    assert sorted((late.step, late.row["key"]) for late in run.late_rows()) == [("counts", "a"), ("counts", "b")]
+    assert sorted((late.query, late.step, late.row["key"]) for late in run.late_rows()) == [
+        ("output", "counts", "a"),
+        ("output", "counts", "b"),
+    ]
     assert run.query("b_output").late_rows() == []
+
+
+def test_a_step_in_two_queries_drops_late_rows_under_each_querys_watermark():
+    """A deduplication within the watermark that feeds two sinks runs in both queries: in batch 3, c at 5 s
+    is late for both, e at 15 s only for the query of ``output``, whose watermark (the left input's alone, 20 s
+    in batch 2) is ahead of the join's (the lower of both, 10 s); ``LateRow.query`` says which query dropped
+    it."""
+    left = [[row(1, "a"), row(2, "b")], [row(20, "a")], [row(40, "a")], [row(5, "c"), row(15, "e")]]
+    right = [[row(1, "a")], [row(20, "z")], [], []]  # its watermark: 10 s from batch 2 on
+    run = run_microbatch(shared_within(left, right), output_mode="append")
+    assert run.watermarks[2] == 20_000 and run.query("joined").watermarks[2] == 10_000
+    assert sorted((late.query, late.batch_id, late.row["key"], late.watermark) for late in run.late_rows()) == [
+        ("joined", 3, "c", 10_000),
+        ("output", 3, "c", 20_000),
+        ("output", 3, "e", 20_000),
+    ]
+    assert [late.query for late in run.query("joined").late_rows()] == [None]  # one query's run names none
 
 
 def test_a_checkpoint_location_belongs_to_one_query():
@@ -171,24 +211,11 @@ def test_the_state_history_keeps_every_querys_state_after_each_batch():
 
 def test_a_step_in_two_queries_shows_the_state_of_each():
     """A deduplication within the watermark that feeds two sinks runs in both queries, and forgets its keys as
-    each query's own watermark passes them: after batch 2 the windows' query (left watermark, 20 s) keeps only
+    each query's own watermark passes them: after batch 2 the query of ``output`` (left watermark, 20 s) keeps only
     a's row at 40 s, the join's (right watermark 0 s, under the lower of both) still a and b's first rows. The
     ``StateHistory`` keeps both, the second named after its query's sink; the same state would be kept once."""
-    flow = Dataflow("shared-within")
-    firsts = (
-        flow.source("left", ScriptedSource(LEFT))
-        .with_watermark("wm", "ts", 0)
-        .drop_duplicates("firsts", "key", within_watermark=True)
-    )
-    firsts.sink("output", CollectingSink())
-    rights = (
-        flow.source("right", ScriptedSource(RIGHT))
-        .select("r", r_key="key", r_ts="ts")
-        .with_watermark("r_wm", "r_ts", "10 seconds")
-    )
-    firsts.key_by("key").join("joined_rows", rights.key_by("r_key"), how="inner").sink("joined", CollectingSink())
     history = StateHistory()
-    run_microbatch(flow, output_mode="append", after_batch=history)
+    run_microbatch(shared_within(), output_mode="append", after_batch=history)
     assert history.batches[2]["firsts"] == {"seen": {"a": 40_000}}
     assert history.batches[2]["firsts (in the query of 'joined')"] == {"seen": {"a": 1_000, "b": 2_000}}
     assert [name for name in history.batches[0] if name.startswith("firsts")] == ["firsts"]
