@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "tutorials" / "differential-testing.md"
 FAILURES = ROOT / "tests" / "data" / "fuzz"
 BLOCK = r"(<!-- fuzz {name} -->\n)(?P<body>.*?)(<!-- /fuzz {name} -->)"
+SECOND_OUTPUT = re.compile(r"; a second output(?: of the \w+ rows)?: ")
 SUMMARY = re.compile(r"^(?P<lesson>[\w-]+): (?P<agreed>\d+) of (?P<runs>\d+) random scripts match Spark", re.M)
 
 VARIANTS = [
@@ -148,10 +149,12 @@ def plan_kind(plan: str) -> str:
 
     >>> plan_kind("aggregate per key; a second output: tumbling 5 seconds windows per key (update mode).")
     'aggregate, and a second output'
+    >>> plan_kind("inner join on key within [0, 1000] ms; a second output of the left rows: session 2 seconds "
+    ...           "windows per key (append mode, min watermark policy).")
+    'join, and a second output'
     """
-    plan, second, _ = plan.partition("; a second output: ")
-    if second:
-        return f"{plan_kind(plan)}, and a second output"
+    if second := SECOND_OUTPUT.search(plan):  # "; a second output: ..." or "; a second output of the left rows: ..."
+        return f"{plan_kind(plan[: second.start()])}, and a second output"
     found = [
         (plan.index(word), kind)
         for kind, word in (
