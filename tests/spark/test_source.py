@@ -7,9 +7,11 @@ import time
 
 import pytest
 from pyspark.sql import functions as F
+from pyspark.sql.types import IntegerType, StructField, StructType
 
 from ministream.core.results import BatchResult
 from ministream.spark import run_query, scripted_stream
+from ministream.spark.source import write_script_files
 from tests.spark.test_collect import BASE, SCHEMA, SOURCES, by_key, ev
 
 pytestmark = pytest.mark.spark
@@ -97,3 +99,33 @@ def test_script_errors_are_caught_before_spark_runs(spark):
         scripted_stream(spark, SCHEMA, [[{"key": "a", "ts": 1, "colour": "red"}]])
     with pytest.raises(TypeError, match="int milliseconds"):
         scripted_stream(spark, SCHEMA, [[{"key": "a", "ts": "2024-01-01T00:00:00Z"}]])
+
+
+def test_a_file_seen_with_a_later_time_hides_older_files_from_the_file_source(spark, tmp_path):
+    """Spark's file source reads only files newer than its newest file seen minus ``maxFileAge`` (7 days): after
+    a file with today's modification time, files dated 1970 are never read. So a file added to a running query's
+    folder must get its time before it lands (``tests/conformance/spark_replay.py``, ``spark-facts.md``)."""
+    schema = StructType([StructField("v", IntegerType())])
+    folder, seen = tmp_path / "data", []
+    folder.mkdir()
+    query = (
+        spark.readStream.schema(schema)
+        .option("maxFilesPerTrigger", 1)
+        .parquet(str(folder))
+        .writeStream.foreachBatch(lambda df, batch_id: seen.append(sorted(row.v for row in df.collect())))
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .start()
+    )
+    try:
+        for n in (1, 2, 3, 4):
+            staging = tmp_path / f"staging-{n}"
+            staging.mkdir()
+            write_script_files(schema, [[{"v": n}]], str(staging))
+            (written,) = staging.iterdir()
+            if n != 2:  # file 2 keeps today's time
+                os.utime(written, (1_000_000 + n, 1_000_000 + n))
+            written.rename(folder / f"part-{n}.parquet")
+            query.processAllAvailable()
+    finally:
+        query.stop()
+    assert seen == [[1], [2]]
