@@ -56,7 +56,8 @@ batches, and ministream runs it so (`ministream/core/queries.py`). The windows o
 watermark, stuck at 2 s."""),
         code("""from ministream import CollectingSink, Count, Dataflow, ScriptedSource, Tumbling, run_microbatch
 
-script = [[{"ts": 1_000, "key": "a"}, {"ts": 2_000, "key": "b"}], [{"ts": 20_000, "key": "a"}]]
+script = [[{"ts": 1_000, "key": "a"}, {"ts": 2_000, "key": "b"}], [{"ts": 20_000, "key": "a"}],
+          [{"ts": 21_000, "key": "a"}], [{"ts": 1_000, "key": "b"}]]
 flow = Dataflow("two-sinks")
 events = flow.source("events", ScriptedSource(script))
 events.with_watermark("wm", "ts", 0).key_by("key").window(
@@ -82,11 +83,21 @@ for sink in ("output", "b_rows"):
     result = compare_batches(two.output(sink), theirs)
     print(sink, result.summary())
     assert result.matches, result.table()"""),
+        markdown("""### Which query dropped a row
+
+b's row at 1 s, in batch 3, comes after the windows' query has emitted its window (0 to 5 s, closed by the
+watermark of 20 s): that query drops it as late. The `b_rows` query has no stateful step, and passes it on.
+`run.late_rows()` gathers the late rows of every query and names the query of each by its first sink
+(`late.query`)."""),
+        code("""for late in two.late_rows():
+    print(late.query, "| batch", late.batch_id, "| step", late.step, "|", late.row, "|", late.rule)
+print("b_rows:", [batch.rows for batch in two.output("b_rows")])"""),
         markdown("""## Recap
 
 - Two watermarked inputs give one watermark: the minimum (default) or the maximum of their proposals.
 - An input with no row yet proposes 0: under `min` nothing is evicted and outer joins stay silent.
 - `max` does not wait: the slower input's rows become late and are dropped.
-- One watermark per query: a dataflow with several sinks is several queries."""),
+- One watermark per query: a dataflow with several sinks is several queries, and a row may be late for one
+  of them only (`late.query` says which)."""),
     ],
 )
