@@ -18,6 +18,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable
 from functools import reduce
+from itertools import islice
 from typing import Any
 
 import attrs
@@ -49,7 +50,11 @@ class AggregateFunction:
 
 
 def _plus(acc, value):
-    return value if acc is None else acc + value
+    if acc is None:  # the first value is kept as it is, not added to anything: a string would pass unnoticed
+        if isinstance(value, str):
+            raise TypeError(f"sum adds up numbers, not {value!r}")  # the engine names the row (core/bad_rows.py)
+        return value
+    return acc + value
 
 
 def _plus_all(acc, values):
@@ -57,7 +62,9 @@ def _plus_all(acc, values):
     from Python 3.12 it adds floats with compensation, which can differ from a left fold in the last bit.)"""
     if not values:
         return acc
-    return reduce(operator.add, values, acc) if acc is not None else reduce(operator.add, values)
+    if acc is None:  # the first value starts the sum (checked by _plus), the others are added to it
+        acc, values = _plus(None, values[0]), islice(values, 1, None)
+    return reduce(operator.add, values, acc)
 
 
 def _keep(pick):

@@ -211,6 +211,12 @@ class Operator:
     def on_batch_end(self, batch: BatchInfo) -> None:
         pass
 
+    def held_rows(self) -> dict[int, list]:
+        """The running batch's rows that the operator holds to work on when the batch ends, by input number
+        (a join's rows meet the other side then): if ``on_batch_end`` fails on a row it cannot read, the engine
+        looks for that row among these (``core/bad_rows.py``). Most operators work on each row as it arrives."""
+        return {}
+
     def should_run_another_batch(self, watermark: int | None) -> bool:
         return False
 

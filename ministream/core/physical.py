@@ -46,6 +46,7 @@ from typing import Any
 import attrs
 
 from ministream.core.accounting import RowCounts
+from ministream.core.bad_rows import ROW_ERRORS, RowChecks, bad_row_error, checks_of
 from ministream.core.operator import Operator, StepContext
 from ministream.core.plan import Dataflow
 from ministream.core.steps import Edge, Step
@@ -119,9 +120,10 @@ class KeyedRows:
 class Channel:
     """A FIFO queue of messages from one subtask (``sender``, e.g. ``"events[0]"``) to another."""
 
-    def __init__(self, sender: str, receiver: str):
+    def __init__(self, sender: str, receiver: str, step: str = ""):
         self.sender = sender
         self.receiver = receiver
+        self.step = step  # the receiving step's name
         self.name = f"{sender}->{receiver}"
         self.messages: deque = deque()
 
@@ -155,11 +157,17 @@ class Output:
                     owners.clear()  # a bounded memory of keys seen, not a second copy of the key space
                 chunks: list[list] = [[] for _ in channels]
                 assert edge.key_fn is not None, f"a hash edge from {self.step} has a key function"
-                for key, row in zip(map(edge.key_fn, records), records):
-                    owner = owners.get(key)
-                    if owner is None:
-                        owner = owners[key] = subtask_of_key_group(key_group_of(key), len(channels))
-                    chunks[owner].append(row)
+                try:
+                    for key, row in zip(map(edge.key_fn, records), records):
+                        owner = owners.get(key)
+                        if owner is None:
+                            owner = owners[key] = subtask_of_key_group(key_group_of(key), len(channels))
+                        chunks[owner].append(row)
+                except ROW_ERRORS as error:  # a row without its key, or with one that cannot be hashed
+                    found = bad_row_error(channels[0].step, records, RowChecks(edge.key_fn))
+                    if found is None:
+                        raise
+                    raise found from error
                 for channel, chunk in zip(channels, chunks):
                     if chunk:
                         channel.messages.append(chunk)
@@ -223,7 +231,15 @@ class Subtask:
                 self.counts.received(self.step.name, len(message))
             key_fn = self.key_fns.get(input_number)
             assert self.operator is not None, f"{self}: a source subtask has no input"
-            self.operator.process(message if key_fn is None else KeyedRows(message, key_fn), input_number)
+            try:
+                self.operator.process(message if key_fn is None else KeyedRows(message, key_fn), input_number)
+            except PipelineError:
+                raise
+            except ROW_ERRORS as error:  # a row the step cannot read: name it (core/bad_rows.py), if one is to blame
+                found = bad_row_error(self.step.name, message, checks_of(self.step.spec, input_number, key_fn))
+                if found is None:
+                    raise
+                raise found from error
         elif isinstance(message, Watermark):
             self.on_watermark(position, message.time)
         elif isinstance(message, WatermarkStatus):
@@ -240,7 +256,24 @@ class Subtask:
         self.held_back.add(position)
         if len(self.held_back) == len(self.inputs):
             self.held_back.clear()
-            self.on_marker(self, marker)
+            try:
+                self.on_marker(self, marker)
+            except PipelineError:
+                raise
+            except ROW_ERRORS as error:  # the batch's end failed on a row the operator held: name it, if one is
+                found = self._bad_held_row()
+                if found is None:
+                    raise
+                raise found from error
+
+    def _bad_held_row(self) -> PipelineError | None:
+        """The error naming a row the operator held until the batch's end that its step cannot read, if any."""
+        held = self.operator.held_rows() if self.operator is not None else {}
+        for input_number, rows in held.items():
+            found = bad_row_error(self.step.name, rows, checks_of(self.step.spec, input_number))
+            if found is not None:
+                return found
+        return None
 
     def on_watermark(self, position: int, time: int) -> None:
         """Continuous model: the subtask's watermark is the minimum over its active input channels
@@ -360,7 +393,7 @@ class PhysicalGraph:
                 targets = [receivers[sender.index]]
             channels = []
             for receiver in targets:
-                channel = Channel(str(sender), str(receiver))
+                channel = Channel(str(sender), str(receiver), step.name)
                 receiver.inputs.append((input_number, channel))
                 if edge.partition == "hash":
                     assert edge.key_fn is not None, f"the hash edge into {step.name!r} has a key function"

@@ -195,6 +195,7 @@ class StreamJoin(Operator):
         # {key_group: {key: [rows, matched]}}, one per side: parallel lists, see the class
         self.state = (ctx.state.table("left"), ctx.state.table("right"))
         self.arrived = (([], []), ([], []))  # per side, (keys, rows): parallel lists, see the class
+        self.held = self.arrived  # the rows of the batch being joined, until it is (held_rows)
         self.batch_left: list = []  # the batch's left rows (that were not late), while its right rows join
         self.new_left: set[int] | None = None  # their ids, made when a left semi join's rule 3 first needs them
         self.batch = None  # the batch running, then the last one this run ran
@@ -238,6 +239,7 @@ class StreamJoin(Operator):
                 rows.append(row)
 
     def on_batch_end(self, batch):
+        self.held = self.arrived  # until the batch has been joined: where a row the join cannot read is looked for
         arrived = [self._pushed_down(side, keys, rows) for side, (keys, rows) in enumerate(self.arrived)]
         left, right = (self._drop_late(side, keys, rows, batch) for side, (keys, rows) in enumerate(arrived))
         self.arrived = (([], []), ([], []))
@@ -249,6 +251,7 @@ class StreamJoin(Operator):
             for side in (0, 1):
                 out += self._evict(side, batch.watermark)
         self.ctx.emit(out)
+        self.held = self.arrived
         if self.ctx.tracing:
             sizes = self.state_sizes()
             self.ctx.explain(
@@ -259,6 +262,10 @@ class StreamJoin(Operator):
 
     def on_batch_start(self, batch):
         self.batch = batch
+
+    def held_rows(self) -> dict[int, list]:
+        """Each side's rows of the running batch (``core/bad_rows.py`` looks there when the batch's end fails)."""
+        return {side: rows for side, (_, rows) in enumerate(self.held)}
 
     def should_run_another_batch(self, watermark):
         """Spark runs a no-data batch for a join whenever the watermark moved and some state can be evicted

@@ -95,7 +95,7 @@ class WatermarkOperator(Operator):
 
     def process(self, rows, input_index):
         column = self.column
-        if rows and column not in rows[0]:
+        if rows and isinstance(rows[0], dict) and column not in rows[0]:
             raise PipelineError(
                 f"step {self.ctx.step_name!r}: the rows have no column {column!r} to track event time in; "
                 f"a row has {', '.join(rows[0]) or 'no columns'}. (Spark: 'Cannot resolve column name "
@@ -107,6 +107,8 @@ class WatermarkOperator(Operator):
                 rows_seen = list(filter(condition, rows_seen))
         if self.ctx.model == "microbatch":
             top = _latest(rows_seen, column)
+            if top is not None and type(top) not in (int, float):  # every time a string, say: the engine names
+                raise TypeError(f"an event time is a number of milliseconds, not {top!r}")  # the row (bad_rows.py)
             if top is not None:
                 self.batch_max = top if self.batch_max is None else max(self.batch_max, top)
             self.ctx.emit(rows)

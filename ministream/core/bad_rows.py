@@ -1,0 +1,181 @@
+"""Bad input: the row that made a step fail, and what is wrong with it, in one line.
+
+A step works on a chunk of rows at a time, in loops written for speed that do not check each row. A row
+without its key column, an event time written as a string, a key that is a list, or a row that your own
+function cannot read makes Python fail somewhere inside the step, with a message (``KeyError: 'key'``,
+``'<=' not supported between instances of 'int' and 'str'``) that names neither the row nor the step.
+
+When that happens, the engine walks the chunk again (:func:`bad_row_error`), knowing from the plan what the
+step reads: the columns of its key, its event-time columns, the columns its ``sum`` and ``avg`` add up, and
+the functions it calls on a row. The first row that breaks one of those is named, with what is wrong with it,
+in a :class:`~ministream.errors.PipelineError`. The check costs nothing until a step fails, and a failure it
+cannot pin on a row is raised as it was.
+
+What a row must be (as in a Spark DataFrame, where the schema says it once for every row):
+
+- a ``dict`` of column values;
+- its key columns present, and its key hashable (a string, a number, a tuple of them, or ``None``);
+- an event time that is whole milliseconds since the epoch, an ``int`` (or ``None`` when it is unknown: the
+  row is then dropped, and counted, by the steps that need one);
+- a number (or ``None``) in a column that ``sum`` or ``avg`` adds up.
+
+>>> from ministream import CollectingSink, Count, Dataflow, ScriptedSource, Tumbling, run_microbatch
+>>> flow = Dataflow("clicks")
+>>> flow.source("events", ScriptedSource([[{"user": "ann", "ts": 1_000}, {"user": "bob", "ts": "2024-01-01"}]])
+...     ).key_by("user").window("counts", Tumbling("5 seconds"), n=Count()).sink("output", CollectingSink())
+>>> run_microbatch(flow, output_mode="update")
+Traceback (most recent call last):
+...
+ministream.errors.PipelineError: step 'counts': the row {'user': 'bob', 'ts': '2024-01-01'} has the event time '2024-01-01' in column 'ts', a str: an event time is whole milliseconds since the epoch, an int (None when it is unknown)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import attrs
+
+from ministream.core.steps import (
+    AggregateSpec,
+    FilterSpec,
+    FlatMapSpec,
+    JoinSpec,
+    MapSpec,
+    StepSpec,
+    WatermarkSpec,
+    WindowColumnSpec,
+    WindowSpec,
+)
+from ministream.errors import PipelineError
+
+SHOWN = 200
+"""How many characters of a row an error shows (a row of many columns is cut, with ``...``)."""
+
+ADDED_UP = ("sum", "avg")
+"""The aggregates that add their column's values up: they need numbers."""
+
+ROW_ERRORS = (KeyError, TypeError, ValueError, AttributeError, IndexError, ArithmeticError)
+"""What a step's loops raise when a row is not what they read (a missing column, a value of the wrong type)."""
+
+
+@attrs.frozen
+class RowChecks:
+    """What one input of a step reads from each row, from its spec and its input edge.
+
+    >>> from operator import itemgetter
+    >>> checks = RowChecks(key_fn=itemgetter("user"), event_times=("ts",))
+    >>> checks.problem({"ts": 5}), checks.problem({"user": ["a"], "ts": 5})
+    ("has no key column 'user' (its columns: ts)", "has the key ['a'], a list, which cannot be a key (a key is a string, a number, a tuple of them, or None)")
+    >>> checks.problem({"user": "a", "ts": 5}) is None
+    True
+    """
+
+    key_fn: Callable[[dict], Any] | None = None  # the input edge's key (a keyed step's), None for another step
+    event_times: tuple[str, ...] = ()
+    numbers: tuple[tuple[str, str], ...] = ()  # (column, aggregate): the columns that sum and avg add up
+    functions: tuple[Callable[[dict], Any], ...] = ()
+
+    def problem(self, row) -> str | None:
+        """What is wrong with ``row`` for this input, in words that follow "the row ...", or ``None``."""
+        if not isinstance(row, dict):
+            return f"is not a row but {_a(row)}: a row is a dict of column values"
+        if self.key_fn is not None:
+            try:
+                key = self.key_fn(row)
+            except KeyError as error:  # the key reads a column the row does not have
+                return f"has no key column {error.args[0]!r} (its columns: {', '.join(map(str, row)) or 'none'})"
+            except ROW_ERRORS as error:
+                return f"has no key: the key function raised {_error(error)}"
+            try:
+                hash(key)
+            except TypeError:
+                return (
+                    f"has the key {_short(key)}, {_a(key)}, which cannot be a key "
+                    "(a key is a string, a number, a tuple of them, or None)"
+                )
+        for column in self.event_times:
+            value = row.get(column)
+            if value is not None and type(value) not in (int, float):
+                return (
+                    f"has the event time {_short(value)} in column {column!r}, {_a(value)}: an event time is whole "
+                    "milliseconds since the epoch, an int (None when it is unknown)"
+                )
+        for column, aggregate in self.numbers:
+            value = row.get(column)
+            if value is not None and (type(value) is bool or not isinstance(value, (int, float))):
+                return f"has {_short(value)} in column {column!r}, {_a(value)}: {aggregate} adds up numbers"
+        for function in self.functions:
+            try:
+                function(row)
+            except ROW_ERRORS as error:
+                return f"makes the step's function{_name(function)} raise {_error(error)}"
+        return None
+
+
+def checks_of(spec: StepSpec, input_number: int, key_fn=None) -> RowChecks:
+    """What input ``input_number`` of a step of ``spec`` reads from each row (its key, given by the input edge).
+
+    >>> from ministream.core.aggregates import Count, Sum
+    >>> from ministream.time.windows import Tumbling
+    >>> checks_of(WindowSpec(("user",), Tumbling(5_000), "ts", {"n": Count(), "total": Sum("amount")}), 0)
+    RowChecks(key_fn=None, event_times=('ts',), numbers=(('amount', 'sum'),), functions=())
+    """
+    event_times: tuple[str, ...] = ()
+    numbers: tuple[tuple[str, str], ...] = ()
+    functions: tuple[Callable[[dict], Any], ...] = ()
+    if isinstance(spec, (WatermarkSpec, WindowColumnSpec)):
+        event_times = (spec.column,)
+    elif isinstance(spec, (AggregateSpec, WindowSpec)):
+        if isinstance(spec, WindowSpec) and not spec.processing_time:
+            event_times = (spec.column,)
+        numbers = tuple(
+            (function.column, function.name)
+            for function in spec.aggregates.values()
+            if function.name in ADDED_UP and function.column is not None
+        )
+    elif isinstance(spec, JoinSpec):
+        times = [spec.between.left, spec.between.right] if spec.between is not None else []
+        times += list(spec.key_time or ())
+        event_times = tuple(times[input_number::2]) if times else ()  # the left side's columns, or the right's
+        where = spec.left_where if input_number == 0 else spec.right_where
+        functions = (where.fn,) if where is not None else ()
+    elif isinstance(spec, (MapSpec, FlatMapSpec)):
+        functions = (spec.fn,)
+    elif isinstance(spec, FilterSpec):
+        functions = (spec.predicate,)
+    return RowChecks(key_fn, event_times, numbers, functions)
+
+
+def bad_row_error(step_name: str, rows: Iterable, checks: RowChecks) -> PipelineError | None:
+    """The error naming the first of ``rows`` that ``checks`` finds wrong, or ``None`` if every row passes.
+
+    >>> from operator import itemgetter
+    >>> error = bad_row_error("counts", [{"user": "a"}, {"ts": 1}], RowChecks(key_fn=itemgetter("user")))
+    >>> str(error)
+    "step 'counts': the row {'ts': 1} has no key column 'user' (its columns: ts)"
+    """
+    for row in rows:
+        problem = checks.problem(row)
+        if problem is not None:
+            return PipelineError(f"step {step_name!r}: the row {_short(row)} {problem}")
+    return None
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= SHOWN else text[: SHOWN - 3] + "..."
+
+
+def _a(value) -> str:
+    name = type(value).__name__
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
+
+
+def _name(function) -> str:
+    name = getattr(function, "__name__", None)
+    return "" if name in (None, "<lambda>") else f" {name}()"
+
+
+def _error(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}"
