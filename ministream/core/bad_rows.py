@@ -147,6 +147,38 @@ def checks_of(spec: StepSpec, input_number: int, key_fn=None) -> RowChecks:
     return RowChecks(key_fn, event_times, numbers, functions)
 
 
+def aggregated_columns(spec: StepSpec) -> tuple[tuple[str, str], ...]:
+    """The columns the aggregates of an aggregate or window step read, each with its aggregate in words.
+
+    >>> from ministream.core.aggregates import Count, Sum
+    >>> aggregated_columns(AggregateSpec(("user",), {"n": Count(), "total": Sum("amount")}))
+    (('amount', 'sum(amount)'),)
+    """
+    if not isinstance(spec, (AggregateSpec, WindowSpec)):
+        return ()
+    functions = spec.aggregates.values()
+    return tuple((f.column, f"{f.name}({f.column})") for f in functions if f.column is not None)
+
+
+def missing_column_error(step_name: str, row, columns: tuple[tuple[str, str], ...]) -> PipelineError | None:
+    """The error for an aggregate over a column that the rows do not have (a misspelt name, most often), found
+    in ``row``, the first row of a chunk: Spark refuses such a query before it runs; without it the aggregate
+    would read every row's value as null and come out null (a count, 0) without a word.
+
+    >>> print(missing_column_error("totals", {"user": "a", "value": 1}, (("amount", "sum(amount)"),)))
+    step 'totals': the rows have no column 'amount' for sum(amount); a row has user, value. (Spark: 'Cannot resolve column name "amount"'.)
+    """
+    if not isinstance(row, dict):
+        return None
+    for column, aggregate in columns:
+        if column not in row:
+            return PipelineError(
+                f"step {step_name!r}: the rows have no column {column!r} for {aggregate}; a row has "
+                f"{', '.join(map(str, row)) or 'no columns'}. (Spark: 'Cannot resolve column name \"{column}\"'.)"
+            )
+    return None
+
+
 def bad_row_error(step_name: str, rows: Iterable, checks: RowChecks) -> PipelineError | None:
     """The error naming the first of ``rows`` that ``checks`` finds wrong, or ``None`` if every row passes.
 

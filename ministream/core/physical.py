@@ -46,7 +46,14 @@ from typing import Any
 import attrs
 
 from ministream.core.accounting import RowCounts
-from ministream.core.bad_rows import ROW_ERRORS, RowChecks, bad_row_error, checks_of
+from ministream.core.bad_rows import (
+    ROW_ERRORS,
+    RowChecks,
+    aggregated_columns,
+    bad_row_error,
+    checks_of,
+    missing_column_error,
+)
 from ministream.core.operator import Operator, StepContext
 from ministream.core.plan import Dataflow
 from ministream.core.steps import Edge, Step
@@ -198,6 +205,7 @@ class Subtask:
         self.counts = counts  # the rows each step received and emitted (core/accounting.py)
         self.inputs: list[tuple[int, Channel]] = []  # (input number of the step, channel)
         self.key_fns: dict[int, Callable[[dict], Any]] = {}  # {input number: key function} of hash inputs
+        self.aggregated = aggregated_columns(step.spec)  # the columns its aggregates read, looked for in each chunk
         self.output = Output(step.name, counts)
         self.held_back: set[int] = set()  # positions in self.inputs held until a marker is aligned
         # Continuous model: the valve that makes the subtask's watermark from its channels', and that watermark.
@@ -231,6 +239,10 @@ class Subtask:
                 self.counts.received(self.step.name, len(message))
             key_fn = self.key_fns.get(input_number)
             assert self.operator is not None, f"{self}: a source subtask has no input"
+            if self.aggregated and message:  # an aggregate of a column the rows lack: refused, as Spark does
+                missing = missing_column_error(self.step.name, message[0], self.aggregated)
+                if missing is not None:
+                    raise missing
             try:
                 self.operator.process(message if key_fn is None else KeyedRows(message, key_fn), input_number)
             except PipelineError:

@@ -393,6 +393,24 @@ def _hashable(value):
     return value
 
 
+def _check_aggregates(step: str, aggregates: dict) -> None:
+    """Refuse a step with no aggregate, or with something else where an aggregate goes (``n="count"``).
+
+    >>> _check_aggregates("aggregate 'totals'", {"n": "count"})
+    Traceback (most recent call last):
+    ...
+    ministream.errors.PipelineError: aggregate 'totals': n='count' is not an aggregate: give Count(), Sum(column), Min(column), Max(column), Avg(column) or Custom(...)
+    """
+    if not aggregates:
+        raise PipelineError(f"{step} needs at least one aggregate, e.g. count=Count()")
+    for column, function in aggregates.items():
+        if not isinstance(function, AggregateFunction):
+            raise PipelineError(
+                f"{step}: {column}={function!r} is not an aggregate: give Count(), Sum(column), Min(column), "
+                "Max(column), Avg(column) or Custom(...)"
+            )
+
+
 def _at_most_one_event_time(name: str, times: list[EventTime]) -> None:
     """Refuse a stateful step whose input carries several event times (a join's output has both sides'):
     it would not know which one its watermark is about."""
@@ -622,8 +640,7 @@ class KeyedStream:
         """A running aggregate per key: ``aggregate("totals", count=Count(), sum=Sum("value"))``. Other keyed
         streams given before the aggregates are aggregated together with this one, as Spark's
         ``a.union(b).groupBy(key).agg(...)``."""
-        if not aggregates:
-            raise PipelineError(f"aggregate {name!r} needs at least one aggregate, e.g. count=Count()")
+        _check_aggregates(f"aggregate {name!r}", aggregates)
         for stream in (self, *others):
             keys = event_time_columns(stream.upstream)
             _at_most_one_event_time(name, distinct_event_times({c: keys[c] for c in self.key_columns if c in keys}))
@@ -649,8 +666,7 @@ class KeyedStream:
         ``allowed_lateness`` keeps a fired window for late rows, and ``processing_time=True`` puts each row in
         the windows of the processing time at which it arrives, which fire as the clock passes their end
         (Flink's processing-time windows; no row is ever late)."""
-        if not aggregates:
-            raise PipelineError(f"window {name!r} needs at least one aggregate, e.g. count=Count()")
+        _check_aggregates(f"window {name!r}", aggregates)
         lateness = parse_duration(allowed_lateness)
         if lateness < 0:
             raise PipelineError(f"window {name!r}: allowed lateness cannot be negative, got {allowed_lateness!r}")

@@ -152,3 +152,28 @@ def test_well_formed_rows_run_as_before():
     windows(flow.source("events", ScriptedSource(script))).sink("output", CollectingSink())
     run = run_microbatch(flow, output_mode="append")
     assert [row["key"] for batch in run.output() for row in batch.rows] == ["a"]
+
+
+@pytest.mark.parametrize("model", ["microbatch", "continuous"])
+def test_an_aggregate_of_a_column_the_rows_lack_is_refused(model):
+    """A misspelt column in an aggregate would read as null in every row (a sum of nothing, null) without a
+    word; Spark refuses the query (it cannot resolve the column), and so does ministream, at the first row."""
+    flow = Dataflow("typo")
+    flow.source("events", ScriptedSource([[{"key": "a", "ts": 1_000, "value": 4}]])).with_watermark(
+        "wm", "ts", 0
+    ).key_by("key").window("totals", Tumbling("5 seconds"), total=Sum("valeu")).sink("output", CollectingSink())
+    run = run_microbatch if model == "microbatch" else run_continuous
+    with pytest.raises(PipelineError) as caught:
+        run(flow)
+    assert str(caught.value) == (
+        "step 'totals': the rows have no column 'valeu' for sum(valeu); a row has key, ts, value. "
+        "(Spark: 'Cannot resolve column name \"valeu\"'.)"
+    )
+
+
+def test_something_else_than_an_aggregate_is_refused_when_the_step_is_added():
+    """``n="count"`` where ``n=Count()`` goes is a mistake the plan can see: refused at once, in one line."""
+    flow = Dataflow("words")
+    events = flow.source("events", ScriptedSource([[{"key": "a"}]])).key_by("key")
+    with pytest.raises(PipelineError, match=r"^aggregate 'counts': n='count' is not an aggregate: give Count\(\)"):
+        events.aggregate("counts", n="count")
