@@ -296,25 +296,33 @@ class ProcessOperator(Operator):
             # state scoped to the key, and each fired timer deleted after its handler. (The traced run, below,
             # does the same and says why each call runs.)
             set_current_key, handle_input_rows = self.ctx.state.set_current_key, self.processor.handle_input_rows
-            for key, rows in self.rows_by_key.items():
-                set_current_key(key)
-                result = handle_input_rows(key, rows, values)
-                if result:  # rows, or a generator of them (None, or an empty list or tuple, adds nothing)
-                    out += result
-            self.rows_by_key = defaultdict(list)
-            handle_expired_timer = self.processor.handle_expired_timer
-            queue = self.timers.queues.get(self.time_mode)  # the time mode's timers (none in time mode "none")
-            for expiry, keys in self._expired_timers(batch.watermark):
-                info = ExpiredTimerInfo(expiry)  # one for all the keys due at this time: it is frozen
-                for key in keys:
+            key = handler = None  # which handler runs, for which key: named if it fails
+            try:
+                handler = "handle_input_rows"
+                for key, rows in self.rows_by_key.items():
                     set_current_key(key)
-                    result = handle_expired_timer(key, values, info)
-                    if result:
+                    result = handle_input_rows(key, rows, values)
+                    if result:  # rows, or a generator of them (None, or an empty list or tuple, adds nothing)
                         out += result
-                # Spark deletes a fired timer after its handler, even if re-registered. A handler sees and
-                # changes only its own key's timers, so the timers of one time are deleted together, after
-                # their handlers and before the next time's: straight from the time mode's queue
-                queue.discard_keys(expiry, keys)
+                self.rows_by_key = defaultdict(list)
+                handle_expired_timer = self.processor.handle_expired_timer
+                queue = self.timers.queues.get(self.time_mode)  # the time mode's timers (none in time mode "none")
+                handler = "handle_expired_timer"
+                for expiry, keys in self._expired_timers(batch.watermark):
+                    info = ExpiredTimerInfo(expiry)  # one for all the keys due at this time: it is frozen
+                    for key in keys:
+                        set_current_key(key)
+                        result = handle_expired_timer(key, values, info)
+                        if result:
+                            out += result
+                    # Spark deletes a fired timer after its handler, even if re-registered. A handler sees and
+                    # changes only its own key's timers, so the timers of one time are deleted together, after
+                    # their handlers and before the next time's: straight from the time mode's queue
+                    queue.discard_keys(expiry, keys)
+            except PipelineError:
+                raise
+            except Exception as error:
+                raise self._failed(handler, key, error) from error
         if self.output_time_column is not None:
             self._check_output_times(out, batch.late_watermark)
         self.ctx.emit(out)
@@ -386,12 +394,26 @@ class ProcessOperator(Operator):
         """Run ``handler(key, *arguments)`` with the state scoped to ``key`` and return its rows; ``why`` says
         why it runs, in the trace (the callers make it only when there is one)."""
         self.ctx.state.set_current_key(key)
-        rows = _rows(handler(key, *arguments))
+        try:
+            rows = _rows(handler(key, *arguments))
+        except PipelineError:
+            raise
+        except Exception as error:
+            raise self._failed(handler.__name__, key, error) from error
         if self.ctx.tracing:
             self.ctx.explain(kind, f"key {key!r}: {why}")
             for row in rows:
                 self.ctx.explain("emit", f"key {key!r}: returned by the {kind} handler", row)
         return rows
+
+    def _failed(self, handler: str | None, key, error: Exception) -> PipelineError:
+        """One line for an error raised by the processor's own code: the step, the handler, the key and the
+        error (its traceback follows, as the cause). Spark fails the query too, and names the handler
+        (``TRANSFORM_WITH_STATE_USER_FUNCTION_ERROR``)."""
+        return PipelineError(
+            f"step {self.ctx.step_name!r}: the processor's {handler} failed for key {key!r}: "
+            f"{type(error).__name__}: {error} (Spark: TRANSFORM_WITH_STATE_USER_FUNCTION_ERROR)"
+        )
 
     def _clean_up(self, now: int) -> None:
         for name, key in self.handle.remove_expired_state(now):

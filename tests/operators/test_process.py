@@ -513,3 +513,49 @@ def test_a_null_output_event_time_is_not_compared():
     """Rule 7: Spark's check is ``t <= watermark``, which a null does not satisfy: the row passes."""
     result = run_with_output_time(NoTime(), [[row("a", 10)], [row("a", 12)]])
     assert rows_per_batch(result, "key", "t") == [[("a", None)], [("a", None)], []]
+
+
+class ReadsPrice(Processor):
+    """Reads a column the rows may lack, in its row handler, and divides by the count in its timer handler."""
+
+    def init(self, handle):
+        self.handle = handle
+
+    def handle_input_rows(self, key, rows, timer_values):
+        self.handle.register_timer(rows[0]["ts"] + 1_000)
+        return [{"key": key, "price": row["price"]} for row in rows]
+
+    def handle_expired_timer(self, key, timer_values, expired_timer_info):
+        return [{"key": key, "share": 1 / 0}]
+
+
+@pytest.mark.parametrize("model", ["microbatch", "continuous", "traced"])
+def test_an_error_in_a_handler_names_the_step_the_handler_and_the_key(model):
+    """The processor's own code fails: the run stops with one line naming the step, the handler and the key,
+    as Spark's does (``TRANSFORM_WITH_STATE_USER_FUNCTION_ERROR``), and the error itself is the cause (its
+    traceback shows the processor's line). Key b's row has no price."""
+    script = [[{"key": "a", "ts": 1_000, "price": 5}, {"key": "b", "ts": 2_000}]]
+    flow = Dataflow("prices")
+    flow.source("events", ScriptedSource(script)).with_watermark("wm", "ts", 0).key_by("key").process(
+        "p", ReadsPrice(), time_mode="event_time"
+    ).sink("output", CollectingSink())
+    options = {} if model == "continuous" else {"output_mode": "update", "trace": model == "traced"}
+    runs = run_continuous if model == "continuous" else run_microbatch
+    with pytest.raises(PipelineError) as caught:
+        runs(flow, **options)
+    assert str(caught.value) == (
+        "step 'p': the processor's handle_input_rows failed for key 'b': KeyError: 'price' "
+        "(Spark: TRANSFORM_WITH_STATE_USER_FUNCTION_ERROR)"
+    )
+    assert isinstance(caught.value.__cause__, KeyError)
+
+
+def test_an_error_in_a_timer_handler_names_it():
+    """The timer handler of key a divides by zero when the watermark reaches its timer (batch 2)."""
+    script = [[{"key": "a", "ts": 1_000, "price": 5}], [{"key": "a", "ts": 9_000, "price": 6}]]
+    with pytest.raises(PipelineError) as caught:
+        run(ReadsPrice(), script)
+    assert str(caught.value) == (
+        "step 'p': the processor's handle_expired_timer failed for key 'a': ZeroDivisionError: division by zero "
+        "(Spark: TRANSFORM_WITH_STATE_USER_FUNCTION_ERROR)"
+    )
