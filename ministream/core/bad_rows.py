@@ -79,7 +79,7 @@ class RowChecks:
     def problem(self, row) -> str | None:
         """What is wrong with ``row`` for this input, in words that follow "the row ...", or ``None``."""
         if not isinstance(row, dict):
-            return f"is not a row but {_a(row)}: a row is a dict of column values"
+            return f"is not a row but {a_type(row)}: a row is a dict of column values"
         if self.key_fn is not None:
             try:
                 key = self.key_fn(row)
@@ -91,20 +91,20 @@ class RowChecks:
                 hash(key)
             except TypeError:
                 return (
-                    f"has the key {_short(key)}, {_a(key)}, which cannot be a key "
+                    f"has the key {short_repr(key)}, {a_type(key)}, which cannot be a key "
                     "(a key is a string, a number, a tuple of them, or None)"
                 )
         for column in self.event_times:
             value = row.get(column)
             if value is not None and type(value) not in (int, float):
                 return (
-                    f"has the event time {_short(value)} in column {column!r}, {_a(value)}: an event time is whole "
+                    f"has the event time {short_repr(value)} in column {column!r}, {a_type(value)}: an event time is whole "
                     "milliseconds since the epoch, an int (None when it is unknown)"
                 )
         for column, aggregate in self.numbers:
             value = row.get(column)
             if value is not None and (type(value) is bool or not isinstance(value, (int, float))):
-                return f"has {_short(value)} in column {column!r}, {_a(value)}: {aggregate} adds up numbers"
+                return f"has {short_repr(value)} in column {column!r}, {a_type(value)}: {aggregate} adds up numbers"
         for function in self.functions:
             try:
                 function(row)
@@ -190,16 +190,26 @@ def bad_row_error(step_name: str, rows: Iterable, checks: RowChecks) -> Pipeline
     for row in rows:
         problem = checks.problem(row)
         if problem is not None:
-            return PipelineError(f"step {step_name!r}: the row {_short(row)} {problem}")
+            return PipelineError(f"step {step_name!r}: the row {short_repr(row)} {problem}")
     return None
 
 
-def _short(value) -> str:
+def short_repr(value, limit: int = SHOWN) -> str:
+    """``repr(value)``, cut to ``limit`` characters (ending in ``...`` when cut).
+
+    >>> short_repr({"note": "x" * 50}, limit=20)
+    "{'note': 'xxxxxx..."
+    """
     text = repr(value)
-    return text if len(text) <= SHOWN else text[: SHOWN - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _a(value) -> str:
+def a_type(value) -> str:
+    """The type of ``value`` in words, as an error says it.
+
+    >>> a_type("x"), a_type(1)
+    ('a str', 'an int')
+    """
     name = type(value).__name__
     return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
 

@@ -23,7 +23,35 @@ from __future__ import annotations
 
 from itertools import accumulate
 
+from ministream.core.bad_rows import a_type, short_repr
 from ministream.core.faults import SimulatedCrash, rows_before_crash
+from ministream.errors import PipelineError
+
+
+def _script(batches) -> list:
+    """``batches`` as a list, each batch checked to be a list of rows (or ``None``): a list of rows given as
+    the script (one batch forgotten), or a batch that is a dict, would otherwise be read entry by entry.
+
+    >>> _script([[{"n": 1}], None, []])
+    [[{'n': 1}], None, []]
+    >>> _script([{"n": 1}, {"n": 2}])
+    Traceback (most recent call last):
+    ...
+    ministream.errors.PipelineError: ScriptedSource: batch 0 is a dict ({'n': 1}), not a list of rows: a script is a list of batches, each a list of rows, like [[{"key": "a", "ts": 1000}], [], [{"key": "b", "ts": 2000}]]
+    """
+    if isinstance(batches, (str, bytes, dict)):
+        raise PipelineError(f"ScriptedSource: the script is {a_type(batches)}, not a list of batches{_LIKE}")
+    batches = list(batches)
+    for number, batch in enumerate(batches):
+        if batch is not None and not isinstance(batch, (list, tuple)):
+            shown = short_repr(batch, limit=80)
+            raise PipelineError(
+                f"ScriptedSource: batch {number} is {a_type(batch)} ({shown}), not a list of rows{_LIKE}"
+            )
+    return batches
+
+
+_LIKE = ': a script is a list of batches, each a list of rows, like [[{"key": "a", "ts": 1000}], [], [{"key": "b", "ts": 2000}]]'
 
 
 class ScriptedSource:
@@ -50,6 +78,7 @@ class ScriptedSource:
         self, batches: list[list[dict] | None], crash_after: int | None = None, columns: tuple[str, ...] | None = None
     ):
         self.columns = None if columns is None else tuple(columns)
+        batches = _script(batches)
         self.positions, marked = rows_before_crash(batches)
         self.batches = [batch if batch is not None else [] for batch in self.positions]
         self.rows_before = [0, *accumulate(map(len, self.batches))]  # [k]: the rows of the batches before k

@@ -177,3 +177,28 @@ def test_something_else_than_an_aggregate_is_refused_when_the_step_is_added():
     events = flow.source("events", ScriptedSource([[{"key": "a"}]])).key_by("key")
     with pytest.raises(PipelineError, match=r"^aggregate 'counts': n='count' is not an aggregate: give Count\(\)"):
         events.aggregate("counts", n="count")
+
+
+@pytest.mark.parametrize(
+    "script, expected",
+    [
+        (
+            [{"key": "a", "ts": 1_000}, {"key": "b", "ts": 2_000}],
+            "ScriptedSource: batch 0 is a dict ({'key': 'a', 'ts': 1000}), not a list of rows",
+        ),
+        ("a,1000", "ScriptedSource: the script is a str, not a list of batches"),
+        ([[{"key": "a", "ts": 1_000}], 7], "ScriptedSource: batch 1 is an int (7), not a list of rows"),
+    ],
+)
+def test_a_script_that_is_not_a_list_of_batches_of_rows_is_refused(script, expected):
+    """A list of rows given as the script (its batch forgotten) would be read as batches of column names:
+    refused when the source is made, saying how a script is written."""
+    with pytest.raises(PipelineError) as caught:
+        ScriptedSource(script)
+    assert str(caught.value).startswith(expected + ": a script is a list of batches, each a list of rows, like [[")
+
+
+def test_a_script_may_be_any_iterable_of_batches():
+    """A generator of batches is read once, into a list; ``None`` (no data at that trigger) stays."""
+    source = ScriptedSource(batch for batch in ([{"key": "a", "ts": 1}], None, []))
+    assert source.positions == [[{"key": "a", "ts": 1}], None, []]
