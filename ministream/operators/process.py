@@ -365,7 +365,12 @@ class ProcessOperator(Operator):
             if subtask_of_key_group(key_group_of(key), self.ctx.parallelism) != self.ctx.subtask:
                 continue
             self.ctx.state.set_current_key(key)
-            self.processor.handle_initial_state(key, row, values)
+            try:
+                self.processor.handle_initial_state(key, row, values)
+            except PipelineError:
+                raise
+            except Exception as error:
+                raise self._failed("handle_initial_state", key, error) from error
             if self.ctx.tracing:
                 self.ctx.explain("initial", f"key {key!r}: its initial state was set")
 
@@ -408,11 +413,15 @@ class ProcessOperator(Operator):
 
     def _failed(self, handler: str | None, key, error: Exception) -> PipelineError:
         """One line for an error raised by the processor's own code: the step, the handler, the key and the
-        error (its traceback follows, as the cause). Spark fails the query too, and names the handler
-        (``TRANSFORM_WITH_STATE_USER_FUNCTION_ERROR``)."""
+        error (its traceback follows, as the cause). Spark fails the query too: a Scala processor's error as
+        ``TRANSFORM_WITH_STATE_USER_FUNCTION_ERROR``, which names the handler, a Python processor's as
+        ``PYTHON_EXCEPTION``. An error the engine raised itself (a ``PipelineError``: a state variable asked for
+        outside ``init``...) comes out as it is, as Spark's own classified errors do (TransformWithStateSuite,
+        "check that classified error is thrown from handleInputRows")."""
         return PipelineError(
             f"step {self.ctx.step_name!r}: the processor's {handler} failed for key {key!r}: "
-            f"{type(error).__name__}: {error} (Spark: TRANSFORM_WITH_STATE_USER_FUNCTION_ERROR)"
+            f"{type(error).__name__}: {error} (Spark: TRANSFORM_WITH_STATE_USER_FUNCTION_ERROR, or "
+            "PYTHON_EXCEPTION from a Python processor)"
         )
 
     def _clean_up(self, now: int) -> None:

@@ -13,6 +13,7 @@ are replayed by ministream only: the harness turns each clock advance into a tri
 """
 
 from ministream.core.triggers import Trigger
+from ministream.errors import PipelineError
 from ministream.operators.process import Processor
 from tests.conformance.harness import (
     AdvanceManualClock,
@@ -519,6 +520,120 @@ def sleeping_timer(inputs):
     )
 
 
+UNCLASSIFIED = "dummy unclassified error"
+CLASSIFIED = "creating multiple column families with dummy val is not supported"
+KEY_STATE = "key STRING, id INT, name STRING"
+"""The rows of the failing processors, ``(String, BasicState)`` in the suite (they emit none)."""
+
+
+class Failing(Processor):
+    """The suite's ``UnclassifiedErrorProcessor``, ``ClassifiedErrorProcessor`` and their initial-state and
+    timer kin: the handler ``failing`` (``"handle_input_rows"``, ``"handle_initial_state"``, or
+    ``"handle_expired_timer"``, whose timer the row handler sets 1 s of processing time later) raises an error
+    Spark has not classified (Scala's ``IllegalStateException``, a ``RuntimeError`` here) or, ``classified``, one
+    it has (``StateStoreErrors.multipleColumnFamiliesNotSupported``; here the engine's own, a ``PipelineError``)."""
+
+    output_schema = KEY_STATE
+
+    def __init__(self, failing: str, classified: bool):
+        self.failing, self.classified = failing, classified
+
+    def init(self, handle):
+        self.handle = handle
+        self.state = handle.get_value_state("testState")
+
+    def fail(self, handler: str) -> None:
+        if handler == self.failing:
+            raise PipelineError(CLASSIFIED) if self.classified else RuntimeError(UNCLASSIFIED)
+
+    def handle_initial_state(self, key, initial_state, timer_values):
+        self.fail("handle_initial_state")
+
+    def handle_input_rows(self, key, rows, timer_values):
+        self.fail("handle_input_rows")
+        if self.failing == "handle_expired_timer":
+            self.handle.register_timer(timer_values.processing_time + 1_000)
+        return ()
+
+    def handle_expired_timer(self, key, timer_values, expired_timer_info):
+        self.fail("handle_expired_timer")
+        return ()
+
+
+def failing_query(failing: str, classified: bool) -> Query:
+    """``inputData.toDS().groupByKey(x => x).transformWithState(new ...ErrorProcessor(), ...)``; the initial
+    state, for ``handle_initial_state``, is ``Seq("init_1")`` grouped by itself. The twin (no timer: its test
+    drives Spark's manual clock) raises the same message from a Python processor."""
+    time_mode = "processing_time" if failing == "handle_expired_timer" else "none"
+    initial = [{"value": "init_1"}] if failing == "handle_initial_state" else None
+    message = CLASSIFIED if classified else UNCLASSIFIED
+
+    def pipeline(inputs):
+        return (
+            inputs["inputData"]
+            .key_by("value")
+            .process(
+                "failing",
+                Failing(failing, classified),
+                time_mode=time_mode,
+                output_mode="update",
+                initial_state=initial,
+            )
+        )
+
+    def twin(inputs):
+        from pyspark.sql.streaming import StatefulProcessor
+
+        class FailingTwin(StatefulProcessor):
+            def init(self, handle):
+                self.state = handle.getValueState("testState", "id INT, name STRING")
+
+            def handleInitialState(self, key, initialState, timerValues):
+                if failing == "handle_initial_state":
+                    raise RuntimeError(message)
+
+            def handleInputRows(self, key, rows, timerValues):
+                if failing == "handle_input_rows":
+                    raise RuntimeError(message)
+                return iter([])
+
+            def close(self):
+                pass
+
+        values = inputs["inputData"]
+        settings = {}
+        if initial is not None:
+            start = values.sparkSession.createDataFrame([("init_1",)], "value STRING")
+            settings["initialState"] = start.groupBy("value")
+        return values.groupBy("value").transformWithState(FailingTwin(), KEY_STATE, "Update", "None", **settings)
+
+    return Query(pipeline, None if failing == "handle_expired_timer" else twin, "update", conf=ROCKSDB)
+
+
+def failing_steps(failing: str, classified: bool) -> list:
+    """The test's steps: data for key a, then the failure. The engine's message is the error itself when Spark
+    classified it (the engine's own error, as it was raised), else one line naming the handler and the key;
+    Spark's (a Python processor: ``PYTHON_EXCEPTION``) has the error's message."""
+    key = "init_1" if failing == "handle_initial_state" else "a"
+    if classified:
+        failure = ExpectFailure(f"^{CLASSIFIED}$", "not supported")
+    else:
+        failure = ExpectFailure(
+            rf"^step 'failing': the processor's {failing} failed for key '{key}': RuntimeError: {UNCLASSIFIED} ",
+            UNCLASSIFIED,
+        )
+    if failing != "handle_expired_timer":
+        return [add("inputData", "a"), failure]
+    return [
+        StartStream(manual_clock=True),
+        add("inputData", "a"),
+        AdvanceManualClock(1_000),
+        check_new(),
+        AdvanceManualClock(2_000),
+        failure,
+    ]
+
+
 # -- the cases -------------------------------------------------------------------------------------------------
 
 CASES = [
@@ -1002,6 +1117,64 @@ CASES = [
         )
         for name, mode in (("NoTime", "none"), ("ProcessingTime", "processing_time"))
     ],
+    *[
+        case(
+            VALIDATION,
+            name,
+            line,
+            inputs=STRINGS,
+            output=("key", "id", "name"),
+            queries={"query": failing_query(failing, classified)},
+            steps=failing_steps(failing, classified),
+            spark=MANUAL_CLOCK if failing == "handle_expired_timer" else None,
+            ci=failing == "handle_input_rows" and not classified,
+            notes=(
+                "Scala's IllegalStateException is a RuntimeError here, and the error Spark classified "
+                "(StateStoreErrors.multipleColumnFamiliesNotSupported) the engine's own PipelineError, which comes "
+                "out as it was raised; PySpark reports a Python processor's error as PYTHON_EXCEPTION with its "
+                "message (measured), not as TRANSFORM_WITH_STATE_USER_FUNCTION_ERROR, so the twin's failure is "
+                "checked by its message"
+            ),
+        )
+        for name, line, failing, classified in (
+            (
+                "transformWithState - check that error within handleInputRows is classified",
+                2579,
+                "handle_input_rows",
+                False,
+            ),
+            (
+                "transformWithState - check that classified error is thrown from handleInputRows",
+                2607,
+                "handle_input_rows",
+                True,
+            ),
+            (
+                "transformWithState - check that error within handleInitialState is classified",
+                2629,
+                "handle_initial_state",
+                False,
+            ),
+            (
+                "transformWithState - check that classified error is thrown from handleInitialState",
+                2659,
+                "handle_initial_state",
+                True,
+            ),
+            (
+                "transformWithState - check that error within handleExpiredTimer is classified",
+                2683,
+                "handle_expired_timer",
+                False,
+            ),
+            (
+                "transformWithState - check that classified error is thrown from handleExpiredTimer",
+                2716,
+                "handle_expired_timer",
+                True,
+            ),
+        )
+    ],
 ]
 
 NOT_EXPRESSIBLE = [
@@ -1070,23 +1243,6 @@ NOT_EXPRESSIBLE = [
         2563,
         "a capability error of one of Spark's state store providers",
     ),
-    *[
-        NotExpressible(
-            VALIDATION,
-            name,
-            line,
-            "Spark's error classes for a failing user function (TRANSFORM_WITH_STATE_USER_FUNCTION_ERROR) against "
-            "errors Spark already classified",
-        )
-        for name, line in (
-            ("transformWithState - check that error within handleInputRows is classified", 2579),
-            ("transformWithState - check that classified error is thrown from handleInputRows", 2607),
-            ("transformWithState - check that error within handleInitialState is classified", 2629),
-            ("transformWithState - check that classified error is thrown from handleInitialState", 2659),
-            ("transformWithState - check that error within handleExpiredTimer is classified", 2683),
-            ("transformWithState - check that classified error is thrown from handleExpiredTimer", 2716),
-        )
-    ],
     NotExpressible(
         VALIDATION,
         "transformWithStateWithInitialState - streaming with hdfsStateStoreProvider should fail",

@@ -545,7 +545,7 @@ def test_an_error_in_a_handler_names_the_step_the_handler_and_the_key(model):
         runs(flow, **options)
     assert str(caught.value) == (
         "step 'p': the processor's handle_input_rows failed for key 'b': KeyError: 'price' "
-        "(Spark: TRANSFORM_WITH_STATE_USER_FUNCTION_ERROR)"
+        "(Spark: TRANSFORM_WITH_STATE_USER_FUNCTION_ERROR, or PYTHON_EXCEPTION from a Python processor)"
     )
     assert isinstance(caught.value.__cause__, KeyError)
 
@@ -557,5 +557,5 @@ def test_an_error_in_a_timer_handler_names_it():
         run(ReadsPrice(), script)
     assert str(caught.value) == (
         "step 'p': the processor's handle_expired_timer failed for key 'a': ZeroDivisionError: division by zero "
-        "(Spark: TRANSFORM_WITH_STATE_USER_FUNCTION_ERROR)"
+        "(Spark: TRANSFORM_WITH_STATE_USER_FUNCTION_ERROR, or PYTHON_EXCEPTION from a Python processor)"
     )
