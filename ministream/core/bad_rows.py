@@ -48,6 +48,7 @@ from ministream.core.steps import (
     WindowSpec,
 )
 from ministream.errors import PipelineError
+from ministream.time.windows import Session
 
 SHOWN = 200
 """How many characters of a row an error shows (a row of many columns is cut, with ``...``)."""
@@ -129,6 +130,8 @@ def checks_of(spec: StepSpec, input_number: int, key_fn=None) -> RowChecks:
     elif isinstance(spec, (AggregateSpec, WindowSpec)):
         if isinstance(spec, WindowSpec) and not spec.processing_time:
             event_times = (spec.column,)
+        if isinstance(spec, WindowSpec) and isinstance(spec.assigner, Session) and callable(spec.assigner.gap):
+            functions = (spec.assigner.gap,)  # a session gap computed from each row
         numbers = tuple(
             (function.column, function.name)
             for function in spec.aggregates.values()

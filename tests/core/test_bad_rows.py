@@ -10,6 +10,7 @@ from ministream import (
     Custom,
     Dataflow,
     ScriptedSource,
+    Session,
     Sum,
     TimeRange,
     Tumbling,
@@ -202,3 +203,17 @@ def test_a_script_may_be_any_iterable_of_batches():
     """A generator of batches is read once, into a list; ``None`` (no data at that trigger) stays."""
     source = ScriptedSource(batch for batch in ([{"key": "a", "ts": 1}], None, []))
     assert source.positions == [[{"key": "a", "ts": 1}], None, []]
+
+
+def test_a_session_gap_computed_from_the_row_names_the_row_it_fails_on():
+    """A gap of each row's own: b's row has no ``gap`` column, and the session step names it."""
+    flow = Dataflow("gaps")
+    rows = [[{"key": "a", "ts": 1_000, "gap": 5}, {"key": "b", "ts": 1_000}]]
+    flow.source("events", ScriptedSource(rows)).key_by("key").window(
+        "sessions", Session(lambda row: row["gap"] * 1_000), n=Count()
+    ).sink("output", CollectingSink())
+    with pytest.raises(PipelineError) as caught:
+        run_microbatch(flow, output_mode="complete")
+    assert str(caught.value) == (
+        "step 'sessions': the row {'key': 'b', 'ts': 1000} makes the step's function raise KeyError: 'gap'"
+    )
