@@ -107,8 +107,9 @@ class WatermarkOperator(Operator):
                 rows_seen = list(filter(condition, rows_seen))
         if self.ctx.model == "microbatch":
             top = _latest(rows_seen, column)
-            if top is not None and type(top) not in (int, float):  # every time a string, say: the engine names
-                raise TypeError(f"an event time is a number of milliseconds, not {top!r}")  # the row (bad_rows.py)
+            if top is not None and type(top) not in (int, float):  # event times that are all strings compare
+                # without error: fail here, and the engine names the row (core/bad_rows.py)
+                raise TypeError(f"an event time is a number of milliseconds, not {top!r}")
             if top is not None:
                 self.batch_max = top if self.batch_max is None else max(self.batch_max, top)
             self.ctx.emit(rows)
