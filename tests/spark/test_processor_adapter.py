@@ -52,6 +52,7 @@ def test_a_lesson_through_the_adapter_matches_the_engine(module):
 OUTPUT_SCHEMAS = {
     "RunningCount": scala_suite.KEY_COUNT,
     "RunningCountWithError": scala_suite.KEY_COUNT,
+    "Failing": scala_suite.KEY_STATE,
     "RunningCountList": scala_suite.KEY_COUNT,
     "ExistsInInit": scala_suite.KEY_COUNT,
     "LazyIterators": "value BIGINT",
