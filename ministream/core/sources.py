@@ -27,6 +27,9 @@ from ministream.core.bad_rows import a_type, short_repr
 from ministream.core.faults import SimulatedCrash, rows_before_crash
 from ministream.errors import PipelineError
 
+_LIKE = ': a script is a list of batches, each a list of rows, like [[{"key": "a", "ts": 1000}], [], [{"key": "b", "ts": 2000}]]'
+"""How a script is written, as the errors about one say it."""
+
 
 def _script(batches) -> list:
     """``batches`` as a list, each batch checked to be a list of rows (or ``None``): a list of rows given as
@@ -49,9 +52,6 @@ def _script(batches) -> list:
                 f"ScriptedSource: batch {number} is {a_type(batch)} ({shown}), not a list of rows{_LIKE}"
             )
     return batches
-
-
-_LIKE = ': a script is a list of batches, each a list of rows, like [[{"key": "a", "ts": 1000}], [], [{"key": "b", "ts": 2000}]]'
 
 
 class ScriptedSource:

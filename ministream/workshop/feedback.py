@@ -26,6 +26,8 @@ from typing import Any
 
 import attrs
 
+from ministream.core.bad_rows import short_repr
+
 
 class ExerciseFailed(AssertionError):
     """A check found a difference; the message says where, what was expected, and which rule was missed.
@@ -82,13 +84,8 @@ def call(exercise: str, fn: Callable, *args) -> Any:
     except ExerciseFailed:
         raise
     except Exception as error:  # the learner's bug, reported as one line rather than a traceback
-        shown = ", ".join(_short(arg) for arg in args)
+        shown = ", ".join(short_repr(arg, limit=60) for arg in args)
         raise ExerciseFailed(f"{exercise}({shown}) raised {type(error).__name__}: {error}") from None
-
-
-def _short(value) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def fail(exercise: str, where: str, yours: str, expected: str, rule: str, against: str = "Spark") -> None:
