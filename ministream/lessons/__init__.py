@@ -69,12 +69,17 @@ def compare_lesson(
     seed: int = 0,
     master: str | None = None,
     output: str | None = None,
+    twin_script=None,
 ) -> Comparison:
     """Run a lesson in ministream and in Spark on the same script and compare them batch by batch: one of its
     outputs (``output``, the first by default; a pipeline file may have several, each its own Spark query).
 
     A lesson that uses processing time (``lesson.replay_spark_clock``) runs Spark first, then ministream with
-    the batch timestamps Spark recorded, so that both engines see the same processing time."""
+    the batch timestamps Spark recorded, so that both engines see the same processing time.
+
+    ``twin_script`` gives the twin other batches than ministream's: what Spark's own JSON reader makes of an
+    events file whose bad lines ministream set aside (``Lesson.read_both_ways``), to see what those lines do
+    in Spark."""
     lesson = lesson.of_output(output or lesson.outputs[0])
     sink = lesson.outputs[0]
     if lesson.twin is None:
@@ -83,12 +88,12 @@ def compare_lesson(
             "is checked by properties of its own runs (its tutorial says which)"
         )
     if lesson.replay_spark_clock:
-        theirs = lesson.run_twin(script, params, master=master)
+        theirs = lesson.run_twin(script if twin_script is None else twin_script, params, master=master)
         timestamps = [batch.processing_time for batch in theirs]
         run = lesson.run(script, params, parallelism=parallelism, seed=seed, batch_timestamps=timestamps)
         return compare_batches(run.output(sink), theirs)
     ours = lesson.run(script, params, parallelism=parallelism, seed=seed).output(sink)
-    theirs = lesson.run_twin(script, params, master=master)
+    theirs = lesson.run_twin(script if twin_script is None else twin_script, params, master=master)
     return compare_batches(ours, theirs)
 
 

@@ -203,6 +203,16 @@ class Lesson:
         streams = list(self.inputs) if len(self.inputs) > 1 else None
         return read_events(path, self.fields, streams, dead_letters=dead_letters)
 
+    def read_both_ways(self, path, master: str | None = None):
+        """Read a user's events file as ministream does, its bad lines set aside as dead letters, and as Spark's
+        own JSON reader would, every line read and a null where a field cannot be (``spark/permissive.py``):
+        each dead letter beside Spark's reading of its line, and the batches the twin would get."""
+        from ministream.spark import spark_session
+        from ministream.spark.permissive import read_both_ways
+
+        streams = list(self.inputs) if len(self.inputs) > 1 else None
+        return read_both_ways(spark_session(master), path, self.spark_schema(), self.fields, streams)
+
     def spark_schema(self) -> str:
         """The schema of the lesson's events for the Spark source: ``ts`` then the lesson's fields."""
         columns = ["ts TIMESTAMP"] + [f"{field.name} {SPARK_TYPES[field.kind]}" for field in self.fields]

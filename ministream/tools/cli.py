@@ -86,6 +86,24 @@ def _script(lesson, args, out, dead_letters: list | None = None):
     return script
 
 
+def _read_both_ways(lesson, args, out) -> tuple:
+    """``compare --spark-reading``: the script of ``--events`` as ministream reads it, its bad lines set aside,
+    and the script Spark's own JSON reader makes of the same file (``spark/permissive.py``), after a line per
+    bad line saying what Spark reads from it."""
+    if args.events is None:
+        raise PipelineError("--spark-reading reads your events file as Spark would: give it with --events FILE")
+    both = lesson.read_both_ways(args.events, args.master)
+    count = len(both.readings)
+    print(
+        f"{count} bad line{'s' if count != 1 else ''} of {args.events}: ministream sets "
+        f"{'them' if count != 1 else 'it'} aside, and Spark's JSON reader (mode PERMISSIVE) reads:",
+        file=out,
+    )
+    for reading in both.readings:
+        print(f"  {reading}", file=out)
+    return both.script, both.spark_script
+
+
 def _lesson(args):
     """The lesson or pipeline file a command names; with ``--output NAME``, that one output of it: the query
     that feeds it, alone, with its own twin (``Lesson.of_output``)."""
@@ -257,12 +275,24 @@ def cmd_compare(args, out) -> int:
             lesson = _with_compiled_twin(lesson, params)
         if args.state:
             _one_output(lesson, "--state", "compares the state of")
-        script = _script(lesson, args, out)
+        twin_script = None
+        if args.spark_reading:
+            script, twin_script = _read_both_ways(lesson, args, out)
+        else:
+            script = _script(lesson, args, out)
         twin = "the twin compiled from its pipeline" if args.compiled else "Spark"
+        if args.spark_reading:
+            twin += " on what Spark's JSON reader makes of every line"
         results = []
         for output in lesson.outputs:  # a pipeline file may have several outputs: each its own query in Spark
             result = compare_lesson(
-                lesson, script, params, parallelism=args.parallelism, master=args.master, output=output
+                lesson,
+                script,
+                params,
+                parallelism=args.parallelism,
+                master=args.master,
+                output=output,
+                twin_script=twin_script,
             )
             results.append(result)
             named = f"{lesson.name}, output {output!r}" if len(lesson.outputs) > 1 or args.output else lesson.name
@@ -564,6 +594,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     compare.add_argument(
         "--compiled", action="store_true", help="use the twin compiled from the pipeline (ministream twin LESSON)"
+    )
+    compare.add_argument(
+        "--spark-reading",
+        action="store_true",
+        help="run the twin on what Spark's JSON reader makes of --events, bad lines included, and show each",
     )
     compare.set_defaults(handler=cmd_compare)
 

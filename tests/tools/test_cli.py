@@ -152,3 +152,26 @@ def test_compare_says_which_join_sparks_optimizer_removes(capsys):
         "the left rows"
     )
     assert lines[-1].startswith("outer-join: 6 of 6 batches match")
+
+
+@pytest.mark.spark
+def test_compare_spark_reading_shows_what_spark_reads_of_each_bad_line(tmp_path, capsys):
+    """`compare --events F --spark-reading`: each line ministream sets aside, beside what Spark's JSON reader
+    reads from it; then the twin runs on Spark's reading of every line, and the table shows what the bad lines
+    change (here the line without a key is counted under the null key, and a line read with a null value
+    counts for key a). Without --events it is refused."""
+    path = tmp_path / "events.jsonl"
+    path.write_text(
+        '{"batch": 0, "ts": "2024-01-01T10:00:01Z", "key": "a", "value": 1}\n'
+        '{"batch": 0, "ts": "2024-01-01T10:00:05Z", "value": 3}\n'
+        '{"batch": 0, "ts": "2024-01-01T10:00:06Z", "key": "a", "value": "x"}\n'
+        '{"batch": 1, "ts": "2024-01-01T10:00:15Z", "key": "a", "value": 4}\n'
+    )
+    assert main(["compare", "late-data", "--events", str(path), "--spark-reading"]) == 1
+    out = capsys.readouterr().out
+    assert f"2 bad lines of {path}: ministream sets them aside, and Spark's JSON reader (mode PERMISSIVE) reads:" in out
+    assert "Spark reads {'ts': '2024-01-01T10:00:05Z', 'key': null, 'value': 3.0}\n" in out
+    assert "Spark reads {'ts': '2024-01-01T10:00:06Z', 'key': 'a', 'value': null}, malformed (FAILFAST" in out
+    assert "only in Spark:      {key: None, window_start: 2024-01-01T10:00:00Z" in out
+    assert main(["compare", "late-data", "--spark-reading"]) == 2
+    assert "give it with --events FILE" in capsys.readouterr().err

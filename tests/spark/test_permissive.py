@@ -1,0 +1,123 @@
+"""Spark's JSON reader against ministream's dead letters (``spark/permissive.py``): each fact the module and
+tutorial 05 state is what Spark's reader does on this machine's PySpark, and the twin run on Spark's reading
+of a file gives the rows the tutorial explains."""
+
+import pytest
+
+from ministream.lessons.late_data import LESSON
+from ministream.spark.permissive import read_as_spark, read_both_ways, spark_script
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = "ts TIMESTAMP, key STRING, value DOUBLE"
+T1 = 1_704_103_201_000  # 2024-01-01T10:00:01Z
+
+
+def read_one(spark, text: str, streams=None):
+    [line] = read_as_spark(spark, [text], SCHEMA, streams)
+    return line.rows, line.corrupt
+
+
+def test_each_kind_of_bad_line_as_spark_reads_it(spark):
+    """Not JSON, or JSON that is no object: a malformed row of nulls. A field that does not fit: null, the rest
+    kept, malformed. A missing field: null, not malformed. A number in a string column: text. A bare number of
+    event time: seconds. Microseconds and NaN: kept. A field of no column: ignored. An array: a row per element."""
+    nulls = {"batch": None, "ts": None, "key": None, "value": None}
+    cases = {
+        "not json at all": ([nulls], True),
+        "5": ([nulls], True),
+        "null": ([nulls], True),
+        '{"batch": 0, "ts": "2024-13-01T10:00:03Z", "key": "b", "value": 2}': (
+            [{"batch": 0, "ts": None, "key": "b", "value": 2.0}],
+            True,
+        ),
+        '{"batch": 0, "ts": "2024-01-01T10:00:01Z", "key": "a", "value": "x"}': (
+            [{"batch": 0, "ts": T1, "key": "a", "value": None}],
+            True,
+        ),
+        '{"batch": "1", "ts": "2024-01-01T10:00:01Z", "key": "a", "value": 1}': (
+            [{"batch": None, "ts": T1, "key": "a", "value": 1.0}],
+            True,
+        ),
+        '{"batch": 0, "ts": "2024-01-01T10:00:01Z", "value": 3}': (
+            [{"batch": 0, "ts": T1, "key": None, "value": 3.0}],
+            False,
+        ),
+        '{"batch": 0, "ts": "2024-01-01T10:00:01Z", "key": 5, "value": 1, "extra": true}': (
+            [{"batch": 0, "ts": T1, "key": "5", "value": 1.0}],
+            False,
+        ),
+        '{"batch": 0, "ts": 1704103201, "key": "a", "value": 1}': (
+            [{"batch": 0, "ts": T1, "key": "a", "value": 1.0}],
+            False,
+        ),
+        '{"batch": 0, "ts": "2024-01-01T10:00:01.123456Z", "key": "a", "value": 1}': (
+            [{"batch": 0, "ts": T1 + 123, "key": "a", "value": 1.0}],  # microseconds kept, floored to the ms here
+            False,
+        ),
+        '[{"batch": 1, "key": "a"}, {"batch": 2, "key": "b"}]': (
+            [{"batch": 1, "ts": None, "key": "a", "value": None}, {"batch": 2, "ts": None, "key": "b", "value": None}],
+            False,
+        ),
+        "[]": ([], False),
+    }
+    lines = read_as_spark(spark, list(cases), SCHEMA)
+    assert [line.line for line in lines] == list(range(1, len(cases) + 1))
+    for line, (text, expected) in zip(lines, cases.items()):
+        assert (line.text, line.rows, line.corrupt) == (text, *expected)
+
+
+def test_nan_is_a_number_to_spark(spark):
+    """``NaN`` is a double to Spark's reader (ministream refuses it: not a finite number)."""
+    [row], corrupt = read_one(spark, '{"batch": 0, "ts": "2024-01-01T10:00:01Z", "key": "a", "value": NaN}')
+    assert row["value"] != row["value"] and not corrupt
+
+
+def test_the_input_name_of_a_two_input_file(spark):
+    """With several inputs the ``stream`` field is read too; a row of no input reaches no query."""
+    lines = read_as_spark(
+        spark,
+        [
+            '{"batch": 0, "stream": "clicks", "ts": "2024-01-01T10:00:01Z", "key": "a", "value": 1}',
+            '{"batch": 0, "stream": "views", "ts": "2024-01-01T10:00:01Z", "key": "b", "value": 1}',
+        ],
+        SCHEMA,
+        streams=["clicks", "impressions"],
+    )
+    assert spark_script(lines, ["clicks", "impressions"]) == {
+        "clicks": [[{"ts": T1, "key": "a", "value": 1.0}]],
+        "impressions": [[]],
+    }
+
+
+def test_the_late_data_twin_on_what_spark_reads_of_a_file_with_bad_lines(spark, tmp_path):
+    """Tutorial 05's file: ministream sets 4 lines aside and counts 1 row of key a in window :00-:10; Spark reads
+    every line, counts 2 rows of a there (the line whose value it read as null: sum 1) and 1 of the null key,
+    leaves the 2 rows of null event time out of every window, and its watermark moves on the bad lines' times."""
+    path = tmp_path / "events.jsonl"
+    path.write_text(
+        '{"batch": 0, "ts": "2024-01-01T10:00:01Z", "key": "a", "value": 1}\n'
+        '{"batch": 0, "ts": "2024-13-01T10:00:03Z", "key": "b", "value": 2}\n'
+        "not json at all\n"
+        '{"batch": 0, "ts": "2024-01-01T10:00:05Z", "value": 3}\n'
+        '{"batch": 0, "ts": "2024-01-01T10:00:06Z", "key": "a", "value": "x"}\n'
+        '{"batch": 1, "ts": "2024-01-01T10:00:15Z", "key": "a", "value": 4}\n'
+    )
+    both = read_both_ways(spark, path, LESSON.spark_schema(), LESSON.fields)
+    assert [reading.letter.line for reading in both.readings] == [2, 3, 4, 5]
+    assert [reading.spark.corrupt for reading in both.readings] == [True, True, False, True]
+    window = {"window_start": T1 - 1_000, "window_end": T1 + 9_000}
+    ministream = LESSON.run(both.script)
+    assert [batch.rows for batch in ministream.output("output")] == [
+        [],
+        [],
+        [{"key": "a", **window, "count": 1, "sum": 1.0}],
+    ]
+    spark_batches = LESSON.run_twin(both.spark_script)
+    assert [batch.rows for batch in spark_batches][:2] == [[], []]
+    assert sorted(spark_batches[2].rows, key=lambda row: row["key"] or "") == [
+        {"key": None, **window, "count": 1, "sum": 3.0},
+        {"key": "a", **window, "count": 2, "sum": 1.0},
+    ]
+    assert [batch.watermark for batch in spark_batches][:2] == [0, T1]  # :06, a bad line's time, minus 5 s
+    assert ministream.watermarks[:2] == [0, T1 - 5_000]
