@@ -67,10 +67,14 @@ def test_each_kind_of_bad_line_as_spark_reads_it(spark):
         assert (line.text, line.rows, line.corrupt) == (text, *expected)
 
 
-def test_nan_is_a_number_to_spark(spark):
-    """``NaN`` is a double to Spark's reader (ministream refuses it: not a finite number)."""
+def test_nan_infinity_true_and_a_time_without_zone_are_read_too(spark):
+    """``NaN`` and ``1e400`` are doubles to Spark's reader, ``true`` is the text "true" in a string column, and a
+    time written with a space and no zone is read in the session's zone (UTC): none of them is malformed
+    (ministream refuses each)."""
     [row], corrupt = read_one(spark, '{"batch": 0, "ts": "2024-01-01T10:00:01Z", "key": "a", "value": NaN}')
     assert row["value"] != row["value"] and not corrupt
+    [row], corrupt = read_one(spark, '{"batch": 0, "ts": "2024-01-01 10:00:01", "key": true, "value": 1e400}')
+    assert row == {"batch": 0, "ts": T1, "key": "true", "value": float("inf")} and not corrupt
 
 
 def test_the_input_name_of_a_two_input_file(spark):
