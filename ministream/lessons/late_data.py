@@ -42,6 +42,19 @@ DEFAULT_SCRIPT = [
 ]
 
 
+BAD_LINES = [
+    '{"batch": 0, "ts": "2024-01-01T10:00:01Z", "key": "a", "value": 1}',
+    '{"batch": 0, "ts": "2024-13-01T10:00:03Z", "key": "b", "value": 2}',
+    "not json at all",
+    '{"batch": 0, "ts": "2024-01-01T10:00:05Z", "value": 3}',
+    '{"batch": 0, "ts": "2024-01-01T10:00:06Z", "key": "a", "value": "x"}',
+    '{"batch": 1, "ts": "2024-01-01T10:00:15Z", "key": "a", "value": 4}',
+]
+"""The lines of an events file with four bad ones, one of each kind: a time that is no date, a line that is not
+JSON, a missing key, a value that is not a number. ministream sets them aside; Spark's JSON reader reads them
+with nulls (``spark/permissive.py``, ``tutorials/your-own-pipeline.md``, "Bad lines")."""
+
+
 def pipeline(script, params) -> Dataflow:
     """ministream: per key and per tumbling window a count and a sum; the rows too late for their window go
     to the side output ``late``, sunk as ``late``."""

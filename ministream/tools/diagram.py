@@ -458,6 +458,79 @@ def changelog_diagram() -> str:
     return changelog_dot(logs, positions)
 
 
+def _rows_in(script) -> int:
+    """How many rows a script holds (a list of batches, or ``{input: batches}``)."""
+    inputs = script.values() if isinstance(script, dict) else [script]
+    return sum(len(batch) for batches in inputs for batch in batches)
+
+
+def _spark_read(row: dict) -> str:
+    """What Spark's reader did to one row of a bad line: the fields it read as null, or that it read it all."""
+    nulls = [name for name, value in row.items() if value is None and name not in ("batch", "stream")]
+    return f"{', '.join(nulls)} null" if nulls else "read whole"
+
+
+def _first_lines(text: str, count: int) -> list[str]:
+    """The first ``count`` lines of ``text`` wrapped (:func:`wrap`), the last one ending in "..." when there is more.
+
+    >>> _first_lines("line 5: field 'value': 'x' is not a number: give a number like 1.5", 1)
+    ["line 5: field 'value': 'x' is not a ..."]
+    """
+    lines = wrap(text)
+    return lines if len(lines) <= count else [*lines[: count - 1], lines[count - 1] + " ..."]
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def bad_lines_dot(both, file_name: str, name: str = "bad-lines") -> str:
+    """An events file read two ways (``spark/permissive.py``'s ``BothReadings``): ministream's reader, which
+    sets each bad line aside with its reason, and Spark's JSON reader, which reads it into the pipeline with a
+    null in each field it cannot read; each bad line is a line in the box of each reader's verdict.
+
+    >>> from types import SimpleNamespace as Of
+    >>> reading = Of(letter=Of(line=4, reason="field 'key': missing"),
+    ...              spark=Of(line=4, rows=[{"batch": 0, "ts": 1000, "key": None}], corrupt=False))
+    >>> both = Of(script=[[{"ts": 5, "key": "a"}]], readings=[reading], spark_script=[[{}, {}]])
+    >>> for line in bad_lines_dot(both, "e.jsonl").splitlines():
+    ...     if "line 4" in line:
+    ...         print(line.strip())
+    "dead" [label="dead letters: 1 line\\nline 4: field 'key': missing\\l", fillcolor="#fbe3e3"];
+    "spark rows" [label="into the pipeline: 2 rows\\nline 4: key null\\l", fillcolor="#fdf0d5"];
+    """
+    letters = [text for r in both.readings for text in _first_lines(f"line {r.letter.line}: {r.letter.reason}", 2)]
+    spark = [
+        f"line {r.spark.line}: {_spark_read(row)}{' (malformed)' if r.spark.corrupt else ''}"
+        for r in both.readings
+        for row in r.spark.rows or [{}]
+    ]
+    bad, kept = len(both.readings), _rows_in(both.script)  # a good line is one row of ministream's script
+    spark_title = "into the pipeline: " + _plural(_rows_in(both.spark_script), "row")
+
+    def label(title: str, lines: list[str]) -> str:
+        return '"' + title + "\\n" + "".join(line.replace('"', "'") + "\\l" for line in lines) + '"'
+
+    lines = [
+        f"digraph {_quote(name)} {{",
+        "  rankdir=TB;",
+        *HEADER,
+        f'  "file" [label={_quote(file_name + ": " + _plural(kept + bad, "line") + f", {bad} bad")}, shape=note];',
+        '  "ministream" [label="ministream\'s reader\\nstrict: a line is read whole, or set aside"];',
+        '  "spark" [label="Spark\'s JSON reader (PERMISSIVE)\\na null where a field does not fit"];',
+        f'  "ministream rows" [label="into the pipeline: {_plural(kept, "row")}", fillcolor="{COLORS["source"]}"];',
+        f'  "dead" [label={label("dead letters: " + _plural(bad, "line"), letters)}, fillcolor="#fbe3e3"];',
+        f'  "spark rows" [label={label(spark_title, spark)}, fillcolor="{COLORS["keyed"]}"];',
+        '  "file" -> "ministream";',
+        '  "file" -> "spark";',
+        '  "ministream" -> "ministream rows" [label="good lines"];',
+        '  "ministream" -> "dead" [label="bad lines"];',
+        '  "spark" -> "spark rows" [label="every line"];',
+        "}",
+    ]
+    return "\n".join(lines)
+
+
 def render_svg(dot_text: str, path: str | Path) -> Path:
     """Render DOT text to an SVG file with Graphviz's ``dot`` (installed by ``make setup``)."""
     import graphviz

@@ -4,7 +4,7 @@ of a file gives the rows the tutorial explains."""
 
 import pytest
 
-from ministream.lessons.late_data import LESSON
+from ministream.lessons.late_data import BAD_LINES, LESSON
 from ministream.spark.permissive import read_as_spark, read_both_ways, spark_script
 
 pytestmark = pytest.mark.spark
@@ -95,18 +95,11 @@ def test_the_input_name_of_a_two_input_file(spark):
 
 
 def test_the_late_data_twin_on_what_spark_reads_of_a_file_with_bad_lines(spark, tmp_path):
-    """Tutorial 05's file: ministream sets 4 lines aside and counts 1 row of key a in window :00-:10; Spark reads
+    """The late-data lesson's ``BAD_LINES``: ministream sets 4 lines aside and counts 1 row of key a in window :00-:10; Spark reads
     every line, counts 2 rows of a there (the line whose value it read as null: sum 1) and 1 of the null key,
     leaves the 2 rows of null event time out of every window, and its watermark moves on the bad lines' times."""
     path = tmp_path / "events.jsonl"
-    path.write_text(
-        '{"batch": 0, "ts": "2024-01-01T10:00:01Z", "key": "a", "value": 1}\n'
-        '{"batch": 0, "ts": "2024-13-01T10:00:03Z", "key": "b", "value": 2}\n'
-        "not json at all\n"
-        '{"batch": 0, "ts": "2024-01-01T10:00:05Z", "value": 3}\n'
-        '{"batch": 0, "ts": "2024-01-01T10:00:06Z", "key": "a", "value": "x"}\n'
-        '{"batch": 1, "ts": "2024-01-01T10:00:15Z", "key": "a", "value": 4}\n'
-    )
+    path.write_text("\n".join(BAD_LINES) + "\n")
     both = read_both_ways(spark, path, LESSON.spark_schema(), LESSON.fields)
     assert [reading.letter.line for reading in both.readings] == [2, 3, 4, 5]
     assert [reading.spark.corrupt for reading in both.readings] == [True, True, False, True]

@@ -3,7 +3,7 @@
 import pytest
 
 from ministream.lessons import all_lessons, get_lesson
-from ministream.tools.diagram import render_svg, setting_dots, to_dot
+from ministream.tools.diagram import bad_lines_dot, render_svg, setting_dots, to_dot
 from tests.operators.test_dedup import pruned_dedup
 from tests.operators.test_removed_outer_join import shape_flow
 
@@ -65,3 +65,24 @@ def test_a_diagram_says_what_sparks_optimizer_changes_in_a_step():
     )
     assert "no late rows: Spark prunes ts" in to_dot(pruned_dedup("id")).replace("\\l  ", " ")
     assert "Spark prunes" not in to_dot(pruned_dedup("id, ts"))
+
+
+def test_the_bad_lines_diagram_fits_a_page_with_long_reasons(tmp_path):
+    """An events file read two ways (ministream's dead letters, Spark's nulls): each reason is cut to two lines,
+    so that the diagram stays under 900 points wide however long the reasons are."""
+    import re
+    from types import SimpleNamespace as Of
+
+    readings = [
+        Of(
+            letter=Of(line=number, reason="field 'key': missing: every event needs " + "'a', " * 30),
+            spark=Of(line=number, rows=[{"batch": 0, "ts": None, "key": None, "value": 1.0}], corrupt=True),
+        )
+        for number in range(2, 12)
+    ]
+    both = Of(script=[[{"ts": 1}]], readings=readings, spark_script=[[{}] * 11])
+    dot = bad_lines_dot(both, "events.jsonl")
+    assert "events.jsonl: 11 lines, 10 bad" in dot and "line 11: ts, key null (malformed)" in dot
+    assert dot.count("line 7:") == 2  # one line of the reason (cut), one of what Spark read
+    svg = render_svg(dot, tmp_path / "bad.svg").read_text()
+    assert float(re.search(r'<svg width="([0-9.]+)pt"', svg).group(1)) <= 900

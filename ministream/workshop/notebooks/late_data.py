@@ -67,10 +67,41 @@ Spark drops the same rows (silently): the outputs match batch for batch."""),
 result = compare_lesson(lesson)
 print(result.table())
 assert result.matches"""),
+        markdown("""## Bad lines: set aside here, read with nulls by Spark
+
+Read from an events file, a line ministream cannot read whole is set aside as a dead letter, with its reason
+(`ministream run late-data --events F --dead-letters D`). Spark has no dead letters: its JSON reader, in its
+default mode `PERMISSIVE`, reads every line, with a null in each field it cannot read. Here is a file with
+four bad lines, each beside what Spark's own reader makes of it (`ministream/spark/permissive.py`):"""),
+        code("""import pathlib
+import tempfile
+
+import graphviz
+from ministream.lessons.late_data import BAD_LINES
+from ministream.tools.diagram import bad_lines_dot
+
+path = pathlib.Path(tempfile.mkdtemp()) / "events.jsonl"
+path.write_text("\\n".join(BAD_LINES) + "\\n")
+print(path.read_text())
+both = lesson.read_both_ways(path)
+for reading in both.readings:
+    print(reading)
+graphviz.Source(bad_lines_dot(both, path.name))"""),
+        markdown("""What those rows do in Spark: the twin runs on Spark's reading of every line, ministream on the lines it
+kept. The row without a key is counted under the null key; the row whose value is not a number counts for
+key `a` but adds nothing to its sum; the two rows without an event time are in no window, and not among the
+late rows either; and the good times of lines 4 and 5 move Spark's watermark (10:00:01 after batch 0, where
+ministream's is 09:59:56). None of it raises an error or shows in a count
+(`ministream compare late-data --events F --spark-reading`)."""),
+        code("""result = compare_lesson(lesson, both.script, twin_script=both.spark_script)
+print(result.table())
+assert [len(batch.only_spark) for batch in result.batches] == [0, 0, 2] and not result.matches"""),
         markdown("""## Recap
 
 - Late in batch k: the row's window ends at or before WM_{k-1}; the edge is inclusive.
 - Old rows in open windows count; a row is judged against the previous batch's watermark.
-- ministream shows every dropped row: trace, `run.late_rows()`, side output."""),
+- ministream shows every dropped row: trace, `run.late_rows()`, side output.
+- A bad line of an events file is a dead letter in ministream, and a row with nulls in Spark, which then
+  counts under a null key, in no window, or without its value, silently."""),
     ],
 )
