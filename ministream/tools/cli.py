@@ -75,6 +75,12 @@ def _script(lesson, args, out, dead_letters: list | None = None):
         return lesson.read_script(args.events)
     dead_letters = [] if dead_letters is None else dead_letters
     script = lesson.read_script(args.events, dead_letters)
+    _write_dead_letters(dead_letters, args, out)
+    return script
+
+
+def _write_dead_letters(dead_letters: list, args, out) -> None:
+    """Write the bad lines of ``--events`` to ``--dead-letters FILE``, a JSON object per line, and say how many."""
     with open(args.dead_letters, "w", encoding="utf-8") as out_file:
         for letter in dead_letters:
             out_file.write(
@@ -83,16 +89,17 @@ def _script(lesson, args, out, dead_letters: list | None = None):
             )
     count = len(dead_letters)
     print(f"{count} bad line{'s' if count != 1 else ''} of {args.events} set aside in {args.dead_letters}", file=out)
-    return script
 
 
 def _read_both_ways(lesson, args, out) -> tuple:
-    """``compare --spark-reading``: the script of ``--events`` as ministream reads it, its bad lines set aside,
-    and the script Spark's own JSON reader makes of the same file (``spark/permissive.py``), after a line per
-    bad line saying what Spark reads from it."""
+    """``compare --spark-reading``: the script of ``--events`` as ministream reads it, its bad lines set aside
+    (and written to ``--dead-letters FILE`` when it is given), and the script Spark's own JSON reader makes of
+    the same file (``spark/permissive.py``), after a line per bad line saying what Spark reads from it."""
     if args.events is None:
         raise PipelineError("--spark-reading reads your events file as Spark would: give it with --events FILE")
     both = lesson.read_both_ways(args.events, args.master)
+    if args.dead_letters:
+        _write_dead_letters(both.dead_letters, args, out)
     count = len(both.readings)
     print(
         f"{count} bad line{'s' if count != 1 else ''} of {args.events}: ministream sets "
@@ -313,8 +320,9 @@ def cmd_compare(args, out) -> int:
             return EXIT_OK if result.matches and state.matches else EXIT_DIFFERS
         return EXIT_OK if all(result.matches for result in results) else EXIT_DIFFERS
     lessons = all_lessons()
-    if args.compiled:
-        raise PipelineError("--compiled compares one lesson: give its name")
+    if args.compiled or args.spark_reading:
+        flag = "--compiled" if args.compiled else "--spark-reading"
+        raise PipelineError(f"{flag} compares one lesson: give its name")
     if args.output:
         raise PipelineError("--output chooses an output of one pipeline file: give its path, not --all")
     header = ("lesson", "batches matched", "rows matched", "result")

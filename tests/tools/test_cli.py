@@ -1,5 +1,7 @@
 """The ministream command line: lessons, run, errors in the user's terms."""
 
+import json
+
 import pytest
 
 from ministream.tools.cli import main
@@ -64,8 +66,6 @@ def test_bad_param_syntax(capsys):
 
 def test_dead_letters_keep_bad_lines_with_their_reason(tmp_path, capsys):
     """With --dead-letters, bad lines are set aside with their reason and the good ones still run."""
-    import json
-
     events = tmp_path / "events.jsonl"
     events.write_text(
         '{"batch": 0, "ts": "2024-01-01T10:00:00Z", "key": "a", "value": 1}\n'
@@ -159,7 +159,7 @@ def test_compare_spark_reading_shows_what_spark_reads_of_each_bad_line(tmp_path,
     """`compare --events F --spark-reading`: each line ministream sets aside, beside what Spark's JSON reader
     reads from it; then the twin runs on Spark's reading of every line, and the table shows what the bad lines
     change (here the line without a key is counted under the null key, and a line read with a null value
-    counts for key a). Without --events it is refused."""
+    counts for key a). Without --events, or with --all, it is refused; with --dead-letters the bad lines are written too."""
     path = tmp_path / "events.jsonl"
     path.write_text(
         '{"batch": 0, "ts": "2024-01-01T10:00:01Z", "key": "a", "value": 1}\n'
@@ -167,11 +167,15 @@ def test_compare_spark_reading_shows_what_spark_reads_of_each_bad_line(tmp_path,
         '{"batch": 0, "ts": "2024-01-01T10:00:06Z", "key": "a", "value": "x"}\n'
         '{"batch": 1, "ts": "2024-01-01T10:00:15Z", "key": "a", "value": 4}\n'
     )
-    assert main(["compare", "late-data", "--events", str(path), "--spark-reading"]) == 1
+    letters = tmp_path / "dead.jsonl"
+    assert main(["compare", "late-data", "--events", str(path), "--spark-reading", "--dead-letters", str(letters)]) == 1
     out = capsys.readouterr().out
+    assert [json.loads(line)["line"] for line in letters.read_text().splitlines()] == [2, 3]
     assert f"2 bad lines of {path}: ministream sets them aside, and Spark's JSON reader (mode PERMISSIVE) reads:" in out
     assert "Spark reads {'ts': '2024-01-01T10:00:05Z', 'key': null, 'value': 3.0}\n" in out
     assert "Spark reads {'ts': '2024-01-01T10:00:06Z', 'key': 'a', 'value': null}, malformed (FAILFAST" in out
     assert "only in Spark:      {key: None, window_start: 2024-01-01T10:00:00Z" in out
     assert main(["compare", "late-data", "--spark-reading"]) == 2
     assert "give it with --events FILE" in capsys.readouterr().err
+    assert main(["compare", "--all", "--spark-reading"]) == 2
+    assert "--spark-reading compares one lesson: give its name" in capsys.readouterr().err
