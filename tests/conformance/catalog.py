@@ -22,6 +22,7 @@ from tests.conformance import (
     suite_streaming_deduplication,
     suite_streaming_join,
     suite_streaming_session_window,
+    suite_transform_with_list_state,
     suite_transform_with_state,
 )
 
@@ -32,6 +33,7 @@ SUITES = [
     suite_streaming_session_window,
     suite_streaming_join,
     suite_transform_with_state,
+    suite_transform_with_list_state,
     suite_pyspark_transform_with_state,
     suite_apply_in_pandas_with_state,
     suite_flink_window_operator,
@@ -86,6 +88,13 @@ TEST_NAMES = {
     suite_transform_with_state: (
         130,
         "TransformWithStateUnsafeRowSuite (58), TransformWithStateAvroSuite (58), TransformWithStateValidationSuite (14)",
+    ),
+    suite_transform_with_list_state: (
+        4,
+        (
+            "TransformWithListStateSuite (4 of its 16 test names: the 12 of its 6 null and empty list tests are"
+            " left out, ministream disagrees)"
+        ),
     ),
     suite_pyspark_transform_with_state: (
         40,
