@@ -23,6 +23,7 @@ from tests.conformance import (
     suite_streaming_join,
     suite_streaming_session_window,
     suite_transform_with_list_state,
+    suite_transform_with_map_state,
     suite_transform_with_state,
 )
 
@@ -34,6 +35,7 @@ SUITES = [
     suite_streaming_join,
     suite_transform_with_state,
     suite_transform_with_list_state,
+    suite_transform_with_map_state,
     suite_pyspark_transform_with_state,
     suite_apply_in_pandas_with_state,
     suite_flink_window_operator,
@@ -93,6 +95,13 @@ TEST_NAMES = {
         4,
         (
             "TransformWithListStateSuite (4 of its 16 test names: the 12 of its 6 null and empty list tests are"
+            " left out, ministream disagrees)"
+        ),
+    ),
+    suite_transform_with_map_state: (
+        6,
+        (
+            "TransformWithMapStateSuite (6 of its 16 test names: the 10 of its 5 null key and null value tests are"
             " left out, ministream disagrees)"
         ),
     ),
