@@ -16,12 +16,17 @@ Every mistake is reported with the file, the line, the field and a hint, because
 learning, not debugging a parser; a file with several bad lines gets them all (up to :data:`MAX_REPORTED`),
 so they can be fixed in one go. A file that cannot be read at all (missing, a folder, not UTF-8 text) is
 one message naming the file and what is wrong with it.
+
+The reader takes only what Spark's JSON reader reads into the same value (:data:`TIMESTAMP_FORM`,
+:data:`BIGINT`), so that a file means the same to a Spark job; what Spark's lenient reader makes of the lines
+this one refuses is ``spark/permissive.py``'s.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable
 
 import attrs
@@ -118,15 +123,33 @@ def _check_batch(value) -> int:
     return value
 
 
+TIMESTAMP_FORM = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:Z|[+-]\d{2}(?::?\d{2})?)?)?")
+"""The ISO-8601 timestamps an events file may hold: a date, then optionally ``T`` (or a space), the time with its
+seconds, a fraction and a zone (``Z``, ``+01``, ``+0100`` or ``+01:00``; none is UTC). Python reads more forms
+(``20240101T100000Z``, ``2024-W01-1``, ``10:00Z`` without seconds, a comma before the fraction, a lowercase
+``z``), which Spark's JSON reader reads as null: refused, so that a file ministream reads is read the same by a
+Spark job (``tests/spark/test_permissive.py`` checks every accepted form against Spark's reader)."""
+
+BIGINT = (-(2**63), 2**63 - 1)
+"""The range of an ``int`` field: Spark's BIGINT, whose reader makes a larger number null."""
+
+
 def _check_ts(value) -> int:
-    """Event time comes as an ISO-8601 string; a bare number is refused, since its unit would be a guess."""
+    """Event time comes as an ISO-8601 string (:data:`TIMESTAMP_FORM`); a bare number is refused, since its unit
+    would be a guess (Spark's reader takes it as seconds)."""
     if not isinstance(value, str):
         raise ValueError(f'{_shown(value)} is not a timestamp string: write it in quotes, like "2024-01-01T10:00:05Z"')
     try:
-        return parse_timestamp(value)
+        ms = parse_timestamp(value)
     except TimeFormatError as err:
         hint = ": keep at most 3 digits after the second, like '2024-01-01T10:00:05.250Z'"
         raise ValueError(str(err) + (hint if "finer than a millisecond" in str(err) else "")) from None
+    if not TIMESTAMP_FORM.fullmatch(value.strip()):  # a form Python reads and Spark does not
+        raise ValueError(
+            f"{value!r} is not a timestamp Spark's JSON reader reads: write the date, 'T' and the time with its "
+            "seconds, like '2024-01-01T10:00:05Z' (a fraction and a zone such as '+01:00' may follow)"
+        )
+    return ms
 
 
 def _check_value(value, kind: type):
@@ -144,6 +167,8 @@ def _check_value(value, kind: type):
         raise ValueError(f"{_shown(value)} is not a number: give a number like {like}")
     if kind is int and not isinstance(value, int):
         raise ValueError(f"{_shown(value)} is not a whole number: write it like {like}")
+    if kind is int and not BIGINT[0] <= value <= BIGINT[1]:
+        raise ValueError(f"{value} is out of range: a whole number fits 64 bits, from {BIGINT[0]} to {BIGINT[1]}")
     return kind(value)
 
 

@@ -71,8 +71,36 @@ def test_int_fields_take_whole_numbers_only():
 
 
 def test_timestamps_with_an_offset_are_converted_to_utc():
-    """ts is ISO-8601; one with an offset names the same UTC instant."""
-    assert parse_events([line(ts="2024-01-01T11:00:05+01:00")], FIELDS)[0][0]["ts"] == T0
+    """ts is ISO-8601; one with an offset names the same UTC instant, however the offset is written."""
+    for ts in (
+        "2024-01-01T11:00:05+01:00",
+        "2024-01-01T11:00:05+0100",
+        "2024-01-01T11:00:05+01",
+        "2024-01-01 10:00:05",
+    ):
+        assert parse_events([line(ts=ts)], FIELDS)[0][0]["ts"] == T0
+
+
+@pytest.mark.parametrize(
+    "ts",
+    ["20240101T100005Z", "2024-W01-1T10:00:05Z", "2024-01-01T10:00Z", "2024-01-01T10:00:05,5Z", "2024-01-01T10:00:05z"],
+)
+def test_timestamps_spark_reads_as_null_are_refused(ts):
+    """Forms Python reads but Spark's JSON reader makes null of (the basic format, a week date, no seconds, a comma
+    before the fraction, a lowercase zone) are refused, saying how to write the time."""
+    assert str(error([line(ts=ts)])).startswith(
+        f"events.jsonl line 1, field 'ts': {ts!r} is not a timestamp Spark's JSON reader reads: write the date"
+    )
+
+
+def test_int_fields_fit_64_bits():
+    """An int field holds Spark's BIGINT: a number beyond 64 bits, which Spark's reader makes null, is refused."""
+    fields = [Field("n", int)]
+    assert parse_events([line(key=..., value=..., n=2**63 - 1)], fields)[0][0]["n"] == 2**63 - 1
+    assert str(error([line(key=..., value=..., n=2**63)], fields)) == (
+        "events.jsonl line 1, field 'n': 9223372036854775808 is out of range: a whole number fits 64 bits, from "
+        "-9223372036854775808 to 9223372036854775807"
+    )
 
 
 def test_two_inputs_are_split_by_stream_and_padded_to_the_same_length():
