@@ -23,7 +23,10 @@ an int). A map key is pickled too, and Spark finds an entry by the bytes of its 
 to the same bytes whenever they are equal (strings, numbers and tuples of them do). Spark lists a map's
 entries in the order of those bytes, the engine in insertion order: each entry carries its insertion
 number (``order``), and ``keys()`` / ``items()`` sort by it, so the processor sees the engine's order.
-Putting a new key reads the key's whole map once, to number it.
+Putting a new key reads the key's whole map once, to number it. A list state's ``add`` / ``add_all`` /
+``update`` are Spark's ``appendValue`` / ``appendList`` / ``put``; a ``None`` element, map key or value, or an
+empty list, is refused before it is pickled, as the engine refuses it (``state/keyed.py``): pickled, it would
+pass Spark's own check, which refuses the same (``ILLEGAL_STATE_STORE_VALUE``).
 
 **Rows and times.** Input rows arrive as Spark ``Row`` objects and are handed to the processor as dicts, as
 the engine hands them; ``TIMESTAMP`` values (in rows, in keys, in initial-state rows) become milliseconds
@@ -110,6 +113,7 @@ from pyspark.sql.types import (
 from ministream.core.steps import ProcessSpec
 from ministream.errors import PipelineError
 from ministream.operators.process import ExpiredTimerInfo, Processor, TimerValues
+from ministream.state.keyed import checked_list, refuse_null
 from ministream.time.units import from_datetime, parse_duration, to_datetime
 
 VALUE_SCHEMA = "value BINARY"
@@ -220,10 +224,12 @@ def _load(stored) -> Any:
 
 
 class _SparkState:
-    """What every state variable has: ``clear()`` and ``exists()``, on Spark's state variable."""
+    """What every state variable has: ``clear()`` and ``exists()``, on Spark's state variable, and its name
+    (named in the engine's errors)."""
 
-    def __init__(self, state):
+    def __init__(self, state, name: str = ""):
         self.state = state
+        self.name = name
 
     def clear(self) -> None:
         """Forget the current key's value."""
@@ -237,8 +243,8 @@ class _SparkState:
 class SparkValueState(_SparkState):
     """``ValueState`` over Spark's value state: one pickled value per key, ``default`` when there is none."""
 
-    def __init__(self, state, default=None):
-        super().__init__(state)
+    def __init__(self, state, name: str = "", default=None):
+        super().__init__(state, name)
         self.default = default
 
     def value(self):
@@ -260,15 +266,16 @@ class SparkListState(_SparkState):
 
     def add(self, value) -> None:
         """Append one value to the current key's list."""
+        refuse_null(self.name, value, "list element")  # pickled, a None would pass Spark's own check
         self.state.appendValue((_dump(value),))
 
+    def add_all(self, values) -> None:
+        """Append several values to the current key's list (refused as the engine refuses them)."""
+        self.state.appendList([(_dump(value),) for value in checked_list(self.name, values)])
+
     def update(self, values) -> None:
-        """Replace the current key's list (an empty list removes it, as in the engine)."""
-        values = list(values)
-        if values:
-            self.state.put([(_dump(value),) for value in values])
-        else:
-            self.state.clear()
+        """Replace the current key's list (refused as the engine refuses it: None, empty, or with a None)."""
+        self.state.put([(_dump(value),) for value in checked_list(self.name, values)])
 
 
 class SparkMapState(_SparkState):
@@ -287,11 +294,14 @@ class SparkMapState(_SparkState):
 
     def get(self, map_key, default=None):
         """The value under ``map_key`` in the current key's map."""
+        refuse_null(self.name, map_key, "map key")
         stored = self.state.getValue((_dump(map_key),))
         return default if stored is None else _load(stored[1])
 
     def put(self, map_key, value) -> None:
         """Set ``map_key``: an existing entry keeps its place, a new one goes last."""
+        refuse_null(self.name, map_key, "map key")
+        refuse_null(self.name, value, "map value")
         packed = (_dump(map_key),)
         stored = self.state.getValue(packed)
         order = stored[0] if stored is not None else self._next_order()
@@ -299,10 +309,12 @@ class SparkMapState(_SparkState):
 
     def contains(self, map_key) -> bool:
         """Whether the current key's map has ``map_key``."""
+        refuse_null(self.name, map_key, "map key")
         return self.state.containsKey((_dump(map_key),))
 
     def remove(self, map_key) -> None:
         """Delete ``map_key`` from the current key's map."""
+        refuse_null(self.name, map_key, "map key")
         self.state.removeKey((_dump(map_key),))
 
     def keys(self) -> list:
@@ -329,15 +341,15 @@ class SparkProcessorHandle:
 
     def get_value_state(self, name: str, default=None, ttl=None) -> SparkValueState:
         """One value per key (``ttl``: it expires that long after its last update)."""
-        return SparkValueState(self.handle.getValueState(name, VALUE_SCHEMA, self._ttl(ttl)), default)
+        return SparkValueState(self.handle.getValueState(name, VALUE_SCHEMA, self._ttl(ttl)), name, default)
 
     def get_list_state(self, name: str, ttl=None) -> SparkListState:
         """A list per key (``ttl``: each element expires that long after it was written)."""
-        return SparkListState(self.handle.getListState(name, VALUE_SCHEMA, self._ttl(ttl)))
+        return SparkListState(self.handle.getListState(name, VALUE_SCHEMA, self._ttl(ttl)), name)
 
     def get_map_state(self, name: str, ttl=None) -> SparkMapState:
         """A dict per key (``ttl``: each entry expires that long after it was last put)."""
-        return SparkMapState(self.handle.getMapState(name, MAP_KEY_SCHEMA, MAP_VALUE_SCHEMA, self._ttl(ttl)))
+        return SparkMapState(self.handle.getMapState(name, MAP_KEY_SCHEMA, MAP_VALUE_SCHEMA, self._ttl(ttl)), name)
 
     def delete_if_exists(self, name: str) -> None:
         """Drop state variable ``name`` for every key, if the query had one."""

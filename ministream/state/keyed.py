@@ -13,6 +13,10 @@ Five primitives:
 - :class:`ReducingState`: one value per key, folded with a function as values are added;
 - :class:`AggregatingState`: an accumulator per key with ``create``/``add``/``result`` (an :class:`Aggregate`).
 
+A list holds no null element and is never set empty, and a dict has no null key or value: Spark's state
+refuses them (``ILLEGAL_STATE_STORE_VALUE.NULL_VALUE``, ``.EMPTY_LIST_VALUE``; TransformWithListStateSuite and
+TransformWithMapStateSuite), and so do :class:`ListState` and :class:`MapState` (:func:`refuse_null`).
+
 >>> backend = KeyedStateBackend()
 >>> clicks = ValueState(backend, "clicks", default=0)
 >>> backend.set_current_key("alice")
@@ -40,6 +44,7 @@ from typing import Any
 
 import attrs
 
+from ministream.errors import PipelineError
 from ministream.state.changes import StateDelta, take_delta
 from ministream.state.copy_on_write import ATOMS, copy_entries, is_frozen
 from ministream.state.keygroups import MAX_PARALLELISM, key_group_of
@@ -336,13 +341,49 @@ class ValueState(_KeyedState):
             changes[backend.current_key] = None
 
 
+def refuse_null(name: str, value, what: str = "value") -> None:
+    """Refuse a null value for state ``name``, as Spark's state does: a list element, a list, a map key or value.
+
+    >>> refuse_null("seen", None, "list element")
+    Traceback (most recent call last):
+    ...
+    ministream.errors.PipelineError: state 'seen': a list element may not be None (Spark: ILLEGAL_STATE_STORE_VALUE.NULL_VALUE)
+    """
+    if value is None:
+        raise PipelineError(f"state {name!r}: a {what} may not be None (Spark: ILLEGAL_STATE_STORE_VALUE.NULL_VALUE)")
+
+
+def checked_list(name: str, values) -> list:
+    """``values`` as a list for state ``name``, refused as Spark refuses it: ``None``, empty (clear the state
+    instead: Spark's ``EMPTY_LIST_VALUE``), or holding a ``None``.
+
+    >>> checked_list("seen", ("a", "b"))
+    ['a', 'b']
+    >>> checked_list("seen", [])
+    Traceback (most recent call last):
+    ...
+    ministream.errors.PipelineError: state 'seen': a list state is never set to an empty list: call clear() to empty it (Spark: ILLEGAL_STATE_STORE_VALUE.EMPTY_LIST_VALUE)
+    """
+    refuse_null(name, values, "list")
+    values = list(values)
+    if not values:
+        raise PipelineError(
+            f"state {name!r}: a list state is never set to an empty list: call clear() to empty it "
+            "(Spark: ILLEGAL_STATE_STORE_VALUE.EMPTY_LIST_VALUE)"
+        )
+    for value in values:
+        refuse_null(name, value, "list element")
+    return values
+
+
 class ListState(_KeyedState):
-    """A list per key.
+    """A list per key (Spark's ``ListState``: ``add`` is its ``appendValue``, ``add_all`` its ``appendList``,
+    ``update`` its ``put``), with no ``None`` in it and never set empty (:func:`checked_list`).
 
     >>> backend = KeyedStateBackend(); backend.set_current_key("k")
     >>> seen = ListState(backend, "seen")
-    >>> seen.add("a"); seen.add("b"); seen.get()
-    ['a', 'b']
+    >>> seen.add("a"); seen.add_all(["b", "c"]); seen.get()
+    ['a', 'b', 'c']
     """
 
     marks_every_change = True
@@ -355,6 +396,7 @@ class ListState(_KeyedState):
 
     def add(self, value) -> None:
         """Append one value to the current key's list."""
+        refuse_null(self.name, value, "list element")
         items = self.backend.get(self.name)
         if items is None:
             self.backend.put(self.name, [value])
@@ -362,17 +404,24 @@ class ListState(_KeyedState):
             items.append(value)
             self.backend.mark_changed(self.name)
 
-    def update(self, values) -> None:
-        """Replace the current key's list."""
-        values = list(values)
-        if values:
+    def add_all(self, values) -> None:
+        """Append several values to the current key's list, in order."""
+        values = checked_list(self.name, values)
+        items = self.backend.get(self.name)
+        if items is None:
             self.backend.put(self.name, values)
         else:
-            self.clear()
+            items += values
+            self.backend.mark_changed(self.name)
+
+    def update(self, values) -> None:
+        """Replace the current key's list."""
+        self.backend.put(self.name, checked_list(self.name, values))
 
 
 class MapState(_KeyedState):
-    """A dict per key: for example, per device, the open sessions by session id.
+    """A dict per key: for example, per device, the open sessions by session id. A map key or value is never
+    ``None`` (:func:`refuse_null`).
 
     >>> backend = KeyedStateBackend(); backend.set_current_key("device-1")
     >>> sessions = MapState(backend, "sessions")
@@ -398,21 +447,26 @@ class MapState(_KeyedState):
 
     def get(self, map_key, default=None):
         """The value under ``map_key`` in the current key's dict."""
+        refuse_null(self.name, map_key, "map key")
         value = (self._map() or {}).get(map_key, default)
         self._handing_out(value)
         return value
 
     def put(self, map_key, value) -> None:
         """Set ``map_key`` in the current key's dict."""
+        refuse_null(self.name, map_key, "map key")
+        refuse_null(self.name, value, "map value")
         self._writable_map()[map_key] = value
         self.backend.mark_changed(self.name)
 
     def contains(self, map_key) -> bool:
         """Whether the current key's dict has ``map_key``."""
+        refuse_null(self.name, map_key, "map key")
         return map_key in (self._map() or {})
 
     def remove(self, map_key) -> None:
         """Delete ``map_key`` from the current key's dict; an empty dict is removed."""
+        refuse_null(self.name, map_key, "map key")
         found = self._map()
         if found is not None:
             found.pop(map_key, None)

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ministream.state.keyed import KeyedStateBackend, ListState, MapState, ValueState
+from ministream.state.keyed import KeyedStateBackend, ListState, MapState, ValueState, checked_list, refuse_null
 
 
 def is_expired(expires_at: int, now: int) -> bool:
@@ -167,20 +167,22 @@ class TtlListState(_Ttl, ListState):
 
     def add(self, value) -> None:
         """Append one element, stamped to expire ``ttl`` from now; the others keep their stamps."""
+        self.add_all([value])
+
+    def add_all(self, values) -> None:
+        """Append several elements, each stamped to expire ``ttl`` from now; the others keep their stamps."""
+        expires_at = self.expiry()
+        added = [[value, expires_at] for value in checked_list(self.name, values)]
         items = self.backend.get(self.name)
         if items is None:
-            self.backend.put(self.name, [[value, self.expiry()]])
+            self.backend.put(self.name, added)
         else:
-            items.append([value, self.expiry()])
+            items += added
 
     def update(self, values) -> None:
         """Replace the current key's list; every element is stamped to expire ``ttl`` from now."""
         expires_at = self.expiry()
-        items = [[value, expires_at] for value in values]
-        if items:
-            self.backend.put(self.name, items)
-        else:
-            self.clear()
+        self.backend.put(self.name, [[value, expires_at] for value in checked_list(self.name, values)])
 
     def exists(self) -> bool:
         """Whether the current key has an element that has not expired."""
@@ -220,14 +222,18 @@ class TtlMapState(_Ttl, MapState):
 
     def get(self, map_key, default=None):
         """The live value under ``map_key``, or ``default`` (also when it expired)."""
+        refuse_null(self.name, map_key, "map key")
         return self._live().get(map_key, default)
 
     def put(self, map_key, value) -> None:
         """Set ``map_key``; its expiry starts again from now."""
+        refuse_null(self.name, map_key, "map key")
+        refuse_null(self.name, value, "map value")
         self._writable_map()[map_key] = (value, self.expiry())
 
     def contains(self, map_key) -> bool:
         """Whether ``map_key`` has a live value."""
+        refuse_null(self.name, map_key, "map key")
         return map_key in self._live()
 
     def keys(self) -> list:

@@ -91,20 +91,8 @@ TEST_NAMES = {
         130,
         "TransformWithStateUnsafeRowSuite (58), TransformWithStateAvroSuite (58), TransformWithStateValidationSuite (14)",
     ),
-    suite_transform_with_list_state: (
-        4,
-        (
-            "TransformWithListStateSuite (4 of its 16 test names: the 12 of its 6 null and empty list tests are"
-            " left out, ministream disagrees)"
-        ),
-    ),
-    suite_transform_with_map_state: (
-        6,
-        (
-            "TransformWithMapStateSuite (6 of its 16 test names: the 10 of its 5 null key and null value tests are"
-            " left out, ministream disagrees)"
-        ),
-    ),
+    suite_transform_with_list_state: (16, "TransformWithListStateSuite"),
+    suite_transform_with_map_state: (16, "TransformWithMapStateSuite"),
     suite_pyspark_transform_with_state: (
         40,
         "TransformWithStateInPandasTests (20), TransformWithStateInPySparkTests (20)",

@@ -10,15 +10,14 @@ checkpointing)``. Each ``AddData`` of the tests is one batch (``MemoryStream``);
 here twice, as a ministream ``Processor`` and as a PySpark ``StatefulProcessor`` (in the twin, so that Spark's
 Python workers need nothing from this file).
 
-Six tests of the suite are not here: they check that Spark's list state refuses a null value, a null list or
-an empty list (``ILLEGAL_STATE_STORE_VALUE.NULL_VALUE`` and ``.EMPTY_LIST_VALUE``). ministream's
-``ListState`` stores ``None`` and takes an empty list as "clear" (``state/keyed.py``): the engine disagrees
-with those tests, and they are left out of the catalog's count (see ``TEST_NAMES`` in ``catalog.py``) until
-the engine decides what its list state should do with them.
+Six tests check that list state refuses a null value, a null list or an empty list
+(``ILLEGAL_STATE_STORE_VALUE.NULL_VALUE`` and ``.EMPTY_LIST_VALUE``): ministream's ``ListState`` refuses them
+too (``state/keyed.py``, ``checked_list``). They are replayed by ministream; the two empty-list ones by Spark
+too, and not the null ones: a PySpark processor stores rows, and a row holding a null is no null value.
 """
 
 from ministream.operators.process import Processor
-from tests.conformance.harness import Query, add, case, check_new
+from tests.conformance.harness import ExpectFailure, Query, add, case, check_new
 
 SUITE = "TransformWithListStateSuite"
 SOURCE = "sql/core/src/test/scala/org/apache/spark/sql/streaming/TransformWithListStateSuite.scala"
@@ -31,17 +30,6 @@ INPUT_ROW = "key STRING, action STRING, value STRING"
 KEY_VALUE = "key STRING, value STRING"
 """The ``(String, String)`` rows of ``TestListStateProcessor``: the grouping key and a value."""
 
-LEFT_OUT = [
-    ("test appending null value in list state throw exception", 132),
-    ("test putting null value in list state throw exception", 152),
-    ("test putting null list in list state throw exception", 172),
-    ("test appending null list in list state throw exception", 192),
-    ("test putting empty list in list state throw exception", 212),
-    ("test appending empty list in list state throw exception", 232),
-]
-"""The tests ministream disagrees with (the module docstring says why), with their lines: not replayed, not
-listed as not expressible."""
-
 
 def named(test: str) -> str:
     return test + VARIANT
@@ -50,11 +38,26 @@ def named(test: str) -> str:
 # -- the suite's processors, in ministream ------------------------------------------------------------------------
 
 
+TRIES = {
+    "tryAppendingNull": lambda items: items.add(None),
+    "tryAppendingNullValueInList": lambda items: items.add_all([None]),
+    "tryAppendingNullList": lambda items: items.add_all(None),
+    "tryPutNullList": lambda items: items.update(None),
+    "tryPuttingNullInList": lambda items: items.update([None]),
+    "tryPutEmptyList": lambda items: items.update([]),
+    "tryAppendingEmptyList": lambda items: items.add_all([]),
+}
+"""The processor's actions that write what list state refuses: Spark's ``appendValue(null)``,
+``appendList(Array(null))``, ``appendList(null)``, ``put(null)``, ``put(Array(null))``, ``put(Array())`` and
+``appendList(Array())``, as ``add``, ``add_all`` and ``update``."""
+
+
 class ListActions(Processor):
     """``TestListStateProcessor``: each row is an action on the key's list state ``testListState``, in order:
     ``emit`` outputs the row's value; ``append`` adds it to the list; ``appendAll`` adds its comma-separated
     values; ``put`` replaces the list with them; ``remove`` clears the list; ``emitAllInState`` outputs every
-    value of the list and clears it. Any other action does nothing (the correctness test sends one,
+    value of the list and clears it; the ``try...`` actions write what list state refuses (:data:`TRIES`). Any
+    other action does nothing (the correctness test sends one,
     ``appendList``, that the processor does not know)."""
 
     output_schema = KEY_VALUE
@@ -74,12 +77,13 @@ class ListActions(Processor):
             elif action == "append":
                 self.items.add(value)
             elif action == "appendAll":
-                for item in value.split(","):
-                    self.items.add(item)
+                self.items.add_all(value.split(","))
             elif action == "put":
                 self.items.update(value.split(","))
             elif action == "remove":
                 self.items.clear()
+            elif action in TRIES:
+                TRIES[action](self.items)
         return out
 
 
@@ -135,6 +139,10 @@ def list_actions_twin(inputs):
                     self.items.put([(item,) for item in row.value.split(",")])
                 elif row.action == "remove":
                     self.items.clear()
+                elif row.action == "tryPutEmptyList":
+                    self.items.put([])
+                elif row.action == "tryAppendingEmptyList":
+                    self.items.appendList([])
             return iter(out)
 
         def close(self):
@@ -253,6 +261,42 @@ CASES = [
         ],
         variants=2,
         notes="Each AddData is a batch: the key's second batch emits its row, then the stored one.",
+    ),
+]
+
+
+NULL_IN_PYSPARK = (
+    "a PySpark processor's list state stores rows: a null element is a row holding a null, which Spark stores"
+)
+
+
+def refused(test: str, line: int, action: str, error: str, twinned: bool) -> object:
+    """One of the suite's tests that write what list state refuses: the query fails with Spark's error class."""
+    return case(
+        SUITE,
+        named(test),
+        line,
+        inputs={"inputData": INPUT_ROW},
+        output=("key", "value"),
+        queries={"query": Query(list_actions, list_actions_twin if twinned else None, "update", conf=ROCKSDB)},
+        steps=[add("inputData", row("k1", action)), ExpectFailure(f"ILLEGAL_STATE_STORE_VALUE.{error}", error)],
+        variants=2,
+        spark=None if twinned else NULL_IN_PYSPARK,
+    )
+
+
+CASES += [
+    refused("test appending null value in list state throw exception", 132, "tryAppendingNull", "NULL_VALUE", False),
+    refused("test putting null value in list state throw exception", 152, "tryPuttingNullInList", "NULL_VALUE", False),
+    refused("test putting null list in list state throw exception", 172, "tryPutNullList", "NULL_VALUE", False),
+    refused("test appending null list in list state throw exception", 192, "tryAppendingNullList", "NULL_VALUE", False),
+    refused("test putting empty list in list state throw exception", 212, "tryPutEmptyList", "EMPTY_LIST_VALUE", True),
+    refused(
+        "test appending empty list in list state throw exception",
+        232,
+        "tryAppendingEmptyList",
+        "EMPTY_LIST_VALUE",
+        True,
     ),
 ]
 

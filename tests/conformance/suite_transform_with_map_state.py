@@ -9,15 +9,14 @@ without RocksDB's changelog checkpoints (a storage variant), and is one case her
 input rows are the suite's ``InputMapRow(key, action, value: (String, String))``: the pair is a struct column
 ``value`` whose fields are a map key and a map value.
 
-Five tests of the suite are not here: they check that Spark's map state refuses a null map key (in
-``getValue``, ``containsKey``, ``updateValue`` and ``removeKey``) and a null map value
-(``ILLEGAL_STATE_STORE_VALUE.NULL_VALUE``). ministream's ``MapState`` takes ``None`` as a key and as a value
-(``state/keyed.py``): the engine disagrees with those tests, and they are left out of the catalog's count (see
-``TEST_NAMES`` in ``catalog.py``) until the engine decides what its map state should do with them.
+Five tests check that map state refuses a null map key (in ``getValue``, ``containsKey``, ``updateValue`` and
+``removeKey``) and a null map value (``ILLEGAL_STATE_STORE_VALUE.NULL_VALUE``): ministream's ``MapState``
+refuses them too (``state/keyed.py``, ``refuse_null``). They are replayed by ministream, not by Spark: a PySpark
+processor's map keys and values are rows, and a row holding a null is no null value.
 """
 
 from ministream.operators.process import Processor
-from tests.conformance.harness import NotExpressible, Query, add, case, check_answer, check_new
+from tests.conformance.harness import ExpectFailure, NotExpressible, Query, add, case, check_answer, check_new
 
 SUITE = "TransformWithMapStateSuite"
 SOURCE = "sql/core/src/test/scala/org/apache/spark/sql/streaming/TransformWithMapStateSuite.scala"
@@ -29,13 +28,6 @@ INPUT_MAP_ROW = "key STRING, action STRING, value STRUCT<_1: STRING, _2: STRING>
 """The suite's ``InputMapRow(key, action, value: (String, String))``."""
 OUTPUT = "key STRING, user_key STRING, user_value STRING"
 """The ``(String, String, String)`` rows of ``TestMapStateProcessor``."""
-
-LEFT_OUT = [
-    *[(f"Test {call} with null user key", 134) for call in ("getValue", "containsKey", "updateValue", "removeKey")],
-    ("Test put value with null value", 139),
-]
-"""The tests ministream disagrees with (the module docstring says why), with their lines: not replayed, not
-listed as not expressible."""
 
 
 def named(test: str) -> str:
@@ -227,6 +219,32 @@ CASES = [
         notes="The test's last action checks state metrics (numMapStateVars, one row updated and one removed in "
         "the last batch): not checked.",
     ),
+]
+
+NULL_IN_PYSPARK = "a PySpark processor's map keys and values are rows: a row holding a null is no null value"
+
+
+def refused(test: str, line: int, input_row: tuple) -> object:
+    """One of the suite's tests that give map state a null key or value: the query fails (``NULL_VALUE``)."""
+    return case(
+        SUITE,
+        named(test),
+        line,
+        inputs={"inputData": INPUT_MAP_ROW},
+        output=("key", "user_key", "user_value"),
+        queries={"query": Query(map_query("update").pipeline, None, "update", conf=ROCKSDB)},
+        steps=[add("inputData", input_row), ExpectFailure("ILLEGAL_STATE_STORE_VALUE.NULL_VALUE", "NULL_VALUE")],
+        variants=2,
+        spark=NULL_IN_PYSPARK,
+    )
+
+
+CASES += [
+    *[
+        refused(f"Test {call} with null user key", 134, ("k1", call, (None, "")))
+        for call in ("getValue", "containsKey", "updateValue", "removeKey")
+    ],
+    refused("Test put value with null value", 139, ("k1", "updateValue", ("k1", None))),
 ]
 
 NOT_EXPRESSIBLE = [

@@ -183,7 +183,11 @@ class EveryPart(Processor):
     def handle_expired_timer(self, key, timer_values, expired_timer_info):
         for first in self.seen.keys()[:1]:  # the oldest entry goes
             self.seen.remove(first)
-        self.values.update(self.values.get()[1:])
+        rest = self.values.get()[1:]
+        if rest:  # a list state is never set empty (Spark: EMPTY_LIST_VALUE): cleared instead
+            self.values.update(rest)
+        else:
+            self.values.clear()
         return [{**self.report(key, "timer", timer_values), "kind": f"timer {expired_timer_info.expiry_time}"}]
 
 
