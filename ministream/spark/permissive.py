@@ -105,7 +105,6 @@ def read_as_spark(spark, source, schema: str, streams: list[str] | None = None) 
     from pyspark.sql import functions as F
 
     columns = f"batch BIGINT, {'stream STRING, ' if streams else ''}{schema}, {CORRUPT} STRING"
-    names = [name.split()[0] for name in columns.split(", ")]
 
     def read(texts: list[str]) -> list[dict]:
         frame = (
@@ -114,7 +113,7 @@ def read_as_spark(spark, source, schema: str, streams: list[str] | None = None) 
             .json(spark.sparkContext.parallelize(texts, 1))
         )
         # the event time as whole microseconds since 1970: exact, whatever the session's or the driver's zone
-        frame = frame.select(*[F.unix_micros("ts").alias("ts") if name == "ts" else name for name in names])
+        frame = frame.select(*[F.unix_micros("ts").alias("ts") if name == "ts" else name for name in frame.columns])
         return [row.asDict() for row in frame.collect()]
 
     numbered = _lines(source)
