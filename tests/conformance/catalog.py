@@ -25,6 +25,7 @@ from tests.conformance import (
     suite_transform_with_list_state,
     suite_transform_with_map_state,
     suite_transform_with_state,
+    suite_transform_with_state_chaining,
 )
 
 SUITES = [
@@ -36,6 +37,7 @@ SUITES = [
     suite_transform_with_state,
     suite_transform_with_list_state,
     suite_transform_with_map_state,
+    suite_transform_with_state_chaining,
     suite_pyspark_transform_with_state,
     suite_apply_in_pandas_with_state,
     suite_flink_window_operator,
@@ -93,6 +95,7 @@ TEST_NAMES = {
     ),
     suite_transform_with_list_state: (16, "TransformWithListStateSuite"),
     suite_transform_with_map_state: (16, "TransformWithMapStateSuite"),
+    suite_transform_with_state_chaining: (40, "TransformWithStateChainingSuite"),
     suite_pyspark_transform_with_state: (
         40,
         "TransformWithStateInPandasTests (20), TransformWithStateInPySparkTests (20)",
