@@ -26,6 +26,7 @@ from tests.conformance import (
     suite_transform_with_map_state,
     suite_transform_with_state,
     suite_transform_with_state_chaining,
+    suite_transform_with_state_initial_state,
 )
 
 SUITES = [
@@ -38,6 +39,7 @@ SUITES = [
     suite_transform_with_list_state,
     suite_transform_with_map_state,
     suite_transform_with_state_chaining,
+    suite_transform_with_state_initial_state,
     suite_pyspark_transform_with_state,
     suite_apply_in_pandas_with_state,
     suite_flink_window_operator,
@@ -96,6 +98,7 @@ TEST_NAMES = {
     suite_transform_with_list_state: (16, "TransformWithListStateSuite"),
     suite_transform_with_map_state: (16, "TransformWithMapStateSuite"),
     suite_transform_with_state_chaining: (40, "TransformWithStateChainingSuite"),
+    suite_transform_with_state_initial_state: (12, "TransformWithStateInitialStateSuite"),
     suite_pyspark_transform_with_state: (
         40,
         "TransformWithStateInPandasTests (20), TransformWithStateInPySparkTests (20)",
