@@ -36,6 +36,7 @@ from typing import Any, Literal
 import attrs
 
 from ministream.core.aggregates import AggregateFunction
+from ministream.core.ddl import ddl_schema
 from ministream.core.lineage import (
     EventTime,
     distinct_event_times,
@@ -622,6 +623,15 @@ class KeyedStream:
                 f"step {name!r}: event_time_column names an output event time, which needs a watermark: use "
                 "time_mode='event_time'"
             )
+        declared = output_schema if output_schema is not None else getattr(processor, "output_schema", None)
+        if event_time_column is not None and declared is not None:
+            columns = list(ddl_schema(declared))
+            if event_time_column not in columns:
+                raise PipelineError(
+                    f"step {name!r}: event_time_column {event_time_column!r} is not a column of the processor's "
+                    f"output ({', '.join(columns)}) (Spark: UNRESOLVED_COLUMN.WITH_SUGGESTION, the query does not "
+                    "start)"
+                )
         if time_mode == "event_time":
             _at_most_one_event_time(name, distinct_event_times(event_time_columns(self.upstream)))
         initial = None if initial_state is None else tuple(dict(row) for row in initial_state)

@@ -334,12 +334,17 @@ class ProcessOperator(Operator):
         """Rule 7: the rows of a step with an ``event_time_column`` carry the event time of the steps after it,
         under the same watermark, so none may be at or before the batch's late watermark (a row the next step
         would take as late). Spark fails the query on the first such row
-        (``EMITTING_ROWS_OLDER_THAN_WATERMARK_NOT_ALLOWED``, ``UpdateEventTimeColumnExec``); so does ministream."""
-        if late is None:
-            return
+        (``EMITTING_ROWS_OLDER_THAN_WATERMARK_NOT_ALLOWED``, ``UpdateEventTimeColumnExec``); so does ministream.
+        A row without the column at all is refused too: Spark resolves the column in the output schema before
+        the query starts (``UNRESOLVED_COLUMN``), which the plan checks when the schema is declared."""
         column = self.output_time_column
         for row in rows:
-            if row.get(column) is not None and row[column] <= late:  # a null is not compared, as in Spark
+            if column not in row:
+                raise PipelineError(
+                    f"step {self.ctx.step_name!r}: the processor returned {row!r}, which has no column {column!r}, "
+                    "the step's event_time_column (Spark: UNRESOLVED_COLUMN.WITH_SUGGESTION)"
+                )
+            if late is not None and row[column] is not None and row[column] <= late:  # a null is not compared
                 raise PipelineError(
                     f"step {self.ctx.step_name!r}: the processor returned {row!r}, whose event time {column} "
                     f"{format_ts(row.get(column))} is at or before {format_ts(late)}, the previous batch's "

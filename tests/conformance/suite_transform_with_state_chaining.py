@@ -327,6 +327,20 @@ CASES = [
     ),
     case(
         SUITE,
+        named("query fails if the output dataset does not contain specified eventTimeColumn"),
+        304,
+        inputs=INPUT_EVENT_ROW,
+        output=OUTPUT_ROW,
+        pipeline=chained(MinEventTime(), event_time_column="missingEventTimeColumn"),
+        twin=chained_twin("min", event_time_column="missingEventTimeColumn"),
+        conf=ROCKSDB,
+        steps=[StartStream(), ExpectFailure("UNRESOLVED_COLUMN", "UNRESOLVED_COLUMN")],
+        variants=4,
+        notes="Spark resolves the column in the processor's output schema before the query starts; ministream's "
+        "plan checks it against the declared output_schema, and names the columns as Spark's suggestion does.",
+    ),
+    case(
+        SUITE,
         named("query fails if the output dataset contains rows older than current watermark"),
         330,
         inputs=INPUT_EVENT_ROW,

@@ -515,6 +515,36 @@ def test_a_null_output_event_time_is_not_compared():
     assert rows_per_batch(result, "key", "t") == [[("a", None)], [("a", None)], []]
 
 
+class NoTimeColumn(Processor):
+    """Emits one row per key and batch, without the column ``t`` at all."""
+
+    def handle_input_rows(self, key, rows, timer_values):
+        return [{"key": key}]
+
+
+def test_an_event_time_column_the_output_lacks_is_refused():
+    """Rule 7: the event_time_column must be a column of the processor's output. Declared in its output schema,
+    the plan checks it before the run, as Spark resolves it before the query starts (TransformWithStateChainingSuite,
+    "query fails if the output dataset does not contain specified eventTimeColumn": UNRESOLVED_COLUMN); not
+    declared, the first row without it fails the run, naming the row."""
+    with pytest.raises(
+        PipelineError,
+        match=r"event_time_column 't' is not a column of the processor's output "
+        r"\(key, count\) \(Spark: UNRESOLVED_COLUMN",
+    ):
+        Dataflow("declared").source("events", ScriptedSource([[row("a", 1)]])).with_watermark(
+            "watermark", "ts", 0
+        ).key_by("key").process(
+            "p", NoTimeColumn(), time_mode="event_time", event_time_column="t", output_schema="key STRING, count INT"
+        )
+    with pytest.raises(
+        PipelineError,
+        match=r"returned \{'key': 'a'\}, which has no column 't', the step's "
+        r"event_time_column \(Spark: UNRESOLVED_COLUMN",
+    ):
+        run_with_output_time(NoTimeColumn(), [[row("a", 10)]])
+
+
 class ReadsPrice(Processor):
     """Reads a column the rows may lack, in its row handler, and divides by the count in its timer handler."""
 

@@ -18,10 +18,10 @@ UDF wrappers of ``runtime.py`` convert at the border).
 
 from __future__ import annotations
 
+from ministream.core.ddl import Schema, ddl, ddl_schema
 from ministream.core.events import Field
 
-Schema = dict[str, str]
-"""``{column: Spark SQL type}`` in column order: ``{"ts": "TIMESTAMP", "key": "STRING"}``."""
+__all__ = ["Schema", "ddl", "ddl_schema", "source_schema"]  # Schema, ddl and ddl_schema are core/ddl.py's
 
 FIELD_TYPES = {str: "STRING", float: "DOUBLE", int: "BIGINT"}
 """A lesson field's kind as a Spark type (the same table as the lessons' source schema)."""
@@ -38,44 +38,6 @@ SAMPLE_VALUES = {"STRING": "a", "DOUBLE": 1.0, "BIGINT": 1, "INT": 1, "BOOLEAN":
 def source_schema(fields: list[Field]) -> Schema:
     """The columns of a source: ``ts`` (event time) and the fields."""
     return {"ts": TIMESTAMP, **{field.name: FIELD_TYPES[field.kind] for field in fields}}
-
-
-def ddl(schema: Schema) -> str:
-    """The schema as Spark's DDL text (``"ts TIMESTAMP, key STRING"``), what ``StructType.fromDDL`` and UDF return
-    types accept."""
-    return ", ".join(f"{name} {kind}" for name, kind in schema.items())
-
-
-def ddl_schema(text: str) -> Schema:
-    """A schema declared as Spark DDL text (a process step's ``output_schema``, an input's), column by column.
-
-    The columns are split at the commas outside ``<...>`` and ``(...)``, so a nested type stays whole; each is a
-    name (back-quoted or not) and its type, in upper case (a nested type as written: its fields' names are
-    names). Only the columns are read: the types go back to Spark as they are, which checks them. A column that
-    is not ``name type`` is a ``ValueError``.
-
-    >>> ddl_schema("key STRING, pair STRUCT<a: INT, b: INT>, `n` bigint, price DECIMAL(10, 2)")
-    {'key': 'STRING', 'pair': 'STRUCT<a: INT, b: INT>', 'n': 'BIGINT', 'price': 'DECIMAL(10, 2)'}
-    """
-    schema: Schema = {}
-    depth, start = 0, 0
-    for at, char in enumerate(text + ","):
-        if char in "<(":
-            depth += 1
-        elif char in ">)":
-            depth -= 1
-        elif char == "," and depth == 0:
-            column = text[start:at].strip()
-            start = at + 1
-            if column.startswith("`"):
-                name, _, kind = column[1:].partition("`")
-            else:
-                name, _, kind = column.partition(" ")
-            if not name or not kind.strip():
-                raise ValueError(f"{column!r} in the schema {text!r} is not a column and its type ('key STRING')")
-            kind = kind.strip()
-            schema[name] = kind if "<" in kind else kind.upper()
-    return schema
 
 
 def sample_row(schema: Schema) -> dict:
