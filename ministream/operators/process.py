@@ -364,11 +364,20 @@ class ProcessOperator(Operator):
 
     def _apply_initial_state(self, values: TimerValues) -> None:
         """Rule 0: in the query's first batch (not after a restart from a checkpoint), before any input row,
-        ``handle_initial_state`` sees each initial-state row of this subtask's keys; it emits nothing."""
+        ``handle_initial_state`` sees each initial-state row of this subtask's keys; it emits nothing. A key has
+        one initial state: a second row for it fails the query (Spark:
+        ``STATEFUL_PROCESSOR_CANNOT_REINITIALIZE_STATE_ON_KEY``, TransformWithStateInitialStateSuite)."""
+        initialized: set = set()
         for row in self.initial_state:
             key = row[self.key_columns[0]] if len(self.key_columns) == 1 else tuple(row[c] for c in self.key_columns)
             if subtask_of_key_group(key_group_of(key), self.ctx.parallelism) != self.ctx.subtask:
                 continue
+            if key in initialized:
+                raise PipelineError(
+                    f"step {self.ctx.step_name!r}: the initial state has a second row for key {key!r}: a key's "
+                    "state is initialized once (Spark: STATEFUL_PROCESSOR_CANNOT_REINITIALIZE_STATE_ON_KEY)"
+                )
+            initialized.add(key)
             self.ctx.state.set_current_key(key)
             try:
                 self.processor.handle_initial_state(key, row, values)
