@@ -160,6 +160,32 @@ def _ms(value):
     return value
 
 
+def _from_spark(value, data_type):
+    """A value of a column of ``data_type`` as the engine has it: :func:`_ms`, guided by the type where the value
+    alone does not say what it was. A ``MAP`` reaches a Python processor through Arrow as a list of (key, value)
+    pairs, and becomes the dict the engine hands its processor; inside arrays, maps and structs too.
+
+    >>> from pyspark.sql.types import ArrayType, DoubleType, IntegerType, MapType, StringType, StructField
+    >>> kind = StructType([StructField("k", StringType()), StructField("m", MapType(DoubleType(), IntegerType())),
+    ...                    StructField("a", ArrayType(MapType(StringType(), IntegerType())))])
+    >>> _from_spark(Row(k="init_1", m=[(40.0, 1)], a=[[("x", 2)]]), kind)
+    {'k': 'init_1', 'm': {40.0: 1}, 'a': [{'x': 2}]}
+    """
+    if value is None:
+        return None
+    if isinstance(data_type, MapType):
+        pairs = value.items() if isinstance(value, dict) else value
+        return {_from_spark(k, data_type.keyType): _from_spark(v, data_type.valueType) for k, v in pairs}
+    if isinstance(data_type, ArrayType):
+        return [_from_spark(item, data_type.elementType) for item in value]
+    if isinstance(data_type, StructType):
+        items = value.asDict() if isinstance(value, Row) else value if isinstance(value, dict) else None
+        if items is None:
+            items = dict(zip(data_type.names, value))
+        return {field.name: _from_spark(items.get(field.name), field.dataType) for field in data_type.fields}
+    return _ms(value)
+
+
 def _engine_key(key: tuple):
     """Spark's grouping key (a tuple) as the engine's: the value of a one-column key, a tuple otherwise."""
     values = tuple(_ms(value) for value in key)
@@ -380,14 +406,30 @@ class ProcessorAdapter(StatefulProcessor):
         processor: the ministream processor (a template: ``init`` runs on a fresh copy of it).
         schema: the output schema (a ``StructType``). step_name: for error messages. watermarked: whether the
         step's input has a watermark (without one, the processor sees the engine's ``None``, not Spark's 0).
+        input_schema, initial_schema: the schemas of the input rows and of the initial-state rows, which say
+        how to read what Spark hands over (:func:`_from_spark`: a map as a dict).
     """
 
-    def __init__(self, processor: Processor, schema: StructType, step_name: str, watermarked: bool = True):
+    def __init__(
+        self,
+        processor: Processor,
+        schema: StructType,
+        step_name: str,
+        watermarked: bool = True,
+        input_schema: StructType | None = None,
+        initial_schema: StructType | None = None,
+    ):
         self.template = processor
         self.schema = schema
         self.step_name = step_name
         self.watermarked = watermarked
+        self.input_schema = input_schema
+        self.initial_schema = initial_schema
         self.processor: Processor | None = None
+
+    def _plain(self, row, schema: StructType | None):
+        """A row from Spark as the engine's dict: read by its schema when it is known."""
+        return _ms(row) if schema is None else _from_spark(row, schema)
 
     def _rows(self, result) -> list[Row]:
         # Eagerly, as the engine does: a generator that reads or writes state runs under the current key.
@@ -400,7 +442,7 @@ class ProcessorAdapter(StatefulProcessor):
 
     def handleInputRows(self, key, rows, timerValues):
         assert self.processor is not None
-        plain = [_ms(row) for row in rows]
+        plain = [self._plain(row, self.input_schema) for row in rows]
         values = _timer_values(timerValues, self.watermarked)
         result = self.processor.handle_input_rows(_engine_key(key), plain, values)
         return iter(self._rows(result))
@@ -416,7 +458,7 @@ class ProcessorAdapter(StatefulProcessor):
     def handleInitialState(self, key, initialState, timerValues) -> None:
         assert self.processor is not None
         values = _timer_values(timerValues, self.watermarked)
-        self.processor.handle_initial_state(_engine_key(key), _ms(initialState), values)
+        self.processor.handle_initial_state(_engine_key(key), self._plain(initialState, self.initial_schema), values)
 
     def close(self) -> None:
         if self.processor is not None:
@@ -476,7 +518,14 @@ def processor_twin(
     # withWatermark marks its column in the schema: the one sign, on a DataFrame, that the query has a watermark.
     watermarked = any(WATERMARK_METADATA in field.metadata for field in frame.schema.fields)
     return frame.groupBy(*keys).transformWithState(
-        ProcessorAdapter(spec.processor, schema, step_name, watermarked),
+        ProcessorAdapter(
+            spec.processor,
+            schema,
+            step_name,
+            watermarked,
+            input_schema=frame.schema,
+            initial_schema=None if initial_state is None else initial_state.schema,
+        ),
         schema,
         (output_mode or spec.output_mode or "update").capitalize(),
         spark_time_mode(time_mode or spec.time_mode),

@@ -70,8 +70,7 @@ class StateActions(Processor):
     def handle_initial_state(self, key, initial_state, timer_values):
         self.value.update(initial_state["value"])
         self.list.add_all(initial_state["entries"])
-        mapping = initial_state["mapping"]  # a dict; run by Spark (spark/processor_adapter.py), a list of pairs
-        for map_key, count in mapping.items() if isinstance(mapping, dict) else mapping:
+        for map_key, count in initial_state["mapping"].items():
             self.map.put(map_key, count)
 
     def handle_input_rows(self, key, rows, timer_values):
