@@ -27,6 +27,7 @@ from tests.conformance import (
     suite_transform_with_state,
     suite_transform_with_state_chaining,
     suite_transform_with_state_initial_state,
+    suite_transform_with_state_ttl,
 )
 
 SUITES = [
@@ -40,6 +41,7 @@ SUITES = [
     suite_transform_with_map_state,
     suite_transform_with_state_chaining,
     suite_transform_with_state_initial_state,
+    suite_transform_with_state_ttl,
     suite_pyspark_transform_with_state,
     suite_apply_in_pandas_with_state,
     suite_flink_window_operator,
@@ -99,6 +101,10 @@ TEST_NAMES = {
     suite_transform_with_map_state: (16, "TransformWithMapStateSuite"),
     suite_transform_with_state_chaining: (40, "TransformWithStateChainingSuite"),
     suite_transform_with_state_initial_state: (12, "TransformWithStateInitialStateSuite"),
+    suite_transform_with_state_ttl: (
+        100,
+        "TransformWithValueStateTTLSuite (28), TransformWithListStateTTLSuite (44), TransformWithMapStateTTLSuite (28)",
+    ),
     suite_pyspark_transform_with_state: (
         40,
         "TransformWithStateInPandasTests (20), TransformWithStateInPySparkTests (20)",
