@@ -50,15 +50,23 @@ import attrs
 
 from ministream.checkpoints.coordinator import MicroBatchCheckpoints
 from ministream.checkpoints.storage import MemoryStorage
+from ministream.core.ddl import ddl_schema
 from ministream.core.plan import Dataflow
 from ministream.core.results import normalize_value
 from ministream.core.sinks import CollectingSink
 from ministream.core.sources import ScriptedSource
 from ministream.core.triggers import Trigger
 from ministream.models.microbatch import run_microbatch
-from ministream.spark.compiler.schema import ddl_schema
+from ministream.spark.session import ROCKSDB_STATE_STORE
 
 # -- steps -----------------------------------------------------------------------------------------------------
+
+
+ROCKSDB = ROCKSDB_STATE_STORE
+"""The Spark setting the suites' ``withSQLConf(STATE_STORE_PROVIDER_CLASS -> RocksDBStateStoreProvider)`` makes."""
+
+MANUAL_CLOCK = "a manual clock (Spark's StreamManualClock is a class of its tests, out of PySpark's reach)"
+"""Why a case that drives Spark's manual clock has no Spark replay."""
 
 
 @attrs.frozen

@@ -17,14 +17,11 @@ too, and not the null ones: a PySpark processor stores rows, and a row holding a
 """
 
 from ministream.operators.process import Processor
-from tests.conformance.harness import ExpectFailure, Query, add, case, check_new
+from tests.conformance.harness import ROCKSDB, ExpectFailure, Query, add, case, check_new
 
 SUITE = "TransformWithListStateSuite"
 SOURCE = "sql/core/src/test/scala/org/apache/spark/sql/streaming/TransformWithListStateSuite.scala"
 VARIANT = " (with changelog checkpointing)"
-ROCKSDB = {
-    "spark.sql.streaming.stateStore.providerClass": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-}
 INPUT_ROW = "key STRING, action STRING, value STRING"
 """The suite's ``InputRow(key, action, value)``."""
 KEY_VALUE = "key STRING, value STRING"

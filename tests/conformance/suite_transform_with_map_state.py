@@ -16,14 +16,11 @@ processor's map keys and values are rows, and a row holding a null is no null va
 """
 
 from ministream.operators.process import Processor
-from tests.conformance.harness import ExpectFailure, NotExpressible, Query, add, case, check_answer, check_new
+from tests.conformance.harness import ROCKSDB, ExpectFailure, NotExpressible, Query, add, case, check_answer, check_new
 
 SUITE = "TransformWithMapStateSuite"
 SOURCE = "sql/core/src/test/scala/org/apache/spark/sql/streaming/TransformWithMapStateSuite.scala"
 VARIANT = " (with changelog checkpointing)"
-ROCKSDB = {
-    "spark.sql.streaming.stateStore.providerClass": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-}
 INPUT_MAP_ROW = "key STRING, action STRING, value STRUCT<_1: STRING, _2: STRING>"
 """The suite's ``InputMapRow(key, action, value: (String, String))``."""
 OUTPUT = "key STRING, user_key STRING, user_value STRING"

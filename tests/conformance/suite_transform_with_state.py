@@ -16,6 +16,8 @@ from ministream.core.triggers import Trigger
 from ministream.errors import PipelineError
 from ministream.operators.process import Processor
 from tests.conformance.harness import (
+    MANUAL_CLOCK,
+    ROCKSDB,
     AdvanceManualClock,
     CheckBatches,
     ExpectFailure,
@@ -35,10 +37,6 @@ VALIDATION = "TransformWithStateValidationSuite"
 SOURCE = "sql/core/src/test/scala/org/apache/spark/sql/streaming/TransformWithStateSuite.scala"
 VARIANT = " (encoding = UnsafeRow) (with changelog checkpointing)"
 STRINGS = {"inputData": "value STRING"}
-ROCKSDB = {
-    "spark.sql.streaming.stateStore.providerClass": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-}
-MANUAL_CLOCK = "a manual clock (Spark's StreamManualClock is a class of its tests, out of PySpark's reach)"
 KEY_COUNT = "key STRING, count STRING"
 
 

@@ -22,6 +22,7 @@ from ministream import Count, Tumbling
 from ministream.operators.process import Processor
 from ministream.time.units import parse_timestamp
 from tests.conformance.harness import (
+    ROCKSDB,
     CheckWatermark,
     ExpectFailure,
     NotExpressible,
@@ -35,9 +36,6 @@ SUITE = "TransformWithStateChainingSuite"
 SOURCE = "sql/core/src/test/scala/org/apache/spark/sql/streaming/TransformWithStateChainingSuite.scala"
 VARIANT = " (encoding = unsaferow) (with changelog checkpointing)"
 AVRO = " (encoding = avro) (with changelog checkpointing)"
-ROCKSDB = {
-    "spark.sql.streaming.stateStore.providerClass": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-}
 INPUT_EVENT_ROW = {"inputData": "key STRING, eventTime TIMESTAMP, event STRING"}
 """The suite's ``InputEventRow(key, eventTime, event)``."""
 OUTPUT_ROW_SCHEMA = "key STRING, outputEventTime TIMESTAMP, count INT"

@@ -16,6 +16,8 @@ for the sink: the process step is in append mode, the query in update mode.
 
 from ministream.operators.process import Processor
 from tests.conformance.harness import (
+    MANUAL_CLOCK,
+    ROCKSDB,
     AdvanceManualClock,
     ExpectFailure,
     NotExpressible,
@@ -30,9 +32,6 @@ from tests.conformance.harness import (
 SUITE = "TransformWithStateInitialStateSuite"
 SOURCE = "sql/core/src/test/scala/org/apache/spark/sql/streaming/TransformWithStateInitialStateSuite.scala"
 VARIANT = " (with changelog checkpointing)"
-ROCKSDB = {
-    "spark.sql.streaming.stateStore.providerClass": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-}
 INIT_INPUT_ROW = {"inputData": "key STRING, action STRING, value DOUBLE"}
 """The suite's ``InitInputRow(key, action, value: Double)``."""
 ACTION_OUTPUT = "key STRING, action STRING, value DOUBLE"
@@ -41,7 +40,6 @@ PYSPARK_INITIALIZES_TWICE = (
     "a Python processor's handleInitialState runs for each initial-state row of a key: PySpark 4.3.0 ran the "
     "query with init_1 twice (measured), where the JVM's processor fails it (tutorials/spark-facts.md)"
 )
-MANUAL_CLOCK = "a manual clock (Spark's StreamManualClock is a class of its tests, out of PySpark's reach)"
 
 
 def named(test: str) -> str:

@@ -39,6 +39,8 @@ the map's ``iterator``) are checked, as are the empty answers of batches that on
 
 from ministream.operators.process import Processor
 from tests.conformance.harness import (
+    MANUAL_CLOCK,
+    ROCKSDB,
     AdvanceManualClock,
     NotExpressible,
     Query,
@@ -57,10 +59,6 @@ MAP_SUITE = "TransformWithMapStateTTLSuite"
 SOURCE = "sql/core/src/test/scala/org/apache/spark/sql/streaming/TransformWithStateTTLTest.scala"
 VARIANT = " (with changelog checkpointing) (encoding = unsaferow)"
 VARIANTS = 4
-ROCKSDB = {
-    "spark.sql.streaming.stateStore.providerClass": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-}
-MANUAL_CLOCK = "a manual clock (Spark's StreamManualClock is a class of its tests, out of PySpark's reach)"
 INPUT_EVENT = "key STRING, action STRING, value INT"
 """The suites' ``InputEvent(key, action, value, eventTime)``; ``eventTime`` is always null and unused."""
 MAP_INPUT_EVENT = "key STRING, userKey STRING, action STRING, value INT"
