@@ -30,7 +30,7 @@ AggregateSpec(key_columns=('key',), aggregates={'count': AggregateFunction(...)}
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, Literal
 
 import attrs
@@ -434,10 +434,37 @@ def _condition(where) -> RowCondition | None:
     return RowCondition(where)
 
 
-def _key_time(left: tuple[str, ...], right: tuple[str, ...], times: list[dict]) -> tuple[str, str] | None:
+def _null_safe_keys(
+    name: str, null_safe: bool | Collection[str], left: tuple[str, ...], right: tuple[str, ...]
+) -> tuple[bool, ...]:
+    """``null_safe`` as one flag per key position: all, none, or those whose left or right column is named.
+
+    >>> _null_safe_keys("j", ["k1"], ("k1", "w"), ("r1", "rw")), _null_safe_keys("j", True, ("k",), ("r",))
+    ((True, False), (True,))
+    """
+    if isinstance(null_safe, bool):
+        return (null_safe,) * len(left)
+    if isinstance(null_safe, str):
+        null_safe = [null_safe]
+    unknown = [column for column in null_safe if column not in left and column not in right]
+    if unknown:
+        raise PipelineError(
+            f"join {name!r}: null_safe names {', '.join(map(repr, unknown))}, which is not a key column "
+            f"(the keys are {', '.join(left)} and {', '.join(right)})"
+        )
+    return tuple(lc in null_safe or rc in null_safe for lc, rc in zip(left, right))
+
+
+def _key_time(
+    left: tuple[str, ...], right: tuple[str, ...], times: list[dict], null_safe: tuple[bool, ...] = ()
+) -> tuple[str, str] | None:
     """The key columns that carry event time (Spark: a join key with watermark metadata, on either side):
-    the first key position whose left or right column is an event-time column, or the end of a window."""
-    for left_column, right_column in zip(left, right):
+    the first key position whose left or right column is an event-time column, or the end of a window,
+    and that is compared with ``=`` (a ``<=>`` key is no column once Spark's optimizer rewrites it, so its
+    watermark is not seen: ``StreamingJoinHelper.isWatermarkInJoinKeys``)."""
+    for position, (left_column, right_column) in enumerate(zip(left, right)):
+        if null_safe and null_safe[position]:
+            continue
         for side, column in ((0, left_column), (1, right_column)):
             time = times[side].get(column)
             if time is not None and (time.window is None or column == time.window[1]):
@@ -507,7 +534,7 @@ class KeyedStream:
         left_where: Callable[[dict], bool] | RowCondition | None = None,
         right_where: Callable[[dict], bool] | RowCondition | None = None,
         where: Callable[[dict, dict], bool] | None = None,
-        null_safe: bool = False,
+        null_safe: bool | Collection[str] = False,
         using: bool = False,
     ) -> Stream:
         """A stream-stream join with ``other`` on equal keys (``operators/stream_join.py``): ``how`` is
@@ -517,8 +544,12 @@ class KeyedStream:
         ``with_window``).
 
         The rest of the condition: ``left_where`` / ``right_where`` test one side's row (a function, or a
-        ``RowCondition`` that also names the columns it reads), ``where`` a pair of rows. ``null_safe``
-        compares keys with Spark's ``<=>`` (null matches null; with ``=`` a null key matches nothing).
+        ``RowCondition`` that also names the columns it reads), ``where`` a pair of rows. ``null_safe=True``
+        compares the keys with Spark's ``<=>`` (null matches null; with ``=`` a null key matches nothing);
+        ``null_safe=["key1"]`` only the key columns named (of either side), the others with ``=``. A key
+        compared with ``<=>`` does not carry the watermark into the join (Spark: its ``<=>`` keys are no longer
+        columns once the optimizer rewrites them to ``coalesce(key, default)`` and ``isnull(key)``), so an
+        event-time key must be compared with ``=`` for the join to evict by it.
         ``using``: both sides have the key columns under the same names, and the output has them once, as
         Spark's ``df1.join(df2, ["key"])``. Refuses, as Spark does, a join without equal keys and an outer or
         semi join that could never emit or forget a row.
@@ -550,8 +581,15 @@ class KeyedStream:
         times = [event_time_columns(side.upstream) for side in (self, other)]
         for side_name, side_times in zip(names, times):
             _at_most_one_event_time(f"{name}' ({side_name} side)", distinct_event_times(side_times))
+        safe = _null_safe_keys(name, null_safe, self.key_columns, other.key_columns)
         if key_time is None:
-            key_time = _key_time(self.key_columns, other.key_columns, times)
+            key_time = _key_time(self.key_columns, other.key_columns, times, safe)
+        elif key_time in [pair for pair, flag in zip(zip(self.key_columns, other.key_columns), safe) if flag]:
+            raise PipelineError(
+                f"join {name!r}: key_time {key_time[0]} = {key_time[1]} is compared with <=> (null_safe), and a "
+                "key compared with <=> carries no watermark into the join (in Spark it becomes coalesce(...) "
+                "and isnull(...), no longer a column): compare it with = (leave it out of null_safe)"
+            )
         spec = JoinSpec(
             how,
             self.key_columns,
@@ -561,7 +599,7 @@ class KeyedStream:
             _condition(left_where),
             _condition(right_where),
             where,
-            null_safe,
+            safe if any(safe) else (),
             using,
         )
         watermarked = [side.event_time is not None or bool(side_times) for side, side_times in zip(sides, times)]
@@ -572,11 +610,18 @@ class KeyedStream:
             other_time = (between.right, between.left)[side] in other_columns if between else False
             if must and not ((key_time is not None and has_watermark) or (bounded and other_time)):
                 this, that = names[side], names[1 - side]
+                hidden = None if key_time is not None else _key_time(self.key_columns, other.key_columns, times)
+                because = (
+                    f" (the key {hidden[0]} carries event time, but null_safe compares it with <=>, which hides "
+                    "the watermark: compare it with =)"
+                    if hidden is not None
+                    else ""
+                )
                 raise PipelineError(
                     f"join {name!r}: a {how} join must know when a {this} row can no longer match, to emit it "
                     f"{'padded with nulls' if how != 'left_semi' else 'at most once'} and forget it. Give "
                     f"{that} a watermark and bound its time from the {this} time (between=TimeRange(...)), or "
-                    "put an event-time column in the key. (Spark: 'Stream-stream "
+                    f"put an event-time column in the key{because}. (Spark: 'Stream-stream "
                     f"{_SPARK_JOIN_NAMES[how]} join between two streaming DataFrame/Datasets is not supported "
                     "without a watermark in the join keys, or a watermark on the nullable side and an "
                     "appropriate range condition'.)"

@@ -328,8 +328,9 @@ class JoinSpec(StepSpec):
 
     The rest of Spark's join condition: ``left_where`` and ``right_where``, conditions on one side's columns
     (``leftValue > 4``); ``where``, a condition on a pair (``where(left_row, right_row)``). ``null_safe``:
-    the keys are compared with ``<=>`` (a null key matches a null key) rather than ``=`` (a null key matches
-    nothing). ``using``: the key columns have the same names on both sides and appear once in the output,
+    one flag per key position, true where the two key columns are compared with ``<=>`` (a null matches a
+    null) rather than ``=`` (a null matches nothing); empty when every position is compared with ``=``.
+    ``using``: the key columns have the same names on both sides and appear once in the output,
     as Spark's ``df1.join(df2, ["key"])`` writes them (the left value, the right one for a right outer join,
     the one that is not null for a full outer join)."""
 
@@ -341,14 +342,39 @@ class JoinSpec(StepSpec):
     left_where: RowCondition | None = None
     right_where: RowCondition | None = None
     where: Callable[[dict, dict], bool] | None = None
-    null_safe: bool = False
+    null_safe: tuple[bool, ...] = attrs.field(default=())
     using: bool = False
     kind: ClassVar[str] = "join"
     keyed: ClassVar[bool] = True
 
+    @null_safe.validator
+    def _one_flag_per_key(self, attribute, value) -> None:
+        if value and len(value) != len(self.left_keys):
+            raise ValueError(f"null_safe has {len(value)} flags for {len(self.left_keys)} key columns")
+
+    def null_safe_keys(self) -> tuple[bool, ...]:
+        """Per key position, whether it is compared with ``<=>``.
+
+        >>> JoinSpec("inner", ("a", "b"), ("c", "d"), null_safe=(True, False)).null_safe_keys()
+        (True, False)
+        >>> JoinSpec("inner", ("a", "b"), ("c", "d")).null_safe_keys()
+        (False, False)
+        """
+        return self.null_safe or (False,) * len(self.left_keys)
+
+    def key_equalities(self) -> list[str]:
+        """The key condition, one ``left = right`` (or ``left <=> right``) per key position.
+
+        >>> JoinSpec("inner", ("a", "b"), ("c", "d"), null_safe=(True, False)).key_equalities()
+        ['a <=> c', 'b = d']
+        """
+        return [
+            f"{left} {'<=>' if safe else '='} {right}"
+            for left, right, safe in zip(self.left_keys, self.right_keys, self.null_safe_keys())
+        ]
+
     def describe(self) -> dict[str, str]:
-        equal = " <=> " if self.null_safe else " = "
-        words = {"how": self.how, "key": ", ".join(self.left_keys) + equal + ", ".join(self.right_keys)}
+        words = {"how": self.how, "key": " AND ".join(self.key_equalities())}
         if self.between is not None:
             words["between"] = self.between.describe()
         if self.key_time is not None:

@@ -15,14 +15,15 @@ The moves, as Spark 4.3 makes them (its rules ``PushDownPredicates``, ``PushPred
    below it (through selects, which rename, other filters, unions: into each of their inputs, window
    columns when it does not read them, and aggregations and windows when it reads only their keys);
 2. a join side's own condition (``left_where``, ``right_where``) runs below that side when an outer join
-   does not preserve it, and so does ``key IS NOT NULL`` when the keys are compared with ``=``;
+   does not preserve it, and so does ``key IS NOT NULL`` on the keys compared with ``=``;
 3. a filter after a join, on one side's columns only, runs below that side when the join type lets it:
    either side of an inner join, the left of a left outer or left semi join, the right of a right outer
    join, neither side of a full outer join;
 4. a condition on one join key of a side (a filter before the join, the side's own condition, or a filter
    after the join that rule 3 moved to the side) also holds for the other side's matching key, since the
    keys are equal: Spark copies it there, both ways in an inner or left semi join, onto the right of a left
-   outer join, onto the left of a right outer join, and not at all when the keys are compared with ``<=>``.
+   outer join, onto the left of a right outer join, and not at all through a key compared with ``<=>``
+   (Spark infers from ``=`` only).
 
 A join with a static table (``join_static``) is a join whose left side is the stream: a filter after it on
 the stream's columns moves into the stream (both join types keep it: rule 3), an inner join adds ``key IS
@@ -216,13 +217,16 @@ def into_join_side(flow: Dataflow, join: Step, side: int) -> list[Condition]:
         where = _where(join, side)
         if where is not None:
             conditions.append(where)
-        if not spec.null_safe:
-            conditions.append(Condition(KeysNotNull(keys), keys))
+        equal_keys = tuple(key for key, safe in zip(keys, spec.null_safe_keys()) if not safe)
+        if equal_keys:
+            conditions.append(Condition(KeysNotNull(equal_keys), equal_keys))
     conditions += moved_into(flow, join, side)  # rule 3
-    if INFERRED_ONTO[how][side] and not spec.null_safe:  # rule 4
+    if INFERRED_ONTO[how][side]:  # rule 4, through the keys compared with '='
         other_keys = (spec.left_keys, spec.right_keys)[1 - side]
         for condition in key_conditions(flow, join, 1 - side):
             (column,) = set(condition.columns)
+            if spec.null_safe_keys()[other_keys.index(column)]:
+                continue
             key = keys[other_keys.index(column)]
             origin = None if condition.origin is None else f"{condition.origin}, copied from {column} to {key},"
             conditions.append(Condition(_on_key(condition.predicate, column, key), (key,), origin))

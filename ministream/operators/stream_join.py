@@ -36,8 +36,8 @@ With an event-time column in the join key (a window), both sides leave when that
 ``tests/conformance/suite_streaming_join.py``):
 
 - keys are equal (``=``: a null key matches nothing, a null-padded row of an outer join has null keys) or
-  null-safe equal (``null_safe=True``, Spark's ``<=>``: null matches null); a join without equal keys is
-  refused, as Spark refuses it;
+  null-safe equal (``null_safe``, Spark's ``<=>``: null matches null), each key column one or the other; a
+  join without equal keys is refused, as Spark refuses it;
 - a one-sided condition (``left_where`` / ``right_where``) is applied *before* the join on an inner side, so
   a failing row is neither stored nor late-counted, and a condition whose columns are known
   (``RowCondition(fn, columns)``) on the watermarked rows is even applied below the watermark (the failing
@@ -61,6 +61,7 @@ what Spark refuses), the planner picks this operator for it in the micro-batch m
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from functools import partial
 from heapq import heapify, heappop, heappush
 from itertools import compress, count
 
@@ -158,7 +159,7 @@ class StreamJoin(Operator):
         left_where: RowCondition | None = None,
         right_where: RowCondition | None = None,
         where=None,
-        null_safe: bool = False,
+        null_safe: tuple[bool, ...] = (),
         using: tuple[str, ...] = (),
     ):
         self.how = how
@@ -166,7 +167,11 @@ class StreamJoin(Operator):
         self.sides = (left, right)
         self.key_time = key_time  # (left column, right column): event time inside the join key
         self.where = where  # a condition on a (left, right) pair
-        self.null_safe = null_safe
+        self.null_safe = null_safe  # per key position, compared with <=> (empty: every position with =)
+        # whether a key has a null where it is compared with '=' (it then matches nothing); None when every
+        # position is compared with <=>
+        equal = tuple(position for position, safe in enumerate(null_safe) if not safe)
+        self.null_for_equal = _has_null if not null_safe else partial(_has_null_at, equal) if equal else None
         self.using = using  # key columns that appear once in the output
         # Rule 2 of each side's one-sided condition: Spark's optimizer moves it below the join (the rows that
         # fail it never reach the join) unless the side is preserved by an outer join, where it stays in the
@@ -282,16 +287,17 @@ class StreamJoin(Operator):
         never reach the join, so they are neither late nor stored. Takes and gives ``(keys, rows)``, parallel
         lists; when every row passes, the same lists come back (no copy)."""
         condition = self.pushed[side]
-        nulls_out = not self.null_safe and not self._preserved(side)
+        null_for_equal = self.null_for_equal
+        nulls_out = null_for_equal is not None and not self._preserved(side)
         if condition is None and not nulls_out:
             return keys, rows
         if condition is None:
             kinds = set(map(type, keys))  # one pass in C: plain keys are null only as None itself
             if type(None) not in kinds and tuple not in kinds:
                 return keys, rows  # the usual case: no key is null, nothing to drop
-            passes = [not _has_null(key) for key in keys]
+            passes = [not null_for_equal(key) for key in keys]
         else:
-            passes = [condition.fn(row) and not (nulls_out and _has_null(key)) for key, row in zip(keys, rows)]
+            passes = [condition.fn(row) and not (nulls_out and null_for_equal(key)) for key, row in zip(keys, rows)]
         return self._kept(keys, rows, passes, "filtered by the join condition")
 
     def _kept(self, keys: list, rows: list, passes: list[bool], why: str) -> tuple[list, list]:
@@ -357,7 +363,8 @@ class StreamJoin(Operator):
         own_column, low, high = reach if reach is not None else (None, None, None)
         evicted_by, every_row_indexed = self.evicted_by[side], not self.in_eviction_order[side]
         # with '=', a null key matches nothing (on a side not preserved, such rows were dropped before)
-        check_nulls = not self.null_safe and self._preserved(side)
+        null_for_equal = self.null_for_equal
+        check_nulls = null_for_equal is not None and self._preserved(side)
         semi_left = self.how == "left_semi" and side == 0
         # left semi, rule 3: a right row at or below this leaves at step 4, and meets only the left rows of
         # earlier batches, not those of this batch (self.batch_left)
@@ -383,7 +390,7 @@ class StreamJoin(Operator):
             group = key_group_of(key)
             # the probe: the other side's rows of the key, those in range of the row's time (see _reach)
             matches: list[dict] = _NO_MATCHES
-            others = None if check_nulls and _has_null(key) else other_table.get(group, _EMPTY).get(key)
+            others = None if check_nulls and null_for_equal(key) else other_table.get(group, _EMPTY).get(key)
             if others:
                 first, last = 0, len(others[0])  # the candidates: the stored rows first to last - 1
                 if reach is not None:  # two binary searches in the key's times, O(log n)
@@ -711,6 +718,15 @@ def _sides(side: int, row: dict, stored: dict) -> tuple[dict, dict]:
 def _has_null(key) -> bool:
     """Whether a join key is null or has a null part."""
     return key is None or (isinstance(key, tuple) and None in key)
+
+
+def _has_null_at(positions: tuple[int, ...], key: tuple) -> bool:
+    """Whether a key of several columns has a null at one of ``positions``.
+
+    >>> _has_null_at((1,), (None, 3)), _has_null_at((1,), (3, None))
+    (False, True)
+    """
+    return any(key[position] is None for position in positions)
 
 
 def joined_row(left: dict, right: dict) -> dict:

@@ -146,13 +146,26 @@ def union_with_aggregate_twin(inputs):
     return plus_one.union(counted)
 
 
+def first_time(memory: dict) -> bool:
+    """Spark's ``FailureSingleton.firstTime``, then set false: in the test's own process (a flag in
+    ``memory``), or, when the function runs in Spark's Python workers (the compiled twin), in a file of the
+    replay's folder, which every worker sees."""
+    if "folder" not in memory:
+        seen, memory["failed"] = memory.get("failed", False), True
+        return not seen
+    marker = os.path.join(memory["folder"], "failed-once")
+    if os.path.exists(marker):
+        return False
+    open(marker, "w").close()
+    return True
+
+
 def failing_once(inputs):
     """``map { i => if (i == 4 && FailureSingleton.firstTime) { firstTime = false; sys.error(...) }; i }``."""
     memory = inputs.memory
 
     def fail_on_4_once(row: dict) -> dict:
-        if row["value"] == 4 and not memory.get("failed"):
-            memory["failed"] = True
+        if row["value"] == 4 and first_time(memory):
             raise RuntimeError("injected failure")
         return row
 
@@ -162,11 +175,10 @@ def failing_once(inputs):
 def failing_once_twin(inputs):
     from pyspark.sql import functions as F
 
-    marker = os.path.join(inputs.memory["folder"], "failed-once")
+    memory = inputs.memory
 
     def fail_on_4_once(value):
-        if value == 4 and not os.path.exists(marker):
-            open(marker, "w").close()
+        if value == 4 and first_time(memory):
             raise RuntimeError("injected failure")
         return value
 

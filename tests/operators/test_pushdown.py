@@ -227,6 +227,25 @@ def test_which_conditions_a_join_side_gets():
     assert [condition.predicate(row) for condition in sides[1]] == [True, True, False]
 
 
+def test_a_key_compared_null_safe_gets_no_not_null_and_passes_no_condition_across():
+    """With ``null_safe=["l_a"]`` (``l_a <=> r_a AND l_b = r_b``) a side gets ``IS NOT NULL`` of ``l_b`` only,
+    and a condition on the other side's key is copied across ``=`` keys only: Spark infers from ``=``, not
+    from ``<=>`` (``InferFiltersFromConstraints``)."""
+    flow = Dataflow("f")
+    left = flow.source("l", ScriptedSource([], columns=("l_a", "l_b", "l_ts")))
+    right = flow.source("r", ScriptedSource([], columns=("r_a", "r_b", "r_ts")))
+    joined = left.key_by(["l_a", "l_b"]).join("join", right.key_by(["r_a", "r_b"]), how="inner", null_safe=["l_a"])
+    joined.filter("a_not_x", lambda row: row["r_a"] != "x", columns="r_a").filter(
+        "b_not_y", lambda row: row["r_b"] != "y", columns="r_b"
+    )
+    left_side = into_join_side(flow, flow.step("join"), 0)
+    assert [(c.columns, c.origin) for c in left_side] == [
+        (("l_b",), None),
+        (("l_b",), "filter 'b_not_y', copied from r_b to l_b,"),
+    ]
+    assert [condition.predicate({"l_a": None, "l_b": "y"}) for condition in left_side] == [True, False]
+
+
 def test_a_watermark_read_by_two_steps_keeps_every_row():
     """A filter after a join does not move below a watermark whose rows also go elsewhere."""
     flow = Dataflow("f")

@@ -474,3 +474,63 @@ def test_a_side_whose_event_time_is_renamed_after_its_watermark_drops_late_rows_
     # (10 s, 10 s), then (10 s, 12 s); in batch 2 the left row at 6 s is late: at or before 10 s, WM_1
     assert [len(batch.rows) for batch in run.output()] == [1, 1, 0]
     assert [(late.row, late.step) for late in run.late_rows()] == [({"l_key": "k", "l_time": 6 * S}, "join")]
+
+
+def two_key_join(left, right, null_safe, how="inner", window=False):
+    """Left rows ``{"a", "b", "t"}`` and right rows ``{"c", "d", "u"}`` joined on ``a, b = c, d`` (and on the
+    5-second window of ``t`` and ``u`` when ``window``), both sides watermarked on their time."""
+    flow = Dataflow("null-safe")
+    sides = []
+    for name, script, keys, time in (("left", left, ("a", "b"), "t"), ("right", right, ("c", "d"), "u")):
+        stream = flow.source(name, ScriptedSource(script)).with_watermark(f"{name}_wm", time, 0)
+        if window:
+            stream = stream.with_window(f"{name}_window", Tumbling("5 seconds"), column=time, end=f"{name}_end")
+            stream = stream.select(f"{name}_columns", **{c: c for c in (*keys, f"{name}_end")})
+            keys = (*keys, f"{name}_end")
+        sides.append(stream.key_by(list(keys)))
+    joined = sides[0].join("join", sides[1], how=how, null_safe=null_safe)
+    joined.sink("output", CollectingSink())
+    return flow
+
+
+def test_each_key_column_is_compared_with_equal_or_null_safe_equal():
+    """``null_safe=["a"]``: ``a <=> c AND b = d``, as Spark's StreamingOuterJoinSuite writes its nullable-key
+    joins: a null in ``a`` matches a null in ``c``, a null in ``b`` matches nothing."""
+    left = [[{"a": None, "b": 1, "t": 1000}, {"a": 1, "b": None, "t": 1000}, {"a": 2, "b": 2, "t": 1000}]]
+    right = [[{"c": None, "d": 1, "u": 2000}, {"c": 1, "d": None, "u": 2000}, {"c": 2, "d": 2, "u": 2000}]]
+    flow = two_key_join(left, right, null_safe=["a"])
+    assert flow.step("join").spec.null_safe == (True, False)
+    assert flow.step("join").spec.describe()["key"] == "a <=> c AND b = d"
+    rows = [row for batch in run_microbatch(flow).output() for row in batch.rows]
+    assert sorted(((r["a"], r["b"]) for r in rows), key=repr) == [(2, 2), (None, 1)]
+    everything = [
+        row for batch in run_microbatch(two_key_join(left, right, null_safe=True)).output() for row in batch.rows
+    ]
+    assert len(everything) == 3
+
+
+def test_an_event_time_key_compared_null_safe_carries_no_watermark():
+    """Spark sees a join key's watermark only in a key compared with ``=`` (``isWatermarkInJoinKeys`` reads
+    the keys after the optimizer rewrote each ``<=>`` into ``coalesce`` and ``isnull``): a left outer join on
+    a window compared with ``<=>`` is refused, by Spark (tests/spark/test_compiler_refusals.py) and by the plan,
+    which says why; with ``=`` on the window it runs."""
+    with pytest.raises(PipelineError) as refused:
+        two_key_join([[]], [[]], null_safe=True, how="left_outer", window=True)
+    assert "(the key left_end carries event time, but null_safe compares it with <=>, which hides the watermark" in (
+        str(refused.value)
+    )
+    assert "not supported without a watermark in the join keys" in str(refused.value)
+    flow = two_key_join([[]], [[]], null_safe=["a", "b"], how="left_outer", window=True)
+    assert flow.step("join").spec.key_time == ("left_end", "right_end")
+
+
+def test_null_safe_names_key_columns_and_keeps_the_key_time_compared_with_equal():
+    """``null_safe`` names key columns, of either side: another name is refused. An explicit ``key_time``
+    compared with ``<=>`` is refused too, since it would carry no watermark in Spark."""
+    with pytest.raises(PipelineError, match=r"null_safe names 'x', which is not a key column \(the keys are a, b"):
+        two_key_join([[]], [[]], null_safe=["x"])
+    flow = Dataflow("f")
+    left = flow.source("l", ScriptedSource([])).with_watermark("lw", "t", 0).key_by(["a", "t"])
+    right = flow.source("r", ScriptedSource([])).with_watermark("rw", "u", 0).key_by(["c", "u"])
+    with pytest.raises(PipelineError, match="key_time t = u is compared with <=> \\(null_safe\\)"):
+        left.join("join", right, key_time=("t", "u"), null_safe=True)

@@ -328,3 +328,61 @@ def test_event_times_renamed_after_their_watermarks_agree():
         ("joined", event(4, "a")["ts"]),
         ("once", event(3, "b")["ts"]),
     ]
+
+
+def null_safe_window_join(script_left, script_right, null_safe):
+    """A left outer join on ``key`` and the 10-second window of each side's time (keyed by both its bounds,
+    which the twin joins as the window struct), ``null_safe`` as given."""
+    from ministream import Tumbling
+
+    flow = Dataflow("null-safe-window-join")
+    sides = []
+    for name, script in (("left", script_left), ("right", script_right)):
+        rows = flow.source(name, ScriptedSource(script)).select(f"{name}_columns", **{f"{name}_key": "key", name: "ts"})
+        rows = rows.with_watermark(f"{name}_wm", name, 0).with_window(
+            f"{name}_window", Tumbling("10 seconds"), column=name, start=f"{name}_start", end=f"{name}_end"
+        )
+        sides.append(rows.select(f"{name}_keys", **{c: c for c in (f"{name}_key", f"{name}_start", f"{name}_end")}))
+    left, right = (
+        side.key_by([f"{name}_key", f"{name}_start", f"{name}_end"]) for side, name in zip(sides, ("left", "right"))
+    )
+    left.join("join", right, how="left_outer", null_safe=null_safe).sink("output", CollectingSink())
+    return flow
+
+
+def test_a_null_safe_key_beside_a_window_compared_with_equal_agrees(spark):
+    """``null_safe=["left_key"]``: ``left_key <=> right_key AND left_window = right_window``, as Spark's
+    StreamingOuterJoinSuite writes its nullable-key joins: a null key meets a null key, and the window carries
+    the watermark, so unmatched left rows come out padded as it passes. The compiled twin agrees batch for
+    batch."""
+    left = [[{**event(1, None)}, {**event(2, "a")}], [{**event(30, "b")}], [{**event(60, "c")}]]
+    right = [[{**event(3, None)}], [{**event(31, "x")}], [{**event(61, "y")}]]
+    flow = null_safe_window_join(left, right, ["left_key"])
+    result, compiled = run_both(flow, {"left": FIELDS, "right": FIELDS})
+    assert result.matches, result.table()
+    assert "left_key <=> right_key AND" in compiled.source and "<=> right_window" not in compiled.source
+    rows = [row for batch in run_microbatch(flow).output() for row in batch.rows]
+    assert {(row["left_key"], row["right_key"]) for row in rows} == {(None, None), ("a", None), ("b", None)}
+
+
+def test_a_window_compared_null_safe_is_refused_by_spark_and_the_plan(spark):
+    """The same join with ``<=>`` on the window too: Spark's analyzer finds no watermark in the join keys (its
+    ``<=>`` keys become ``coalesce`` and ``isnull`` expressions, no longer columns) and refuses the outer
+    join; the plan refuses it first and says why."""
+    from pyspark.sql import functions as F
+
+    from ministream.errors import PipelineError
+    from ministream.spark import SparkQueryError, run_query, scripted_stream
+
+    with pytest.raises(PipelineError, match="null_safe compares it with <=>, which hides the watermark"):
+        null_safe_window_join([[]], [[]], True)
+    frames = []
+    for name in ("left", "right"):
+        rows = scripted_stream(spark, "ts TIMESTAMP, key STRING, value DOUBLE", [[event(1, "a")], [event(30, "b")]])
+        rows = rows.select(F.col("key").alias(f"{name}_key"), F.col("ts").alias(name)).withWatermark(name, "0 seconds")
+        frames.append(rows.select(f"{name}_key", F.window(name, "10 seconds").alias(f"{name}_window")))
+    joined = frames[0].join(frames[1], F.expr("left_key <=> right_key AND left_window <=> right_window"), "left_outer")
+    with pytest.raises(
+        SparkQueryError, match="LeftOuter join between two streaming DataFrame/Datasets is not supported"
+    ):
+        run_query(joined, "append")

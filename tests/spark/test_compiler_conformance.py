@@ -19,19 +19,27 @@ from tests.conformance.harness import Case, Inputs
 
 
 def compiled_query(case: Case, query):
-    """The query with its twin compiled from its pipeline (``CompileError`` when Spark cannot run it)."""
-    flow = Dataflow(case.test[:40])
-    streams = {name: flow.source(name, ScriptedSource([], columns=case.columns(name))) for name in case.inputs}
-    query.pipeline(Inputs(streams, {})).sink("sink", CollectingSink())
-    compiled = compile_flow(
-        flow,
-        {},
-        output_mode=query.output_mode,
-        sink="sink",
-        schemas={name: ddl_schema(ddl) for name, ddl in case.inputs.items()},
-        watermark_policy=query.conf.get("spark.sql.streaming.multipleWatermarkPolicy", "min"),
+    """The query with its twin compiled from its pipeline (``CompileError`` when Spark cannot run it). The twin
+    compiles the pipeline again when the replay runs it, built with the replay's ``Inputs.memory``: a pipeline
+    whose functions keep something there (a failure injected once) then keeps it where Spark's workers see it."""
+
+    def compile_with(memory: dict):
+        flow = Dataflow(case.test[:40])
+        streams = {name: flow.source(name, ScriptedSource([], columns=case.columns(name))) for name in case.inputs}
+        query.pipeline(Inputs(streams, memory)).sink("sink", CollectingSink())
+        return compile_flow(
+            flow,
+            {},
+            output_mode=query.output_mode,
+            sink="sink",
+            schemas={name: ddl_schema(ddl) for name, ddl in case.inputs.items()},
+            watermark_policy=query.conf.get("spark.sql.streaming.multipleWatermarkPolicy", "min"),
+        )
+
+    compiled = compile_with({})
+    return attrs.evolve(
+        query, twin=lambda inputs: compile_with(inputs.memory).twin(inputs, {}), conf={**compiled.conf, **query.conf}
     )
-    return attrs.evolve(query, twin=lambda inputs: compiled.twin(inputs, {}), conf={**compiled.conf, **query.conf})
 
 
 def compiled_case(case: Case) -> Case | None:

@@ -114,12 +114,11 @@ def compile_join(step: Step, inputs: list[Frame], compilation: Compilation) -> F
             "ON clause, and Spark refuses a Python UDF there ('UNSUPPORTED_FEATURE.PYTHON_UDF_IN_ON_CLAUSE')",
             "use an inner join, or a time range (between=TimeRange(...)) for conditions on the two times",
         )
-    equal = " <=> " if spec.null_safe else " = "
     parts = []
-    for lk, rk in zip(spec.left_keys, spec.right_keys):
+    for lk, rk, safe in zip(spec.left_keys, spec.right_keys, spec.null_safe_keys()):
         if lk in fields[0] and rk in fields[1]:
             lk, rk = fields[0][lk].split(".")[0], fields[1][rk].split(".")[0]
-        part = f"{prefix[0]}{lk}{equal}{prefix[1]}{rk}"
+        part = f"{prefix[0]}{lk}{' <=> ' if safe else ' = '}{prefix[1]}{rk}"
         if part not in parts:
             parts.append(part)
     if spec.between is not None:
