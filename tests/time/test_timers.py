@@ -41,6 +41,20 @@ def test_ties_fire_in_key_order():
     assert timers.pop_expired_processing_time(7) == [(7, "a"), (7, "b"), (7, "c")]
 
 
+def test_a_null_key_ties_with_others_and_fires_first():
+    """A grouping key may be null (Spark groups nulls together): its timer, due with others, fires first, and
+    a snapshot and a delta of its timers are taken like any other's. (Sorting ``None`` with strings failed.)"""
+    for keys, order in (
+        (("b", None, "a"), [None, "a", "b"]),
+        ((("a", 2), (None, 1), ("a", None)), [(None, 1), ("a", None), ("a", 2)]),  # keys of two columns
+    ):
+        timers = TimerService()
+        for key in keys:
+            timers.register_event_time_timer(key, 5_000)
+        assert sum(len(domains["event_time"]) for domains in timers.snapshot().values()) == 3
+        assert [key for _, key in timers.pop_expired_event_time(5_000)] == order
+
+
 def test_event_time_firing_is_inclusive():
     """An event-time timer fires when its timestamp is at or before the watermark (<=), not after it."""
     timers = TimerService()
