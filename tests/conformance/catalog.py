@@ -18,6 +18,7 @@ from tests.conformance import (
     suite_flink_interval_join,
     suite_flink_window_operator,
     suite_pyspark_transform_with_state,
+    suite_state_primitives,
     suite_streaming_aggregation,
     suite_streaming_deduplication,
     suite_streaming_join,
@@ -42,6 +43,7 @@ SUITES = [
     suite_transform_with_state_chaining,
     suite_transform_with_state_initial_state,
     suite_transform_with_state_ttl,
+    suite_state_primitives,
     suite_pyspark_transform_with_state,
     suite_apply_in_pandas_with_state,
     suite_flink_window_operator,
@@ -64,12 +66,16 @@ def case_id(case) -> str:
 
 
 def run_case(case) -> None:
-    """Replay one case in ministream: a Spark ``Case`` batch by batch, a ``FlinkCase`` message by message."""
+    """Replay one case in ministream: a Spark ``Case`` batch by batch, a ``FlinkCase`` message by message, a
+    ``PrimitiveCase`` (a unit test of Spark's state primitives) call by call on ministream's primitives."""
     from tests.conformance.flink import FlinkCase, run_flink
     from tests.conformance.harness import run_engine
+    from tests.conformance.primitives import PrimitiveCase, run_primitive
 
     if isinstance(case, FlinkCase):
         run_flink(case)
+    elif isinstance(case, PrimitiveCase):
+        run_primitive(case)
     else:
         run_engine(case)
 
@@ -104,6 +110,13 @@ TEST_NAMES = {
     suite_transform_with_state_ttl: (
         100,
         "TransformWithValueStateTTLSuite (28), TransformWithListStateTTLSuite (44), TransformWithMapStateTTLSuite (28)",
+    ),
+    suite_state_primitives: (
+        114,
+        (
+            "TimerSuite (24), ValueStateSuite (24), ListStateSuite (22), MapStateSuite (10), "
+            "StatefulProcessorHandleSuite (34)"
+        ),
     ),
     suite_pyspark_transform_with_state: (
         40,
