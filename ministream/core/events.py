@@ -19,7 +19,13 @@ one message naming the file and what is wrong with it.
 
 The reader takes only what Spark's JSON reader reads into the same value (:data:`TIMESTAMP_FORM`,
 :data:`BIGINT`), so that a file means the same to a Spark job; what Spark's lenient reader makes of the lines
-this one refuses is ``spark/permissive.py``'s.
+this one refuses is ``spark/permissive.py``'s. A lesson field given as ``null`` is read as ``None``, as Spark
+reads it (a null key is a key of its own, a sum skips a null value); a field left out is refused, where Spark
+would read a null too: a line without a field is more often a mistake than a value.
+
+>>> parse_events(['{"batch": 0, "ts": "2024-01-01T10:00:05Z", "key": null, "value": 1}'],
+...              [Field("key", str), Field("value", float)])
+[[{'ts': 1704103205000, 'key': None, 'value': 1.0}]]
 """
 
 from __future__ import annotations
@@ -211,14 +217,20 @@ def _read_row(event: dict, fields: list[Field], streams: list[str] | None, examp
         if name not in allowed:
             raise _Bad(name, f"this lesson has no such field: the allowed fields are {_names(allowed)}")
     for name in allowed:
-        if event.get(name) is None:
+        if name not in event:
+            raise _Bad(name, f"missing: every event needs {_names(allowed)}, like {example}")
+        if event[name] is None and name in ("batch", "ts", "stream"):
             raise _Bad(
-                name, f"{'null' if name in event else 'missing'}: every event needs {_names(allowed)}, like {example}"
+                name,
+                f"null: every event needs {_names(allowed)}, like {example}; the lesson's own fields may be null, "
+                "not the batch, the time or the stream",
             )
     if streams and event["stream"] not in streams:
         raise _Bad("stream", f"{_shown(event['stream'])} is not an input of this lesson: use {_names(streams, 'or')}")
     row = {"ts": _checked("ts", _check_ts, event["ts"])}
-    row.update({f.name: _checked(f.name, _check_value, event[f.name], f.kind) for f in fields})
+    for field in fields:  # a null is read as None, as Spark reads it: grouped as a key, skipped by a sum
+        value = event[field.name]
+        row[field.name] = None if value is None else _checked(field.name, _check_value, value, field.kind)
     return event.get("stream"), row
 
 

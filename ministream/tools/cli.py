@@ -50,7 +50,7 @@ from ministream.tools.bench.report import main as bench_main
 from ministream.tools.diagram import render_lessons
 from ministream.tools.fuzz import fuzz_lesson
 from ministream.tools.pictures import write_pictures
-from ministream.tools.pipeline_fuzz import fuzz_pipelines
+from ministream.tools.pipeline_fuzz import NULL_KEYS, fuzz_pipelines
 from ministream.workshop.commands import main as workshop_main
 
 EXIT_OK, EXIT_DIFFERS, EXIT_ERROR = 0, 1, 2
@@ -448,6 +448,8 @@ def _fuzz_pipelines(args, out) -> int:
         raise PipelineError("--pipelines draws its own pipelines: give no lesson, --all, --param or --output with it")
     if args.pipelines < 1 or args.scripts < 1:
         raise PipelineError("--pipelines and --scripts take a whole number from 1")
+    if not 0 <= args.null_keys <= 1:
+        raise PipelineError(f"--null-keys takes a share from 0 to 1, not {args.null_keys}")
     # A bar on stderr counts the scripts; each script's line and the summary print above it, on out.
     with tqdm(total=args.pipelines * args.scripts, desc="fuzz pipelines", unit="script", file=sys.stderr) as bar:
 
@@ -456,7 +458,13 @@ def _fuzz_pipelines(args, out) -> int:
             bar.update(1)  # every line is one script's
 
         report = fuzz_pipelines(
-            args.pipelines, args.seed, args.scripts, out_dir=args.out, shrink_budget=args.shrink_budget or 40, log=log
+            args.pipelines,
+            args.seed,
+            args.scripts,
+            out_dir=args.out,
+            shrink_budget=args.shrink_budget or 40,
+            log=log,
+            null_keys=args.null_keys,
         )
         bar.write(report.summary(), file=out)
     return EXIT_OK if report.matches else EXIT_DIFFERS
@@ -628,6 +636,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--pipelines", type=int, metavar="N", help="N random pipelines against their compiled twins (no lesson)"
     )
     fuzz.add_argument("--scripts", type=int, default=3, help="with --pipelines: random scripts per pipeline")
+    fuzz.add_argument(
+        "--null-keys",
+        type=float,
+        default=NULL_KEYS,
+        help=f"with --pipelines: the share of null keys in the scripts (default {NULL_KEYS})",
+    )
     fuzz.add_argument("--seed", type=int, default=0, help="which random scripts")
     fuzz.add_argument("--out", default="fuzz-failures", help="where failing scripts are written as events files")
     fuzz.add_argument(

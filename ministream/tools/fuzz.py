@@ -42,9 +42,13 @@ KEYS = ("a", "b", "c")
 # -- random scripts -----------------------------------------------------------------------------------------------
 
 
-def generic_random_script(rng: random.Random, params: dict, fields: list[Field], inputs=("events",)):
+def generic_random_script(
+    rng: random.Random, params: dict, fields: list[Field], inputs=("events",), nulls: float = 0.0
+):
     """A random script of 2 to 5 short batches for a lesson with these ``fields``: one list of batches, or
-    ``{input: batches}`` for a lesson with several inputs.
+    ``{input: batches}`` for a lesson with several inputs; with ``nulls``, that share of the text fields (the
+    keys) is null, as real data has them (a lesson's own functions may not expect a null: the pipeline fuzzer
+    draws them, for its pipelines do).
 
     Event times are whole steps of the lesson's durations (``params`` values of ms, like ``size`` or
     ``delay``), so they fall exactly on window ends and watermarks, and sometimes 1 ms off.
@@ -77,7 +81,7 @@ def generic_random_script(rng: random.Random, params: dict, fields: list[Field],
                         row = dict(rng.choice(seen))  # a duplicate
                     else:
                         row = {"ts": _timestamp(rng, latest, late_watermark, watermarks[batch_id], span, step)}
-                        row.update({field.name: _value(rng, field) for field in fields})
+                        row.update({field.name: _value(rng, field, nulls) for field in fields})
                     rows.append(row)
                     seen.append(row)
                     latest = max(latest, row["ts"])
@@ -88,8 +92,10 @@ def generic_random_script(rng: random.Random, params: dict, fields: list[Field],
     return scripts if len(inputs) > 1 else scripts[inputs[0]]
 
 
-def _value(rng: random.Random, field: Field):
+def _value(rng: random.Random, field: Field, nulls: float = 0.0):
     if field.kind is str:
+        if nulls and rng.random() < nulls:  # drawn only when asked for: the scripts of a seed stay the same
+            return None
         return rng.choice(KEYS)
     number = rng.randint(1, 9)  # small whole numbers: sums and averages are exact in binary floats
     return float(number) if field.kind is float else number
@@ -109,17 +115,18 @@ def _timestamp(rng, latest: int, late_watermark: int, watermark: int, span: int,
     return latest + rng.randrange(0, 2 * span, step)
 
 
-def random_script(lesson: Lesson, rng: random.Random, params: dict):
+def random_script(lesson: Lesson, rng: random.Random, params: dict, nulls: float = 0.0):
     """A random script for ``lesson``: its own generator when it has one, else the generic one (which sees only
     the lesson's durations: other parameters, such as a batch number, say nothing about event time). A lesson
-    without parameters (a pipeline file's) gives the durations of its plan."""
+    without parameters (a pipeline file's) gives the durations of its plan. ``nulls``: the share of null keys
+    in a generic script."""
     if lesson.random_script is not None:
         return lesson.random_script(rng, params)
     durations = {param.name: params[param.name] for param in lesson.params if param.kind == "duration"}
     if not lesson.params:
         empty = {name: [] for name in lesson.inputs} if len(lesson.inputs) > 1 else []
         durations = plan_durations(lesson.pipeline(empty, params))
-    return generic_random_script(rng, durations, lesson.fields, lesson.inputs)
+    return generic_random_script(rng, durations, lesson.fields, lesson.inputs, nulls)
 
 
 def plan_durations(flow: Dataflow) -> dict[str, int]:

@@ -97,6 +97,12 @@ def replay_command(pipeline_file, events_file) -> str:
     return shlex.join(["ministream", "compare", str(pipeline_file), "--events", str(events_file)])
 
 
+NULL_KEYS = 0.1
+"""The share of null keys in the random pipelines' scripts: real keys are sometimes null, and Spark groups,
+deduplicates and joins a null key by its own rules (a group of its own; equal to nothing under ``=``). Drawn
+since 2026-11-29: a run of an earlier commit with the same seed drew no null."""
+
+
 def fuzz_pipelines(
     count: int,
     seed: int = 0,
@@ -106,6 +112,7 @@ def fuzz_pipelines(
     shrink_budget: int = 30,
     log: Callable[[str], None] | None = None,
     check: Callable[[str], Check] = spark_check,
+    null_keys: float = NULL_KEYS,
 ) -> PipelinesReport:
     """Compare ministream with the compiled twin on ``count`` random pipelines, ``scripts`` random scripts
     each; shrink each pipeline's first disagreement and, with ``out_dir``, write it as a pipeline file and an
@@ -120,6 +127,7 @@ def fuzz_pipelines(
         log: called with a line of text after each script (the command line prints them).
         check: ``check(name)`` gives the function that runs a plan (loaded as lesson ``name``) and a script
             in both engines: Spark's by default, a stand-in in the engine's own tests.
+        null_keys: the share of the scripts' keys that are null (:data:`NULL_KEYS`).
     """
     report = PipelinesReport(seed)
     for index in range(count):
@@ -130,7 +138,7 @@ def fuzz_pipelines(
         outcomes: list[Outcome] = []
         failed = False
         for number in range(scripts):
-            script = random_script(lesson, random.Random(f"pipelines:{seed}:{index}:{number}"), {})
+            script = random_script(lesson, random.Random(f"pipelines:{seed}:{index}:{number}"), {}, null_keys)
             # the first line of a pipeline says what it is: "pipeline 3: A random pipeline: ..."
             line = f"pipeline {index}: {plan.describe()}\n  " if number == 0 else f"pipeline {index} "
             line += f"script {number}: {batches_in(script)} batches, {rows_in(script)} rows: "

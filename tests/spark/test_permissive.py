@@ -124,12 +124,13 @@ def random_lines(count: int, seed: int) -> list[str]:
     """Lines of an events file with random values of every kind the reader takes: times in each written form
     (``T`` or a space, a fraction of 0 to 3 digits or 6 with trailing zeros, a zone ``Z``, ``+hh:mm``, ``+hhmm``,
     ``+hh`` or none) and some forms only Python reads, keys of any Unicode text, doubles of any size, whole
-    numbers up to the edges of 64 bits."""
+    numbers up to the edges of 64 bits; one field in ten of the lesson's own is null (drawn from a second
+    generator, so that the rest of each line is the same as without them)."""
     import datetime as dt
     import json
     import random
 
-    rng = random.Random(seed)
+    rng, nulls = random.Random(seed), random.Random(seed + 1)
     lines = []
     for _ in range(count):
         ms = rng.randrange(-50 * 365 * 86_400_000, 100 * 365 * 86_400_000)
@@ -156,7 +157,9 @@ def random_lines(count: int, seed: int) -> list[str]:
         )
         value = rng.choice([rng.uniform(-1e6, 1e6), rng.randrange(-(10**6), 10**6), 10.0 ** rng.randrange(-300, 300)])
         n = rng.choice([rng.randrange(-(2**63), 2**63), rng.randrange(-100, 100), 2**63 - 1, -(2**63), 2**63])
-        lines.append(json.dumps({"batch": 0, "ts": text, "key": key, "value": value, "n": n}))
+        fields = {"key": key, "value": value, "n": n}
+        fields = {name: None if nulls.random() < 0.1 else field for name, field in fields.items()}
+        lines.append(json.dumps({"batch": 0, "ts": text, **fields}))
     return lines
 
 
@@ -164,13 +167,14 @@ def test_every_line_ministream_reads_spark_reads_into_the_same_row(spark):
     """Where ministream reads a line, Spark's JSON reader reads the same row, not malformed (500 random lines of
     seed 1129 and the forms measured on the way): a file that runs in ministream gives a Spark job the same
     events. Where they differed (a time without seconds, a comma before the fraction, a lowercase zone, a week
-    date, a number beyond 64 bits), ministream now refuses the line."""
+    date, a number beyond 64 bits), ministream now refuses the line. A field given as null is read as null by
+    both."""
     from ministream.core.events import EventsFileError, Field, parse_events
 
     fields = [Field("key", str), Field("value", float), Field("n", int)]
     lines = random_lines(500, seed=1129)
     read = read_as_spark(spark, lines, "ts TIMESTAMP, key STRING, value DOUBLE, n BIGINT")
-    agreed = refused = 0
+    agreed = refused = nulls_read = 0
     for text, spark_line in zip(lines, read):
         try:
             [[row]] = parse_events([text], fields)
@@ -179,4 +183,6 @@ def test_every_line_ministream_reads_spark_reads_into_the_same_row(spark):
             continue
         assert ({k: v for k, v in spark_line.rows[0].items() if k != "batch"}, spark_line.corrupt) == (row, False), text
         agreed += 1
+        nulls_read += None in row.values()
     assert agreed > 300 and refused > 20  # both sides of the rule were exercised
+    assert nulls_read > 50  # and lines with a null field
