@@ -31,7 +31,8 @@ it), ``"processing_time"`` (when the batch timestamp reaches it) or ``"none"`` (
 4. then the state entries whose time-to-live ran out are removed;
 5. ``init`` runs at the start of every batch and ``close`` at its end, on a fresh copy of the processor,
    as on a Spark cluster: anything kept in the processor's own attributes is gone by the next batch. Keep it
-   in the handle's state. State variables are created in ``init`` only, and not used there (no key yet);
+   in the handle's state. State variables are created in ``init`` only, and not used there (no key yet),
+   nor in ``close`` (no key any more): a state or timer operation there fails, as in Spark;
 6. a query restarted from its checkpoint may run another processor: the state variables it asks for again
    come back, those it drops with ``handle.delete_if_exists`` go; but it keeps its time mode, its output
    mode and the kind of each state variable (Spark refuses a restart that changes them);
@@ -234,13 +235,12 @@ class ProcessOperator(Operator):
     def _start_processor(self) -> None:
         """A fresh copy of the user's processor, initialized with the handle (Spark: a task per batch). In
         ``init`` the processor creates its state variables, and may not use them: there is no key yet."""
-        self.handle.states = {}
         self.processor = copy.deepcopy(self.template)
-        self.handle.in_init, self.handle.initialized = True, False
+        self.handle.start_init()
         try:
             self.processor.init(self.handle)
         finally:
-            self.handle.in_init, self.handle.initialized = False, True
+            self.handle.end_init()
 
     def timer_values(self, watermark: int | None) -> TimerValues:
         if self.time_mode == NO_TIME:
@@ -328,6 +328,7 @@ class ProcessOperator(Operator):
         self.ctx.emit(out)
         if self.processing_time is not None:
             self._clean_up(self.processing_time)
+        self.handle.leave_keys()  # close() runs with no key: its state and timer operations are refused
         self.processor.close()
 
     def _check_output_times(self, rows: list[dict], late: int | None) -> None:

@@ -7,6 +7,10 @@ time-to-live (``ministream.state.ttl``). It keeps them as attributes and uses th
 goes to that key's entry. The same goes for timers: ``register_timer`` sets a timer for the current key, in
 the processor's time mode (event time or processing time). This is Spark's ``StatefulProcessorHandle`` with
 its "implicit grouping key".
+
+There is a current key only while the handlers run. In ``init()`` there is none yet, and none in ``close()``
+any more: a state or timer operation there is refused (Spark's handle states ``PRE_INIT`` and ``CLOSED``, and
+its "implicit key not found"), rather than reading or writing under whichever key ran last.
 """
 
 from __future__ import annotations
@@ -50,12 +54,36 @@ class ProcessorHandle:
         self.backend = backend
         self.timers = timers
         self.time_mode = time_mode
-        self.queue = timers.queues.get(time_mode)  # the TimerQueue of the time mode's timers, None without one
+        self.timer_queue = timers.queues.get(time_mode)  # the TimerQueue of the time mode's timers, None without one
+        self.queue = self.timer_queue  # the same while there is a current key, else None (register_timer says why)
         self.now = now
         self.states: dict[str, object] = {}  # {state name: state variable}, for the end-of-batch TTL cleanup
         self.kinds: dict[str, str] = {}  # {state name: its kind}, as the checkpoint recorded them
         self.in_init = False  # the processor's init() is running: there is no current key
         self.initialized = False  # init() has run: no more state variables may be created
+        self.has_key = True  # the handlers may run: the engine sets the current key before each call
+        self.scoped: list[_KeyScoped] = []  # the state variables handed out, which keep their methods once keyed
+
+    def start_init(self) -> None:
+        """``init()`` begins: state variables may be created, and nothing may be read or written (no key)."""
+        self.states, self.scoped = {}, []
+        self.in_init, self.initialized, self.queue = True, False, None
+
+    def end_init(self) -> None:
+        """``init()`` is over: the handlers run next, each with its key."""
+        self.in_init, self.initialized = False, True
+        self.enter_keys()
+
+    def enter_keys(self) -> None:
+        """The handlers run: the engine sets the current key before each call (Spark's implicit key)."""
+        self.has_key, self.queue = True, self.timer_queue
+
+    def leave_keys(self) -> None:
+        """The handlers are over (``close()`` runs next): no current key, so every state or timer operation is
+        refused until the next ``init()``. The state variables forget the methods they kept, and check again."""
+        self.has_key, self.queue = False, None
+        for scoped in self.scoped:
+            scoped.forget_methods()
 
     def _state(self, name: str, kind: type, ttl, make_plain, make_ttl):
         if name in self.states:
@@ -106,13 +134,20 @@ class ProcessorHandle:
         self.states.pop(name, None)
         self.kinds.pop(name, None)
 
-    def check_key(self, operation: str) -> None:
-        """Refuse a state operation while ``init()`` runs: there is no current key yet."""
+    def check_key(self, operation: str, name: str | None = None) -> None:
+        """Refuse a state or timer operation when there is no current key: while ``init()`` runs (no key yet),
+        or after the handlers (``close()``: no key any more). ``name``: the state variable's."""
         if self.in_init:
             raise PipelineError(
                 f"{operation} in init(): state is scoped to a key, and init() runs before any key; use state "
                 "in the handlers (Spark: STATEFUL_PROCESSOR_CANNOT_PERFORM_OPERATION_WITH_INVALID_HANDLE_STATE, "
                 "handle state PRE_INIT)"
+            )
+        if not self.has_key:
+            raise PipelineError(
+                f"{operation} with no current key{f' (state {name!r})' if name else ''}: state and timers are "
+                "scoped to a key, and only the handlers run with one, not close() (Spark: INTERNAL_ERROR_TWS, "
+                f"'Implicit key not found in state store for stateName={name or ''}')"
             )
 
     def get_value_state(self, name: str, default=None, ttl=None) -> ValueState:
@@ -161,22 +196,38 @@ class ProcessorHandle:
             # an int goes in as it is (type(True) is bool, not int); whole_ms refuses anything else
             ms = expiry_time if type(expiry_time) is int else whole_ms(expiry_time)
             self.queue.add(self.backend.current_key, ms)
-        else:
+        else:  # no queue: no time mode, or no current key (self.queue is None then)
+            self._check_timers("register_timer")
+
+    def _check_timers(self, operation: str) -> None:
+        """Refuse a timer operation without a time mode, or without a current key (Spark's
+        ``verifyTimerOperations``: the time mode, then the handle state)."""
+        if self.time_mode == NO_TIME:
             raise PipelineError(
-                "timers need a time mode: process(..., time_mode='event_time' or "
-                "'processing_time') (Spark: 'Cannot use timers with timeMode=None')"
+                f"{operation}: timers need a time mode: process(..., time_mode='event_time' or "
+                "'processing_time') (Spark: STATEFUL_PROCESSOR_CANNOT_PERFORM_OPERATION_WITH_INVALID_TIME_MODE, "
+                "'Cannot use timers with timeMode=None')"
+            )
+        if self.in_init or not self.has_key:
+            when = "in init(), before any key" if self.in_init else "after the handlers, in close(): no key"
+            raise PipelineError(
+                f"{operation} {when}: a timer belongs to a key, and only the handlers run with one (Spark: "
+                "STATEFUL_PROCESSOR_CANNOT_PERFORM_OPERATION_WITH_INVALID_HANDLE_STATE, handle state "
+                f"{'CREATED' if self.in_init else 'TIMER_PROCESSED'})"
             )
 
     def delete_timer(self, expiry_time: int) -> None:
         """Cancel the current key's timer at ``expiry_time``; nothing happens if there is none."""
+        self._check_timers("delete_timer")
         key = self.backend.current_key
         if self.time_mode == EVENT_TIME:
             self.timers.delete_event_time_timer(key, expiry_time)
-        elif self.time_mode == PROCESSING_TIME:
+        else:
             self.timers.delete_processing_time_timer(key, expiry_time)
 
     def list_timers(self) -> list[int]:
         """The expiry times of the current key's timers, earliest first."""
+        self._check_timers("list_timers")
         key = self.backend.current_key
         if self.time_mode == PROCESSING_TIME:
             return self.timers.processing_time_timers(key)
@@ -193,40 +244,52 @@ class ProcessorHandle:
 
 class _KeyScoped:
     """A state variable as a processor gets it: every operation needs a current key, so none is allowed
-    while ``init()`` runs (the handle says when). Everything else is the state variable's own.
+    while ``init()`` runs, nor after the handlers (the handle says when). Everything else is the state
+    variable's own.
 
     >>> from ministream.state.keyed import KeyedStateBackend
     >>> handle = ProcessorHandle(KeyedStateBackend(), TimerService(), "none")
-    >>> handle.in_init = True
-    >>> handle.get_value_state("count").exists()
+    >>> handle.start_init(); count = handle.get_value_state("count"); count.exists()
     Traceback (most recent call last):
     ...
     ministream.errors.PipelineError: ValueState.exists in init(): state is scoped to a key, and init() runs before any key; use state in the handlers (Spark: STATEFUL_PROCESSOR_CANNOT_PERFORM_OPERATION_WITH_INVALID_HANDLE_STATE, handle state PRE_INIT)
+    >>> handle.end_init(); count.exists(), handle.leave_keys()
+    (False, None)
+    >>> count.exists()
+    Traceback (most recent call last):
+    ...
+    ministream.errors.PipelineError: ValueState.exists with no current key (state 'count'): state and timers are scoped to a key, and only the handlers run with one, not close() (Spark: INTERNAL_ERROR_TWS, 'Implicit key not found in state store for stateName=count')
     """
 
     def __init__(self, state, handle: ProcessorHandle):
         self._state = state
         self._handle = handle
+        handle.scoped.append(self)
 
     def __getattr__(self, name):
         attribute = getattr(self._state, name)
         if not callable(attribute):
             return attribute
         handle, operation = self._handle, f"{type(self._state).__name__}.{name}"
-        if not handle.in_init:
-            # init() is over, and every handler runs with a key: from now on the state's own method, kept as an
-            # attribute, so that __getattr__ (only called for a missing attribute) runs once per method and not
-            # at every call, and no wrapper runs either: a processor calls its state millions of times. (A
-            # processor gets new state variables at every batch's init(), so none of these outlives its batch.)
+        if handle.has_key and not handle.in_init:
+            # the handlers run, each with a key: from now on the state's own method, kept as an attribute, so that
+            # __getattr__ (only called for a missing attribute) runs once per method and not at every call, and no
+            # wrapper runs either: a processor calls its state millions of times. When the handlers are over, the
+            # handle makes the variable forget it (forget_methods), and every call is checked again.
             self.__dict__[name] = attribute
             return attribute
 
         def scoped(*args, **kwargs):
-            if handle.in_init:
-                handle.check_key(operation)
+            if handle.in_init or not handle.has_key:
+                handle.check_key(operation, getattr(self._state, "name", None))
             return attribute(*args, **kwargs)
 
-        return scoped  # not kept: once init() is over, the next use takes the state's own method
+        return scoped  # not kept: once there is a key, the next use takes the state's own method
+
+    def forget_methods(self) -> None:
+        """Drop the methods kept while there was a key: the next call goes through ``__getattr__`` again."""
+        for name in [name for name in self.__dict__ if name not in ("_state", "_handle")]:
+            del self.__dict__[name]
 
     def __repr__(self):
         return repr(self._state)

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ministream.errors import PipelineError
 from ministream.state.keyed import KeyedStateBackend, ListState, MapState, ValueState, checked_list, refuse_null
 
 
@@ -63,7 +64,10 @@ class _Ttl:
 
     def _setup(self, ttl: int, now: Callable[[], int]) -> None:
         if ttl <= 0:
-            raise ValueError(f"a time-to-live must be longer than zero, got {ttl} ms")
+            raise PipelineError(
+                f"state {self.name!r}: a time-to-live must be longer than zero, got {ttl} ms (Spark: "
+                f"STATEFUL_PROCESSOR_TTL_DURATION_MUST_BE_POSITIVE, stateName={self.name})"
+            )
         self.ttl = ttl
         self.now = now
 

@@ -25,11 +25,11 @@ class value is :class:`TestClass` (or :class:`POJOTestClass`), and a grouping ke
 ministream keys a group of several columns.
 
 **Handle states.** Spark's handle moves through ``CREATED`` (``init()`` runs in it), ``INITIALIZED``,
-``DATA_PROCESSED``, ``TIMER_PROCESSED`` and ``CLOSED``. ministream's handle has two flags: ``in_init`` (``init()``
-is running: there is no current key) and ``initialized`` (``init()`` is over: no state variable may be created);
-:data:`HANDLE_STATES` maps Spark's states to them. ``TIMER_PROCESSED`` and ``CLOSED`` are no different from
-``INITIALIZED`` in ministream. A test's "no implicit key" (``removeImplicitKey``) is ``in_init``: the one time
-ministream's handle has no current key.
+``DATA_PROCESSED``, ``TIMER_PROCESSED`` and ``CLOSED``. ministream's handle moves through ``start_init()``
+(``init()`` runs: state variables may be created, and there is no key), ``end_init()`` (the handlers run, each
+with its key) and ``leave_keys()`` (the handlers are over: ``close()`` runs with no key);
+:data:`HANDLE_STATES` maps Spark's states to them. A test's implicit key (``setImplicitKey``,
+``removeImplicitKey``) is the handle's ``enter_keys()`` with the backend's current key, and ``leave_keys()``.
 """
 
 from __future__ import annotations
@@ -62,15 +62,16 @@ BATCH_TIMESTAMP = 10
 """The tests' ``batchTimestampMs = Some(10)``: the processing time their TTL counts from."""
 
 INVALID_HANDLE_STATE = "STATEFUL_PROCESSOR_CANNOT_PERFORM_OPERATION_WITH_INVALID_HANDLE_STATE"
+INVALID_TIME_MODE = "STATEFUL_PROCESSOR_CANNOT_PERFORM_OPERATION_WITH_INVALID_TIME_MODE"
 
 HANDLE_STATES = {
-    "CREATED": (True, False),  # init() is running: Spark calls init() in CREATED
-    "INITIALIZED": (False, True),
-    "DATA_PROCESSED": (False, True),
-    "TIMER_PROCESSED": (False, True),
-    "CLOSED": (False, True),
+    "CREATED": ("start_init",),  # init() is running: Spark calls init() in CREATED
+    "INITIALIZED": ("start_init", "end_init"),
+    "DATA_PROCESSED": ("start_init", "end_init"),
+    "TIMER_PROCESSED": ("start_init", "end_init", "leave_keys"),  # the handlers are over
+    "CLOSED": ("start_init", "end_init", "leave_keys"),
 }
-"""Spark's handle states as ministream's ``(in_init, initialized)``."""
+"""Spark's handle states as the calls that bring ministream's handle there."""
 
 INTERNAL_TTL_READS = (
     "getWithoutEnforcingTTL and getTTLValue(s) are read from the stored entry, (value, expires_at) as ministream's "
@@ -127,7 +128,8 @@ class Store:
 
 def set_handle_state(handle: ProcessorHandle, state: str) -> None:
     """``handle.setHandleState(state)``, as ministream's two flags (:data:`HANDLE_STATES`)."""
-    handle.in_init, handle.initialized = HANDLE_STATES[state]
+    for step in HANDLE_STATES[state]:
+        getattr(handle, step)()
 
 
 def expired_timers(handle: ProcessorHandle, time: int) -> list[tuple]:
@@ -312,16 +314,16 @@ def value_implicit_key_operations() -> None:
     handle = store.handle()
     state_name = "testState"
     test_state = handle.get_value_state("testState")
-    handle.in_init = True  # no implicit key
+    handle.leave_keys()  # no implicit key
     check_raises(
         "update with no implicit key", lambda: test_state.update(123), PipelineError, "INTERNAL_ERROR_TWS", state_name
     )
-    handle.in_init = False
+    handle.enter_keys()
     store.set_key("test_key")
     test_state.update(123)
     check("get", test_state.value(), 123)
 
-    handle.in_init = True  # removeImplicitKey
+    handle.leave_keys()  # removeImplicitKey
     check_raises(
         "update after the implicit key was removed",
         lambda: test_state.update(123),
@@ -473,9 +475,9 @@ VALUE_CASES = [
         49,
         value_implicit_key_operations,
         variants=VARIANTS,
-        notes="No implicit key is the handle's in_init: the one time ministream's state has no current key. "
-        "Upstream checks INTERNAL_ERROR_TWS with the message 'Implicit key not found in state store for "
-        "stateName=testState'; the case checks the class and the state name.",
+        notes="No implicit key is the handle's leave_keys(), as after the handlers. Upstream checks "
+        "INTERNAL_ERROR_TWS with the message 'Implicit key not found in state store for stateName=testState'; "
+        "the case checks the class and the state name.",
     ),
     PrimitiveCase(
         VALUE_SUITE, "Value state operations for single instance" + VARIANT, 94, value_single_instance, VARIANTS
@@ -1061,8 +1063,8 @@ def handle_value_state_creation_in_invalid_state(mode: str) -> None:
 def handle_timers_with_no_time_mode() -> None:
     store = Store()
     handle = store.handle(NO_TIME)
-    check_raises("registerTimer with timeMode=None", lambda: handle.register_timer(10000), PipelineError)
-    check_raises("deleteTimer with timeMode=None", lambda: handle.delete_timer(10000), PipelineError)
+    for name, call in (("registerTimer", handle.register_timer), ("deleteTimer", handle.delete_timer)):
+        check_raises(f"{name} with timeMode=None", lambda call=call: call(10000), PipelineError, INVALID_TIME_MODE)
 
 
 def handle_timers_succeed(mode: str) -> None:
@@ -1095,7 +1097,7 @@ def handle_list_timers(mode: str) -> None:
 def handle_timers_in_invalid_state(mode: str) -> None:
     store = Store()
     handle = store.handle(mode)
-    for state in ("CREATED",):  # TIMER_PROCESSED and CLOSED: no ministream handle state tells them apart
+    for state in ("CREATED", "TIMER_PROCESSED", "CLOSED"):
         set_handle_state(handle, state)
         check_raises(
             f"registerTimer in {state}", lambda: handle.register_timer(1000), PipelineError, INVALID_HANDLE_STATE
@@ -1131,8 +1133,9 @@ def handle_ttl_states_not_populated() -> None:
 
 
 HANDLE_STATE_NOTE = (
-    "Spark's handle states are ministream's (in_init, initialized) flags: CREATED is init() running, the others "
-    "init() over (HANDLE_STATES)."
+    "Spark's handle states are the steps of ministream's handle: CREATED is init() running (start_init), "
+    "INITIALIZED and DATA_PROCESSED the handlers (end_init), TIMER_PROCESSED and CLOSED after them (leave_keys): "
+    "HANDLE_STATES."
 )
 
 HANDLE_CASES = [
@@ -1166,7 +1169,7 @@ HANDLE_CASES = [
         handle_timers_with_no_time_mode,
         variants=VARIANTS,
         notes="Upstream checks STATEFUL_PROCESSOR_CANNOT_PERFORM_OPERATION_WITH_INVALID_TIME_MODE for register_timer "
-        "and delete_timer; ministream names no error class here, so the case checks that each call is refused.",
+        "and delete_timer; so does the case.",
     ),
     *(
         PrimitiveCase(

@@ -589,3 +589,40 @@ def test_an_error_in_a_timer_handler_names_it():
         "step 'p': the processor's handle_expired_timer failed for key 'a': ZeroDivisionError: division by zero "
         "(Spark: TRANSFORM_WITH_STATE_USER_FUNCTION_ERROR, or PYTHON_EXCEPTION from a Python processor)"
     )
+
+
+class UsesStateInClose(Processor):
+    """Counts rows per key, then reads its state (or registers a timer) in close(), where there is no key."""
+
+    def __init__(self, in_close: str):
+        self.in_close = in_close
+
+    def init(self, handle):
+        self.handle = handle
+        self.count = handle.get_value_state("count", default=0)
+
+    def handle_input_rows(self, key, rows, timer_values):
+        self.count.update(self.count.value() + len(rows))
+        return ()
+
+    def close(self):
+        if self.in_close == "state":
+            self.count.value()
+        elif self.in_close == "timer":
+            self.handle.register_timer(5_000)
+
+
+@pytest.mark.parametrize(
+    "in_close, message",
+    [
+        ("state", "ValueState.value with no current key (state 'count'): state and timers are scoped to a key"),
+        ("timer", "register_timer after the handlers, in close(): no key: a timer belongs to a key"),
+    ],
+)
+def test_close_runs_with_no_key_and_refuses_state_and_timers(in_close, message):
+    """``close()`` runs after the handlers, with no current key: reading state or registering a timer there is
+    refused with one line (Spark: no implicit key, handle state TIMER_PROCESSED), where it used to act on the
+    key that ran last. The handlers' own state operations run as always."""
+    with pytest.raises(PipelineError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        run(UsesStateInClose(in_close), [[{"key": "a", "ts": 1000}, {"key": "b", "ts": 2000}]])
+    run(UsesStateInClose("nothing"), [[{"key": "a", "ts": 1000}]])  # the same processor, nothing in close()
