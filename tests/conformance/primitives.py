@@ -12,7 +12,9 @@ Spark                                        ministream
 ===========================================  ===============================================================
 a state store and a handle on it             a ``KeyedStateBackend``, a ``TimerService`` and a
                                              ``ProcessorHandle`` on them (``operators/processor_handle.py``)
-``setImplicitKey(k)``                        ``backend.set_current_key(k)``
+``setImplicitKey(k)``                        ``backend.set_current_key(k)`` (the handle between
+                                             ``enter_keys()`` and ``leave_keys()``, as in the handlers)
+``removeImplicitKey()``                      ``handle.leave_keys()``, as after the handlers
 ``getValueState``, ``getListState``,         ``get_value_state``, ``get_list_state``, ``get_map_state``
 ``getMapState`` (with a ``TTLConfig``)       (with ``ttl=`` ms of processing time)
 ``batchTimestampMs``                         the handle's ``now``: the processing time TTL counts
