@@ -17,6 +17,7 @@ from tests.conformance import (
     suite_event_time_watermark,
     suite_flink_interval_join,
     suite_flink_window_operator,
+    suite_multi_stateful_operators,
     suite_pyspark_transform_with_state,
     suite_state_primitives,
     suite_streaming_aggregation,
@@ -37,6 +38,7 @@ SUITES = [
     suite_streaming_deduplication,
     suite_streaming_session_window,
     suite_streaming_join,
+    suite_multi_stateful_operators,
     suite_transform_with_state,
     suite_transform_with_list_state,
     suite_transform_with_map_state,
@@ -99,6 +101,7 @@ TEST_NAMES = {
             "StreamingLeftSemiJoinSuite (21)"
         ),
     ),
+    suite_multi_stateful_operators: (10, "MultiStatefulOperatorsSuite"),
     suite_transform_with_state: (
         130,
         "TransformWithStateUnsafeRowSuite (58), TransformWithStateAvroSuite (58), TransformWithStateValidationSuite (14)",
@@ -199,9 +202,10 @@ def render_page() -> str:
         "",
         "Parts of the plan API that no upstream test exercises positively (a condition on both rows of a join",
         "pair, a left outer stream-static join) have cases of ministream's own, with hand-written twins, in",
-        "`tests/conformance/test_api_twins.py`; CI runs them in both engines. Chained stateful steps, each with",
-        "its own watermark, are replayed from `MultiStatefulOperatorsSuite` (three tests, with hand-written twins)",
-        "and one case of ministream's own in `tests/conformance/test_multi_stateful.py`, also in both engines.",
+        "`tests/conformance/test_api_twins.py`; CI runs them in both engines. The module of",
+        "`MultiStatefulOperatorsSuite` (`tests/conformance/suite_multi_stateful_operators.py`) also holds one case",
+        "of ministream's own, run in both engines: a window after a left outer join that counts the rows the join",
+        "pads late. It counts no upstream test name, and the table below leaves it out.",
         "",
         "## Cases per suite",
         "",
@@ -217,7 +221,8 @@ def render_page() -> str:
     totals = [0, 0, 0, 0, 0, 0, 0]
     for module in SUITES:
         names, classes = TEST_NAMES[module]
-        cases, listed = module.CASES, module.NOT_EXPRESSIBLE
+        cases = [case for case in module.CASES if _variants(case)]  # a case of ministream's own has 0 test names
+        listed = module.NOT_EXPRESSIBLE
         covered = sum(_variants(case) for case in cases)
         twins = [case for case in cases if case.spark is None]
         in_ci = [case for case in twins if case.ci]
