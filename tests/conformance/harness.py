@@ -233,6 +233,9 @@ class Case:
         notes: what the transcription had to decide, in a sentence or two.
         files: the test's input is files (one batch per file, even for files added while the query is
             stopped), not ``MemoryStreams (whose rows added while stopped make one batch).
+        differs: empty when ministream gives every answer the test asserts; otherwise why it does not, a
+            difference found and explained (``tests/conformance/test_conformance.py`` checks that it still
+            differs, so that a fix shows; the page lists it).
     """
 
     suite: str
@@ -247,6 +250,7 @@ class Case:
     ci: bool = False
     notes: str = ""
     files: bool = False
+    differs: str = ""
 
     @property
     def id(self) -> str:

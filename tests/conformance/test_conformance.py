@@ -9,14 +9,23 @@ counts them (``python -m tests.conformance.catalog`` writes it).
 
 import pytest
 
+from ministream.errors import PipelineError
 from tests.conformance import catalog
 from tests.conformance.catalog import ENGINE_CASES, NOT_EXPRESSIBLE, SPARK_CASES, case_id, run_case
 
 
 @pytest.mark.parametrize("case", ENGINE_CASES, ids=case_id)
 def test_engine(case):
-    """ministream gives every answer the Spark (or Flink) test asserts."""
-    run_case(case)
+    """ministream gives every answer the Spark (or Flink) test asserts; a case with an explained difference
+    (``differs``) still differs: when it agrees, its explanation is out of date and the test says so."""
+    if not getattr(case, "differs", ""):
+        run_case(case)
+        return
+    try:
+        run_case(case)
+    except (AssertionError, PipelineError):
+        return
+    pytest.fail(f"{case.id} now agrees: drop its differs ({case.differs[:80]}...)")
 
 
 @pytest.mark.spark
