@@ -92,13 +92,21 @@ NULL_REJECTED = {
 by that side (left, right): the rows that side pads with nulls go, so it need not pad them."""
 
 
-def spark_join_type(flow, join: Step) -> str:
+def spark_join_type(flow, join: Step, inferring: bool = False) -> str:
     """The join type Spark runs ``join`` as. The other half of ``EliminateOuterJoin``: a step after an outer
     join that drops the rows where a column is null (:func:`null_rejected_after`: a window, on its time
     column; an inner join with a static table, on its keys) makes Spark add ``isnotnull`` of that column, so
     such a column of the side the join pads with nulls makes a left or right outer join an inner join, and a
     full outer join an outer join of that side (measured for tumbling, sliding and session windows, and
     for an inner join with a static table).
+
+    ``inferring=True``: the type the join has when Spark's optimizer infers conditions from its keys
+    (``InferFiltersFromConstraints``: the ``isnotnull`` of a key on a side the join does not keep, a key's
+    condition copied to the other key). A window's ``isnotnull`` is in the plan from the start, so the join is
+    already the new type then; a static join's is itself inferred in that pass, and the join changes type
+    only after it: the conditions inferred from the join's keys are those of the type it was written with
+    (measured: a right outer join, then an inner join with a static table on the left key, runs as an inner
+    join, with ``isnotnull`` of the left key and none of the right key).
 
     >>> from ministream.core.aggregates import Count
     >>> from ministream.core.plan import Dataflow
@@ -117,7 +125,7 @@ def spark_join_type(flow, join: Step) -> str:
     spec = join.spec
     assert isinstance(spec, JoinSpec)
     how: str = spec.how
-    rejected = null_rejected_after(flow, join) if how in NULL_REJECTED else frozenset()
+    rejected = null_rejected_after(flow, join, not inferring) if how in NULL_REJECTED else frozenset()
     for side in (0, 1):
         upstream = join.inputs[side].upstream
         known = output_columns(upstream) or tuple(event_time_columns(upstream))
@@ -171,11 +179,11 @@ def _window_after(flow, join: Step) -> tuple[WindowSpec, dict[str, str]] | None:
     return None
 
 
-def null_rejected_after(flow, join: Step) -> frozenset[str]:
+def null_rejected_after(flow, join: Step, static_joins: bool = True) -> frozenset[str]:
     """The columns of ``join``'s rows whose nulls a step after it drops, so that Spark adds ``isnotnull`` of
     them above the join: a window's time column (a row with no time is in no window), and the stream's keys of
-    an inner join with a static table (a null key matches nothing), through selects, filters and other joins
-    with a static table.
+    an inner join with a static table (a null key matches nothing; not with ``static_joins=False``), through
+    selects, filters and other joins with a static table.
 
     >>> from ministream.core.plan import Dataflow
     >>> from ministream.core.sources import ScriptedSource
@@ -196,7 +204,7 @@ def null_rejected_after(flow, join: Step) -> frozenset[str]:
                 rejected.add(rename.get(spec.column, spec.column))
             break
         if isinstance(spec, StaticJoinSpec):
-            if spec.how == "inner":
+            if spec.how == "inner" and static_joins:
                 rejected.update(rename.get(key, key) for key in spec.stream_keys)
         elif not isinstance(spec, (SelectSpec, FilterSpec)):
             break

@@ -91,7 +91,7 @@ from ministream.operators.aggregate import RunningAggregate, WatermarkedAggregat
 from ministream.operators.dedup import Deduplicate
 from ministream.operators.interval_join import ContinuousJoin
 from ministream.operators.process import ProcessOperator
-from ministream.operators.pushdown import moved_below, pushed_below_watermark
+from ministream.operators.pushdown import drops_null_keys, moved_below, pushed_below_watermark
 from ministream.operators.removed_outer_join import RemovedOuterJoin, reaches_nothing
 from ministream.operators.sessions import SessionWindowAggregate, SessionWindowAggregateWithoutWatermark
 from ministream.operators.static_join import StaticJoin
@@ -301,6 +301,7 @@ def operator_for(step: Step, model: Model = "microbatch", flow: Dataflow | None 
             where=spec.where,
             null_safe=spec.null_safe,
             using=using,
+            drops_null_keys=None if flow is None else (drops_null_keys(flow, step, 0), drops_null_keys(flow, step, 1)),
         )
     if isinstance(spec, DedupSpec):
         times = distinct_event_times(event_time_columns(step.inputs[0].upstream))

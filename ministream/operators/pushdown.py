@@ -210,18 +210,18 @@ def into_join_side(flow: Dataflow, join: Step, side: int) -> list[Condition]:
     spec = join.spec
     assert isinstance(spec, JoinSpec)
     how = spark_join_type(flow, join)  # a window on the padded side's time makes an outer join inner
+    inferred_how = spark_join_type(flow, join, inferring=True)  # a static join's only after the inference
     conditions: list[Condition] = []
-    preserved = how == "full_outer" or how == ("left_outer", "right_outer")[side]
     keys = (spec.left_keys, spec.right_keys)[side]
-    if not preserved:  # rule 2
+    if not _preserved(how, side):  # rule 2: the side's own condition
         where = _where(join, side)
         if where is not None:
             conditions.append(where)
+    if drops_null_keys(flow, join, side):  # rule 2: key IS NOT NULL
         equal_keys = tuple(key for key, safe in zip(keys, spec.null_safe_keys()) if not safe)
-        if equal_keys:
-            conditions.append(Condition(KeysNotNull(equal_keys), equal_keys))
+        conditions.append(Condition(KeysNotNull(equal_keys), equal_keys))
     conditions += moved_into(flow, join, side)  # rule 3
-    if INFERRED_ONTO[how][side]:  # rule 4, through the keys compared with '='
+    if INFERRED_ONTO[inferred_how][side]:  # rule 4, through the keys compared with '='
         other_keys = (spec.left_keys, spec.right_keys)[1 - side]
         for condition in key_conditions(flow, join, 1 - side):
             (column,) = set(condition.columns)
@@ -231,6 +231,24 @@ def into_join_side(flow: Dataflow, join: Step, side: int) -> list[Condition]:
             origin = None if condition.origin is None else f"{condition.origin}, copied from {column} to {key},"
             conditions.append(Condition(_on_key(condition.predicate, column, key), (key,), origin))
     return conditions
+
+
+def _preserved(how: str, side: int) -> bool:
+    """Whether a join of type ``how`` emits side ``side``'s rows even without a match."""
+    return how == "full_outer" or how == ("left_outer", "right_outer")[side]
+
+
+def drops_null_keys(flow: Dataflow, join: Step, side: int) -> bool:
+    """Whether Spark drops side ``side``'s rows whose key is null (compared with ``=``) before ``join``: the
+    ``isnotnull`` it infers from the keys, on a side the join does not keep when it infers (rule 2). A row that
+    does reach the join with a null key is stored by it, and Spark's join finds a key's rows by looking the key
+    up in its state, where a null key is equal to a null key: in a full outer join, a null key meets a null key
+    even with ``=`` (measured, ``tutorials/spark-facts.md``)."""
+    spec = join.spec
+    assert isinstance(spec, JoinSpec)
+    if all(spec.null_safe_keys()):
+        return False
+    return not _preserved(spark_join_type(flow, join, inferring=True), side)
 
 
 def _where(join: Step, side: int) -> Condition | None:

@@ -35,9 +35,12 @@ With an event-time column in the join key (a window), both sides leave when that
 **The rest of the condition**, as Spark's optimizer places it (each pinned by Spark's own join tests,
 ``tests/conformance/suite_streaming_join.py``):
 
-- keys are equal (``=``: a null key matches nothing, a null-padded row of an outer join has null keys) or
-  null-safe equal (``null_safe``, Spark's ``<=>``: null matches null), each key column one or the other; a
-  join without equal keys is refused, as Spark refuses it;
+- keys are equal (``=``) or null-safe equal (``null_safe``, Spark's ``<=>``: null matches null), each key
+  column one or the other; a join without equal keys is refused, as Spark refuses it. With ``=``, a row whose
+  key is null is dropped before the join on each side Spark infers ``key IS NOT NULL`` for (a side the join
+  does not keep: ``pushdown.drops_null_keys``); a row that reaches the join with a null key is stored, and
+  Spark looks a key up in its state, where a null key equals a null key: in a full outer join, whose two
+  sides keep their rows, a null key meets a null key even with ``=``;
 - a one-sided condition (``left_where`` / ``right_where``) is applied *before* the join on an inner side, so
   a failing row is neither stored nor late-counted, and a condition whose columns are known
   (``RowCondition(fn, columns)``) on the watermarked rows is even applied below the watermark (the failing
@@ -161,6 +164,7 @@ class StreamJoin(Operator):
         where=None,
         null_safe: tuple[bool, ...] = (),
         using: tuple[str, ...] = (),
+        drops_null_keys: tuple[bool, bool] | None = None,
     ):
         self.how = how
         self.time_range = time_range
@@ -168,8 +172,7 @@ class StreamJoin(Operator):
         self.key_time = key_time  # (left column, right column): event time inside the join key
         self.where = where  # a condition on a (left, right) pair
         self.null_safe = null_safe  # per key position, compared with <=> (empty: every position with =)
-        # whether a key has a null where it is compared with '=' (it then matches nothing); None when every
-        # position is compared with <=>
+        # whether a key has a null where it is compared with '='; None when every position is compared with <=>
         equal = tuple(position for position, safe in enumerate(null_safe) if not safe)
         self.null_for_equal = _has_null if not null_safe else partial(_has_null_at, equal) if equal else None
         self.using = using  # key columns that appear once in the output
@@ -179,6 +182,11 @@ class StreamJoin(Operator):
         conditions = (left_where, right_where)
         self.pushed = tuple(None if self._preserved(side) else conditions[side] for side in (0, 1))
         self.pre_join = tuple(conditions[side] if self._preserved(side) else None for side in (0, 1))
+        # per side, whether its rows with a null '=' key are dropped before the join (Spark's inferred
+        # IS NOT NULL): the planner knows from the plan; by default, on the sides the join does not keep
+        if drops_null_keys is None:
+            drops_null_keys = (not self._preserved(0), not self._preserved(1))
+        self.drops_null_keys = tuple(drops and self.null_for_equal is not None for drops in drops_null_keys)
 
     def _preserved(self, side: int) -> bool:
         """Whether the side's rows are emitted even without a match (an outer join's preserved side)."""
@@ -288,7 +296,7 @@ class StreamJoin(Operator):
         lists; when every row passes, the same lists come back (no copy)."""
         condition = self.pushed[side]
         null_for_equal = self.null_for_equal
-        nulls_out = null_for_equal is not None and not self._preserved(side)
+        nulls_out = self.drops_null_keys[side]
         if condition is None and not nulls_out:
             return keys, rows
         if condition is None:
@@ -363,8 +371,6 @@ class StreamJoin(Operator):
         own_column, low, high = reach if reach is not None else (None, None, None)
         evicted_by, every_row_indexed = self.evicted_by[side], not self.in_eviction_order[side]
         # with '=', a null key matches nothing (on a side not preserved, such rows were dropped before)
-        null_for_equal = self.null_for_equal
-        check_nulls = null_for_equal is not None and self._preserved(side)
         semi_left = self.how == "left_semi" and side == 0
         # left semi, rule 3: a right row at or below this leaves at step 4, and meets only the left rows of
         # earlier batches, not those of this batch (self.batch_left)
@@ -390,7 +396,7 @@ class StreamJoin(Operator):
             group = key_group_of(key)
             # the probe: the other side's rows of the key, those in range of the row's time (see _reach)
             matches: list[dict] = _NO_MATCHES
-            others = None if check_nulls and null_for_equal(key) else other_table.get(group, _EMPTY).get(key)
+            others = other_table.get(group, _EMPTY).get(key)  # a stored null key meets a null key, as in Spark
             if others:
                 first, last = 0, len(others[0])  # the candidates: the stored rows first to last - 1
                 if reach is not None:  # two binary searches in the key's times, O(log n)

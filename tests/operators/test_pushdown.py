@@ -14,6 +14,7 @@ from ministream.lessons import compare_lesson
 from ministream.lessons.pipeline_file import pipeline_lesson
 from ministream.operators.planner import optimizer_notes
 from ministream.operators.pushdown import into_join_side, pushed_below_watermark
+from ministream.time.ranges import TimeRange
 
 HEAD = """
 from ministream import Count, TimeRange, Tumbling
@@ -244,6 +245,22 @@ def test_a_key_compared_null_safe_gets_no_not_null_and_passes_no_condition_acros
         (("l_b",), "filter 'b_not_y', copied from r_b to l_b,"),
     ]
     assert [condition.predicate({"l_a": None, "l_b": "y"}) for condition in left_side] == [True, False]
+
+
+def test_a_join_made_inner_by_a_static_join_infers_the_conditions_of_its_written_type():
+    """A right outer join, then an inner join with a static table on ``l_key``, runs as an inner join (the
+    static join rejects a null ``l_key``), but Spark infers that after it has inferred the join's own
+    conditions, as for a right outer join: ``l_key IS NOT NULL`` on the left, nothing on the right (measured on
+    PySpark 4.3.0: the right side's plan has no filter, and a right row with a null key moves its watermark)."""
+    flow = Dataflow("f")
+    left = flow.source("l", ScriptedSource([], columns=("l_key", "l_ts"))).with_watermark("lw", "l_ts", 0)
+    right = flow.source("r", ScriptedSource([], columns=("r_key", "r_ts"))).with_watermark("rw", "r_ts", 0)
+    joined = left.key_by("l_key").join(
+        "join", right.key_by("r_key"), how="right_outer", between=TimeRange("l_ts", "r_ts", 0, 1000)
+    )
+    joined.join_static("regions", [{"t_key": "a"}], on={"l_key": "t_key"})
+    sides = [into_join_side(flow, flow.step("join"), side) for side in (0, 1)]
+    assert {c.columns for c in sides[0]} == {("l_key",)} and sides[1] == []
 
 
 def test_a_watermark_read_by_two_steps_keeps_every_row():

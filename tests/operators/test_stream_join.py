@@ -534,3 +534,25 @@ def test_null_safe_names_key_columns_and_keeps_the_key_time_compared_with_equal(
     right = flow.source("r", ScriptedSource([])).with_watermark("rw", "u", 0).key_by(["c", "u"])
     with pytest.raises(PipelineError, match="key_time t = u is compared with <=> \\(null_safe\\)"):
         left.join("join", right, key_time=("t", "u"), null_safe=True)
+
+
+def null_key_join(how, left, right):
+    """``l_key = r_key`` within 1 s, both sides watermarked 0 s behind; the output rows as (l_key, l_time, r_key,
+    r_time), a padded side's as Nones."""
+    flow = join_flow(left, right, how=how, between=TimeRange("l_time", "r_time", -S, S))
+    columns = ("l_key", "l_time", "r_key", "r_time")
+    rows = [tuple(row.get(c) for c in columns) for batch in run_microbatch(flow).output() for row in batch.rows]
+    return sorted(rows, key=repr)
+
+
+def test_a_null_key_meets_a_null_key_only_where_both_sides_keep_their_null_keys():
+    """With ``=``, Spark drops a row whose key is null before the join on each side the join does not keep
+    (its inferred ``isnotnull``); a row that reaches the join is stored, and Spark's state lookup takes a null
+    key for equal to a null key. So in a full outer join (both sides kept) a null key meets a null key, measured
+    on PySpark 4.3.0 (tests/spark/test_compiler.py); in a left outer join the right side's null row never
+    arrives, and the left null row comes out padded."""
+    left, right = [[L(1 * S, key=None)], [L(30 * S)]], [[R(1 * S, key=None)], [R(30 * S)]]
+    joined, both = ("k", 30 * S, "k", 30 * S), (None, 1 * S, None, 1 * S)
+    assert null_key_join("full_outer", left, right) == [joined, both]
+    assert null_key_join("left_outer", left, right) == [joined, (None, 1 * S, None, None)]  # padded
+    assert null_key_join("inner", left, right) == [joined]

@@ -14,7 +14,7 @@ from ministream.core.compare import compare_batches
 from ministream.core.events import Field
 from ministream.core.steps import RowCondition
 from ministream.lessons import all_lessons, compare_lesson, get_lesson
-from ministream.lessons.lesson import event
+from ministream.lessons.lesson import BASE_TIME, event
 from ministream.models.microbatch import run_microbatch
 from ministream.spark.compiler import CompileError, compile_flow, compiled_lesson_twin
 from ministream.spark.compiler.schema import ddl, source_schema
@@ -386,3 +386,40 @@ def test_a_window_compared_null_safe_is_refused_by_spark_and_the_plan(spark):
         SparkQueryError, match="LeftOuter join between two streaming DataFrame/Datasets is not supported"
     ):
         run_query(joined, "append")
+
+
+def null_key_outer_join(how: str, left: list, right: list, static_on_left_key: bool = False) -> Dataflow:
+    """``l_key = r_key`` within 1 s, each side watermarked 0 s behind on its time; with ``static_on_left_key``,
+    then an inner join with a static table on ``l_key``."""
+    flow = Dataflow("null-keys")
+    sides = []
+    for name, script in (("left", left), ("right", right)):
+        p = name[0]
+        rows = flow.source(name, ScriptedSource(script)).select(
+            f"{name}_columns", **{f"{p}_key": "key", f"{p}_ts": "ts"}
+        )
+        sides.append(rows.with_watermark(f"{name}_wm", f"{p}_ts", 0).key_by(f"{p}_key"))
+    joined = sides[0].join("join", sides[1], how=how, between=TimeRange("l_ts", "r_ts", -1000, 1000))
+    if static_on_left_key:
+        joined = joined.join_static("regions", [{"t_key": "a", "region": "north"}], on={"l_key": "t_key"})
+    joined.sink("output", CollectingSink())
+    return flow
+
+
+def test_null_keys_in_outer_joins_agree(spark):
+    """Two things ``ministream fuzz --pipelines`` found once its scripts had null keys (seed 8): Spark's
+    stream-stream join finds a key's rows in its state, where a null key equals a null key, so a full outer join
+    (whose sides keep their null keys) joins two null keys even with ``=``; and a right outer join that a later
+    static join on the left key makes inner gets ``isnotnull`` of the left key only, inferred before the join
+    became inner, so the right row with a null key still moves the right watermark."""
+    null_at_14 = [[], [{"ts": BASE_TIME + 14_000, "key": None, "value": 6.0}]]
+    full = null_key_outer_join("full_outer", null_at_14, [null_at_14[1], []])
+    result, _ = run_both(full, {"left": FIELDS, "right": FIELDS})
+    assert result.matches, result.table()
+    assert [len(batch.rows) for batch in run_microbatch(full).output()] == [0, 1, 0]  # one joined row, not two padded
+    left = [[{"ts": BASE_TIME + 6_000, "key": "a", "value": 3.0}]]
+    right = [[{"ts": BASE_TIME + 7_000, "key": None, "value": 4.0}]]
+    eliminated = null_key_outer_join("right_outer", left, right, static_on_left_key=True)
+    result, _ = run_both(eliminated, {"left": FIELDS, "right": FIELDS})
+    assert result.matches, result.table()
+    assert [batch.watermark for batch in run_microbatch(eliminated).output()] == [0, BASE_TIME + 6_000]
