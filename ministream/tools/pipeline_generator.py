@@ -78,6 +78,7 @@ class Stateful:
     how: str = "inner"  # join
     lower: int | None = None  # join: right.ts - left.ts >= lower
     upper: int | None = None  # join: right.ts - left.ts <= upper
+    null_safe: bool = False  # join: the keys compared with <=> (a null key meets a null key), not =
     processor: str = "counter"  # process: "counter" (KeyCounter), "quiet" (QuietKeyCounter, its gap in size) or
     # "latest" (KeyLatest: its output event time, latest, is the event time of a window after it)
     side: str = "l"  # a window after a join: the side whose columns it reads, "l" (l_key, l_ts...) or "r"; a
@@ -206,7 +207,7 @@ def _describe_stateful(step: Stateful, on_each_side: bool = False) -> str:
         return f"dedup by {step.dedup}{' on each side' if on_each_side else ''}"
     if step.kind == "join":
         bounds = "" if step.lower is None and step.upper is None else f" within [{step.lower}, {step.upper}] ms"
-        return f"{step.how} join on key{bounds}"
+        return f"{step.how} join on key{' (<=>)' if step.null_safe else ''}{bounds}"
     if step.kind == "process":
         if on_each_side:  # before a join: one side's rows
             side = {"l": "left", "r": "right"}[step.side]
@@ -486,8 +487,17 @@ def _join_plan(rng: random.Random) -> RandomPlan:
             delays = (plan.delays[0], plan.delays[1] if plan.delays[1] is not None else rng.choice(DELAYS))
             process = Stateful("process", processor="latest", side="r")
             plan = attrs.evolve(plan, stateful=(process, *chain), delays=delays)
-    return _second_output(rng, plan)  # drawn last too
+    plan = _second_output(rng, plan)  # drawn last too
+    if rng.random() < NULL_SAFE:  # drawn after everything else: the plans drawn before keep their steps
+        plan = attrs.evolve(
+            plan, stateful=tuple(attrs.evolve(s, null_safe=True) if s.kind == "join" else s for s in plan.stateful)
+        )
+    return plan
 
+
+NULL_SAFE = 0.3
+"""The share of join plans whose keys are compared with ``<=>`` (``null_safe=True``): the scripts' null keys
+(``pipeline_fuzz.NULL_KEYS``) then meet each other, where with ``=`` they meet nothing."""
 
 PROCESS_BEFORE_JOIN = 0.2
 """The share of join plans (without a dedup before the join) with one side running :class:`KeyLatest` before
@@ -715,7 +725,8 @@ def _stateful_call(step: Stateful, name: str, plan: RandomPlan, prefix: str = ""
         between = ""
         if step.lower is not None or step.upper is not None:
             between = f', between=TimeRange("l_ts", "r_ts", lower={step.lower}, upper={step.upper})'
-        return f'key_by("l_key").join("{name}", right.key_by("r_key"), how="{step.how}"{between})'
+        null_safe = ", null_safe=True" if step.null_safe else ""
+        return f'key_by("l_key").join("{name}", right.key_by("r_key"), how="{step.how}"{between}{null_safe})'
     if step.kind == "process":
         if step.processor == "quiet":
             return f'key_by("key").process("{name}", QuietKeyCounter({step.size}), time_mode="event_time")'
