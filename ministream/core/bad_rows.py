@@ -36,12 +36,15 @@ from typing import Any
 
 import attrs
 
+from ministream.core.lineage import distinct_event_times, event_time_columns
 from ministream.core.steps import (
     AggregateSpec,
+    DedupSpec,
     FilterSpec,
     FlatMapSpec,
     JoinSpec,
     MapSpec,
+    Step,
     StepSpec,
     WatermarkSpec,
     WindowColumnSpec,
@@ -74,6 +77,7 @@ class RowChecks:
 
     key_fn: Callable[[dict], Any] | None = None  # the input edge's key (a keyed step's), None for another step
     event_times: tuple[str, ...] = ()
+    carried_time: str | None = None  # the event-time column the plan says the rows carry, which the step reads
     numbers: tuple[tuple[str, str], ...] = ()  # (column, aggregate): the columns that sum and avg add up
     functions: tuple[Callable[[dict], Any], ...] = ()
 
@@ -95,6 +99,12 @@ class RowChecks:
                     f"has the key {short_repr(key)}, {a_type(key)}, which cannot be a key "
                     "(a key is a string, a number, a tuple of them, or None)"
                 )
+        if self.carried_time is not None and self.carried_time not in row:
+            return (
+                f"has no column {self.carried_time!r}, the event time the plan says its rows carry (its columns: "
+                f"{', '.join(map(str, row)) or 'none'}): a map before the step may have left it out; the plan takes "
+                "a map to keep the event time of the rows it is given, so return that column from the map"
+            )
         for column in self.event_times:
             value = row.get(column)
             if value is not None and type(value) not in (int, float):
@@ -114,13 +124,14 @@ class RowChecks:
         return None
 
 
-def checks_of(spec: StepSpec, input_number: int, key_fn=None) -> RowChecks:
-    """What input ``input_number`` of a step of ``spec`` reads from each row (its key, given by the input edge).
+def checks_of(spec: StepSpec, input_number: int, key_fn=None, upstream: Step | None = None) -> RowChecks:
+    """What input ``input_number`` of a step of ``spec`` reads from each row (its key, given by the input edge;
+    ``upstream``: the step the input comes from, whose event time a deduplication reads).
 
     >>> from ministream.core.aggregates import Count, Sum
     >>> from ministream.time.windows import Tumbling
     >>> checks_of(WindowSpec(("user",), Tumbling(5_000), "ts", {"n": Count(), "total": Sum("amount")}), 0)
-    RowChecks(key_fn=None, event_times=('ts',), numbers=(('amount', 'sum'),), functions=())
+    RowChecks(key_fn=None, event_times=('ts',), carried_time=None, numbers=(('amount', 'sum'),), functions=())
     """
     event_times: tuple[str, ...] = ()
     numbers: tuple[tuple[str, str], ...] = ()
@@ -147,7 +158,11 @@ def checks_of(spec: StepSpec, input_number: int, key_fn=None) -> RowChecks:
         functions = (spec.fn,)
     elif isinstance(spec, FilterSpec):
         functions = (spec.predicate,)
-    return RowChecks(key_fn, event_times, numbers, functions)
+    carried = None
+    if isinstance(spec, DedupSpec) and upstream is not None:  # its event time is the lineage's, not its spec's
+        carried_times = distinct_event_times(event_time_columns(upstream))
+        carried = carried_times[0].column if carried_times else None
+    return RowChecks(key_fn, event_times, carried, numbers, functions)
 
 
 def aggregated_columns(spec: StepSpec) -> tuple[tuple[str, str], ...]:

@@ -248,7 +248,9 @@ class Subtask:
             except PipelineError:
                 raise
             except ROW_ERRORS as error:  # a row the step cannot read: name it (core/bad_rows.py), if one is to blame
-                found = bad_row_error(self.step.name, message, checks_of(self.step.spec, input_number, key_fn))
+                upstream = self.step.inputs[input_number].upstream if input_number < len(self.step.inputs) else None
+                checks = checks_of(self.step.spec, input_number, key_fn, upstream)
+                found = bad_row_error(self.step.name, message, checks)
                 if found is None:
                     raise
                 raise found from error

@@ -217,3 +217,20 @@ def test_a_session_gap_computed_from_the_row_names_the_row_it_fails_on():
     assert str(caught.value) == (
         "step 'sessions': the row {'key': 'b', 'ts': 1000} makes the step's function raise KeyError: 'gap'"
     )
+
+
+def test_a_deduplication_names_a_row_without_the_event_time_its_plan_carries():
+    """A map that leaves out the event-time column of a window's rows (the plan takes a map to keep it) made a
+    deduplication after it fail with a bare ``KeyError``; the error now names the row, the column, and why."""
+    flow = Dataflow("dropped-time")
+    events = flow.source("e", ScriptedSource([[{"ts": 1000, "key": "a"}], [{"ts": 20_000, "key": "a"}], []]))
+    windows = events.with_watermark("wm", "ts", 0).key_by("key").window("w", Tumbling("5 seconds"), n=Count())
+    windows.map("drop", lambda row: {"key": row["key"], "n": row["n"]}).drop_duplicates("d", ["key", "n"]).sink(
+        "o", CollectingSink()
+    )
+    with pytest.raises(PipelineError) as failed:
+        run_microbatch(flow, output_mode="append")
+    assert str(failed.value).startswith(
+        "step 'd': the row {'key': 'a', 'n': 1} has no column 'window_end', the event time the plan says its rows "
+        "carry (its columns: key, n)"
+    )
