@@ -34,6 +34,8 @@ with its key) and ``leave_keys()`` (the handlers are over: ``close()`` runs with
 
 from __future__ import annotations
 
+from functools import partial
+
 import attrs
 
 from ministream.errors import PipelineError
@@ -1138,29 +1140,30 @@ HANDLE_STATE_NOTE = (
     "HANDLE_STATES."
 )
 
+
+def per_time_mode(test: str, line: int, run, notes: str = HANDLE_STATE_NOTE, timers: bool = False) -> list:
+    """One case per time mode of a test the runner names ``... timeMode=<mode> ...`` (``test`` with ``{mode}``
+    in it), each running ``run(mode)``; with ``timers``, only the modes that have timers."""
+    return [
+        PrimitiveCase(HANDLE_SUITE, test.format(mode=name) + VARIANT, line, partial(run, mode), VARIANTS, notes=notes)
+        for name, mode in HANDLE_MODES.items()
+        if not (timers and mode == NO_TIME)
+    ]
+
+
 HANDLE_CASES = [
-    *(
-        PrimitiveCase(
-            HANDLE_SUITE,
-            f"value state creation with timeMode={name} should succeed" + VARIANT,
-            47,
-            lambda mode=mode: handle_value_state_creation(mode),
-            variants=VARIANTS,
-            notes="CREATED is a handle whose init() is not over (initialized is false).",
-        )
-        for name, mode in HANDLE_MODES.items()
+    *per_time_mode(
+        "value state creation with timeMode={mode} should succeed",
+        47,
+        handle_value_state_creation,
+        "CREATED is a handle whose init() is not over (initialized is false).",
     ),
-    *(
-        PrimitiveCase(
-            HANDLE_SUITE,
-            f"value state creation with timeMode={name} and invalid state should fail" + VARIANT,
-            87,
-            lambda mode=mode: handle_value_state_creation_in_invalid_state(mode),
-            variants=VARIANTS,
-            notes=HANDLE_STATE_NOTE + " Upstream also checks operationType=get_value_state and the handle state's "
-            "name, which ministream's message does not carry.",
-        )
-        for name, mode in HANDLE_MODES.items()
+    *per_time_mode(
+        "value state creation with timeMode={mode} and invalid state should fail",
+        87,
+        handle_value_state_creation_in_invalid_state,
+        HANDLE_STATE_NOTE + " Upstream also checks operationType=get_value_state and the handle state's name, which "
+        "ministream's message does not carry.",
     ),
     PrimitiveCase(
         HANDLE_SUITE,
@@ -1171,42 +1174,15 @@ HANDLE_CASES = [
         notes="Upstream checks STATEFUL_PROCESSOR_CANNOT_PERFORM_OPERATION_WITH_INVALID_TIME_MODE for register_timer "
         "and delete_timer; so does the case.",
     ),
-    *(
-        PrimitiveCase(
-            HANDLE_SUITE,
-            f"registering timeouts with timeMode={name} should succeed" + VARIANT,
-            142,
-            lambda mode=mode: handle_timers_succeed(mode),
-            variants=VARIANTS,
-            notes=HANDLE_STATE_NOTE,
-        )
-        for name, mode in HANDLE_MODES.items()
-        if mode != NO_TIME
-    ),
-    *(
-        PrimitiveCase(
-            HANDLE_SUITE,
-            f"verify listing of registered timers with timeMode={name}" + VARIANT,
-            163,
-            lambda mode=mode: handle_list_timers(mode),
-            variants=VARIANTS,
-            notes=HANDLE_STATE_NOTE,
-        )
-        for name, mode in HANDLE_MODES.items()
-        if mode != NO_TIME
-    ),
-    *(
-        PrimitiveCase(
-            HANDLE_SUITE,
-            f"registering timeouts with timeMode={name} and invalid state should fail" + VARIANT,
-            203,
-            lambda mode=mode: handle_timers_in_invalid_state(mode),
-            variants=VARIANTS,
-            notes=HANDLE_STATE_NOTE + " Of the three states the test tries (CREATED, TIMER_PROCESSED, CLOSED), only "
-            "CREATED is a state of ministream's handle: the other two are not checked.",
-        )
-        for name, mode in HANDLE_MODES.items()
-        if mode != NO_TIME
+    *per_time_mode("registering timeouts with timeMode={mode} should succeed", 142, handle_timers_succeed, timers=True),
+    *per_time_mode("verify listing of registered timers with timeMode={mode}", 163, handle_list_timers, timers=True),
+    *per_time_mode(
+        "registering timeouts with timeMode={mode} and invalid state should fail",
+        203,
+        handle_timers_in_invalid_state,
+        HANDLE_STATE_NOTE + " The three states the test tries (CREATED, TIMER_PROCESSED, CLOSED) are init() and "
+        "after the handlers in ministream.",
+        timers=True,
     ),
     *(
         PrimitiveCase(
