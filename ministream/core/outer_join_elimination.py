@@ -104,9 +104,10 @@ def spark_join_type(flow, join: Step, inferring: bool = False) -> str:
     (``InferFiltersFromConstraints``: the ``isnotnull`` of a key on a side the join does not keep, a key's
     condition copied to the other key). A window's ``isnotnull`` is in the plan from the start, so the join is
     already the new type then; a static join's is itself inferred in that pass, and the join changes type
-    only after it: the conditions inferred from the join's keys are those of the type it was written with
-    (measured: a right outer join, then an inner join with a static table on the left key, runs as an inner
-    join, with ``isnotnull`` of the left key and none of the right key).
+    only after it: the conditions inferred from the join's keys are those of the type it was written with (a
+    right outer join, then an inner join with a static table on the left key, runs as an inner join with
+    ``isnotnull`` of the left key and none of the right key: ``tutorials/spark-facts.md``, "Where a condition
+    runs").
 
     >>> from ministream.core.aggregates import Count
     >>> from ministream.core.plan import Dataflow

@@ -58,7 +58,7 @@ from collections.abc import Callable
 import attrs
 
 from ministream.core.lineage import output_columns
-from ministream.core.outer_join_elimination import spark_join_type
+from ministream.core.outer_join_elimination import PRESERVED, spark_join_type
 from ministream.core.plan import Dataflow
 from ministream.core.pruning import readers
 from ministream.core.steps import (
@@ -213,7 +213,7 @@ def into_join_side(flow: Dataflow, join: Step, side: int) -> list[Condition]:
     inferred_how = spark_join_type(flow, join, inferring=True)  # a static join's only after the inference
     conditions: list[Condition] = []
     keys = (spec.left_keys, spec.right_keys)[side]
-    if not _preserved(how, side):  # rule 2: the side's own condition
+    if side not in PRESERVED.get(how, ()):  # rule 2: the side's own condition
         where = _where(join, side)
         if where is not None:
             conditions.append(where)
@@ -233,11 +233,6 @@ def into_join_side(flow: Dataflow, join: Step, side: int) -> list[Condition]:
     return conditions
 
 
-def _preserved(how: str, side: int) -> bool:
-    """Whether a join of type ``how`` emits side ``side``'s rows even without a match."""
-    return how == "full_outer" or how == ("left_outer", "right_outer")[side]
-
-
 def drops_null_keys(flow: Dataflow, join: Step, side: int) -> bool:
     """Whether Spark drops side ``side``'s rows whose key is null (compared with ``=``) before ``join``: the
     ``isnotnull`` it infers from the keys, on a side the join does not keep when it infers (rule 2). A row that
@@ -248,7 +243,7 @@ def drops_null_keys(flow: Dataflow, join: Step, side: int) -> bool:
     assert isinstance(spec, JoinSpec)
     if all(spec.null_safe_keys()):
         return False
-    return not _preserved(spark_join_type(flow, join, inferring=True), side)
+    return side not in PRESERVED.get(spark_join_type(flow, join, inferring=True), ())
 
 
 def _where(join: Step, side: int) -> Condition | None:

@@ -99,8 +99,8 @@ def replay_command(pipeline_file, events_file) -> str:
 
 NULL_KEYS = 0.1
 """The share of null keys in the random pipelines' scripts: real keys are sometimes null, and Spark groups,
-deduplicates and joins a null key by its own rules (a group of its own; equal to nothing under ``=``). Drawn
-since 2026-11-29: a run of an earlier commit with the same seed drew no null."""
+deduplicates and joins a null key by its own rules (a group of its own; under ``=``, dropped before a join on a
+side the join does not keep)."""
 
 
 def fuzz_pipelines(

@@ -497,7 +497,8 @@ def _join_plan(rng: random.Random) -> RandomPlan:
 
 NULL_SAFE = 0.3
 """The share of join plans whose keys are compared with ``<=>`` (``null_safe=True``): the scripts' null keys
-(``pipeline_fuzz.NULL_KEYS``) then meet each other, where with ``=`` they meet nothing."""
+(``pipeline_fuzz.NULL_KEYS``) then meet each other, where with ``=`` Spark drops them before the join on each
+side it does not keep."""
 
 PROCESS_BEFORE_JOIN = 0.2
 """The share of join plans (without a dedup before the join) with one side running :class:`KeyLatest` before

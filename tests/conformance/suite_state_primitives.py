@@ -459,15 +459,22 @@ def value_ttl(key, value):
     return run
 
 
-def value_non_positive_ttl() -> None:
-    store = Store()
-    handle = store.handle(PROCESSING_TIME, batch_timestamp=BATCH_TIMESTAMP)
-    check_raises(
-        "getValueState with a TTL of -1 minute",
-        lambda: handle.get_value_state("testState", ttl=-MINUTE),
-        ValueError,
-        "testState",
-    )
+def non_positive_ttl(kind: str, ttls: tuple[int, ...] = (-MINUTE,)):
+    """``get<Kind>State("testState", TTLConfig(ttl))`` with each ttl, none of them positive: refused, naming the
+    state (Spark: ``STATEFUL_PROCESSOR_TTL_DURATION_MUST_BE_POSITIVE``)."""
+
+    def run() -> None:
+        handle = Store().handle(PROCESSING_TIME, batch_timestamp=BATCH_TIMESTAMP)
+        get_state = getattr(handle, f"get_{kind}_state")
+        for ttl in ttls:
+            check_raises(
+                f"get_{kind}_state with a TTL of {ttl} ms",
+                lambda ttl=ttl: get_state("testState", ttl=ttl),
+                ValueError,
+                "testState",
+            )
+
+    return run
 
 
 VALUE_CASES = [
@@ -534,7 +541,7 @@ VALUE_CASES = [
         VALUE_SUITE,
         "test null or zero TTL duration throws error" + VARIANT,
         365,
-        value_non_positive_ttl,
+        non_positive_ttl("value"),
         variants=VARIANTS,
         notes="Upstream checks STATEFUL_PROCESSOR_TTL_DURATION_MUST_BE_POSITIVE with stateName=testState; "
         "ministream names no error class here, so the case checks the refusal and the state name. "
@@ -757,17 +764,6 @@ def list_ttl(key, values_put):
     return run
 
 
-def list_non_positive_ttl() -> None:
-    store = Store()
-    handle = store.handle(PROCESSING_TIME, batch_timestamp=BATCH_TIMESTAMP)
-    check_raises(
-        "getListState with a TTL of -1 minute",
-        lambda: handle.get_list_state("testState", ttl=-MINUTE),
-        ValueError,
-        "testState",
-    )
-
-
 LIST_CASES = [
     *(
         PrimitiveCase(
@@ -839,7 +835,7 @@ LIST_CASES = [
         LIST_SUITE,
         "test null or negative TTL duration throws error" + VARIANT,
         371,
-        list_non_positive_ttl,
+        non_positive_ttl("list"),
         variants=VARIANTS,
         notes="Upstream checks STATEFUL_PROCESSOR_TTL_DURATION_MUST_BE_POSITIVE with stateName=testState; "
         "ministream names no error class here, so the case checks the refusal and the state name. "
@@ -990,18 +986,6 @@ def map_ttl() -> None:
     check("getValue(k1) after clear", next_batch_test_state.get("k1"), None)
 
 
-def map_non_positive_ttl() -> None:
-    store = Store()
-    handle = store.handle(PROCESSING_TIME, batch_timestamp=BATCH_TIMESTAMP)
-    for ttl in (0, -MINUTE):  # Duration.ZERO, Duration.ofMinutes(-1)
-        check_raises(
-            f"getMapState with a TTL of {ttl} ms",
-            lambda ttl=ttl: handle.get_map_state("testState", ttl=ttl),
-            ValueError,
-            "testState",
-        )
-
-
 MAP_CASES = [
     PrimitiveCase(MAP_SUITE, "Map state operations for single instance" + VARIANT, 40, map_single_instance, VARIANTS),
     PrimitiveCase(
@@ -1027,7 +1011,7 @@ MAP_CASES = [
         MAP_SUITE,
         "test negative or zero TTL duration throws error" + VARIANT,
         231,
-        map_non_positive_ttl,
+        non_positive_ttl("map", (0, -MINUTE)),  # Duration.ZERO, Duration.ofMinutes(-1)
         variants=VARIANTS,
         notes="Upstream checks STATEFUL_PROCESSOR_TTL_DURATION_MUST_BE_POSITIVE with stateName=testState; "
         "ministream names no error class here, so the case checks the refusal and the state name. "
